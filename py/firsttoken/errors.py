@@ -1,0 +1,170 @@
+"""The one error tree of firsttoken.
+
+Every error firsttoken raises is a `FirstTokenError`. Foreign errors (a `JsException`
+from fetch, an IndexedDB `DOMException`, an `OSError`) are translated into this tree
+at the adapter boundary, in one place each, never deeper.
+
+    FirstTokenError
+    ├── RemoteProtocolError          the peer (server, stream) broke a protocol
+    │   ├── SSEError                 the byte stream is not acceptable SSE
+    │   │   └── SSEBufferOverflow    a line or event passed its bound
+    │   └── StreamError              the chat-completion stream is malformed
+    │       ├── InvalidChunk         data that is not JSON, or not a chunk
+    │       ├── UpstreamError        an {"error": ...} payload (mid-stream or as a body)
+    │       └── TruncatedStream      the stream ended without [DONE] or finish_reason
+    ├── HTTPStatusError              a non-2xx answer (status, rate-limit headers)
+    ├── TransportError               the network failed (connect, reset, timeout)
+    ├── Aborted                      the user (or the page) stopped the request
+    ├── LocalProtocolError           we were asked to do something invalid
+    │   └── InvalidMessage           a bridge/protocol message that does not validate
+    ├── TokenizerError               unknown encoding, missing or corrupt BPE data
+    └── CacheError                   storage failed or returned data that does not verify
+
+Errors that end a reply carry `partial`: the text received so far, so that nothing the
+user already saw is lost (see `partial`).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FirstTokenError",
+    "RemoteProtocolError",
+    "SSEError",
+    "SSEBufferOverflow",
+    "StreamError",
+    "InvalidChunk",
+    "UpstreamError",
+    "TruncatedStream",
+    "HTTPStatusError",
+    "TransportError",
+    "Aborted",
+    "LocalProtocolError",
+    "InvalidMessage",
+    "TokenizerError",
+    "CacheError",
+]
+
+
+class FirstTokenError(Exception):
+    """Base of every firsttoken error.
+
+    `code` is a stable, machine-readable name sent over the message protocol;
+    `partial` is the answer text received before the error (empty if none).
+    """
+
+    code = "error"
+
+    def __init__(self, message: str = "", *, partial: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.partial = partial
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form used by the message protocol's `error` event."""
+        return {"code": self.code, "message": self.message, "partial": self.partial}
+
+
+class RemoteProtocolError(FirstTokenError):
+    """The remote side sent something the protocol does not allow."""
+
+    code = "remote_protocol_error"
+
+
+class SSEError(RemoteProtocolError):
+    code = "sse_error"
+
+
+class SSEBufferOverflow(SSEError):
+    """A line or an event grew past its bound (`limit`, in bytes)."""
+
+    code = "sse_buffer_overflow"
+
+    def __init__(self, message: str = "", *, limit: int = 0, partial: str = "") -> None:
+        super().__init__(message, partial=partial)
+        self.limit = limit
+
+
+class StreamError(RemoteProtocolError):
+    code = "stream_error"
+
+
+class InvalidChunk(StreamError):
+    """A data payload that is not JSON, or not shaped like a chat-completion chunk."""
+
+    code = "invalid_chunk"
+
+
+class UpstreamError(StreamError):
+    """The server reported an error inside the stream or as the body.
+
+    `error` is the server's own error object (`{"message", "type", "code", ...}`).
+    """
+
+    code = "upstream_error"
+
+    def __init__(
+        self, message: str = "", *, error: dict | None = None, partial: str = ""
+    ) -> None:
+        super().__init__(message, partial=partial)
+        self.error = error or {}
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "error": self.error}
+
+
+class TruncatedStream(StreamError):
+    """The stream ended before `[DONE]` or a finish_reason: the answer may be cut."""
+
+    code = "truncated"
+
+
+class HTTPStatusError(FirstTokenError):
+    """A non-2xx response. `retry_after_s` is set when the server said when to retry."""
+
+    code = "http_status"
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status: int,
+        error: dict | None = None,
+        retry_after_s: float | None = None,
+        partial: str = "",
+    ) -> None:
+        super().__init__(message, partial=partial)
+        self.status = status
+        self.error = error or {}
+        self.retry_after_s = retry_after_s
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **super().to_dict(),
+            "status": self.status,
+            "error": self.error,
+            "retry_after_s": self.retry_after_s,
+        }
+
+
+class TransportError(FirstTokenError):
+    code = "network"
+
+
+class Aborted(FirstTokenError):
+    code = "aborted"
+
+
+class LocalProtocolError(FirstTokenError):
+    code = "local_protocol_error"
+
+
+class InvalidMessage(LocalProtocolError):
+    code = "invalid_message"
+
+
+class TokenizerError(FirstTokenError):
+    code = "tokenizer_error"
+
+
+class CacheError(FirstTokenError):
+    code = "cache_error"
