@@ -16,7 +16,8 @@ at the adapter boundary, in one place each, never deeper.
     ├── TransportError               the network failed (connect, reset, timeout)
     ├── Aborted                      the user (or the page) stopped the request
     ├── LocalProtocolError           we were asked to do something invalid
-    │   └── InvalidMessage           a bridge/protocol message that does not validate
+    │   ├── InvalidMessage           a bridge/protocol message that does not validate
+    │   └── ContextBudgetExceeded    what must be sent does not fit the token budget
     ├── TokenizerError               unknown encoding, missing or corrupt BPE data
     └── CacheError                   storage failed or returned data that does not verify
 
@@ -40,6 +41,7 @@ __all__ = [
     "Aborted",
     "LocalProtocolError",
     "InvalidMessage",
+    "ContextBudgetExceeded",
     "TokenizerError",
     "CacheError",
 ]
@@ -160,6 +162,23 @@ class LocalProtocolError(FirstTokenError):
 
 class InvalidMessage(LocalProtocolError):
     code = "invalid_message"
+
+
+class ContextBudgetExceeded(LocalProtocolError):
+    """The messages that may not be dropped (system messages, tool schemas, the newest
+    user message cut to its minimum) need `required` tokens; only `available` are free."""
+
+    code = "context_budget_exceeded"
+
+    def __init__(
+        self, message: str = "", *, required: int, available: int, partial: str = ""
+    ) -> None:
+        super().__init__(message, partial=partial)
+        self.required = required
+        self.available = available
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "required": self.required, "available": self.available}
 
 
 class TokenizerError(FirstTokenError):
