@@ -1,0 +1,209 @@
+"""Benchmark: decoding a chat-completion SSE stream, ours against httpx-sse, same run.
+
+    .venv/bin/python bench/sse.py [--events N] [--repeat R]
+
+Builds a realistic `chat.completion.chunk` stream, cuts it the way a network would
+(random 1-16 KiB reads, fixed seed), and decodes it to events with
+`firsttoken.sse.SSEDecoder` and with httpx-sse, consuming the chunks exactly as
+`httpx_sse.EventSource.iter_sse()` does (httpx's incremental UTF-8 `TextDecoder`, then
+`SSELineDecoder`, then `SSEDecoder`, through the same chain of generators), minus the
+`httpx.Response` plumbing, which would only add per-chunk cost to httpx-sse's side.
+
+Prints a few human lines, then LAST one JSON line:
+    {"events", "bytes", "cpython_events_per_s", "httpx_sse_events_per_s", "ratio", ...}
+`ratio` is ours / httpx-sse. The in-page benchmark adds its figures to that line, reusing
+`build_stream()` and `split_like_network()` from this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
+
+from firsttoken.sse import SSEDecoder  # noqa: E402
+
+__all__ = ["build_stream", "split_like_network", "decode_firsttoken", "decode_httpx_sse"]
+
+# Words an assistant streams, with enough non-ASCII to exercise UTF-8 decoding: Latin
+# accents, CJK, an emoji, typographic punctuation, and a U+2028 that a splitlines()
+# decoder would cut.
+_WORDS = (
+    "the of and to a in is that it for as with was on be by this are or from "
+    "model token stream answer python browser worker response latency server "
+    "naïve café résumé déjà Größe straße año 東京 日本語 模型 数据 🙂 — “quoted” "
+    "x\u2028y 100% $5 {json} <tag> \\path"
+).split(" ")
+
+
+def build_stream(n_events: int = 100_000, seed: int = 1) -> bytes:
+    """A chat-completion SSE body of `n_events` chunk events (a role chunk, content
+    chunks, a finish chunk), then `data: [DONE]`: compact JSON shaped like OpenAI's,
+    non-ASCII sent as raw UTF-8."""
+    rng = random.Random(seed)
+    base = {
+        "id": "chatcmpl-" + "".join(rng.choices("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123456789", k=29)),
+        "object": "chat.completion.chunk",
+        "created": 1_732_000_000 + rng.randrange(10_000_000),
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_0ba0d124f1",
+    }
+
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        body = json.dumps({**base, "choices": [choice]}, ensure_ascii=False, separators=(",", ":"))
+        return b"data: " + body.encode() + b"\n\n"
+
+    parts = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    for _ in range(max(0, n_events - 2)):
+        words = rng.choices(_WORDS, k=rng.randint(1, 3))
+        parts.append(chunk({"content": " " + " ".join(words)}))
+    parts.append(chunk({}, "stop"))
+    parts.append(b"data: [DONE]\n\n")
+    return b"".join(parts)
+
+
+def split_like_network(data: bytes, seed: int = 1) -> list[bytes]:
+    """Cut `data` into reads of 1 B to 16 KiB, as TCP and fetch() hand them over."""
+    rng = random.Random(seed)
+    chunks = []
+    pos = 0
+    while pos < len(data):
+        size = rng.randint(1, 16 * 1024)
+        chunks.append(data[pos : pos + size])
+        pos += size
+    return chunks
+
+
+def decode_firsttoken(chunks: Iterable[bytes]) -> list[str]:
+    """Every event's data, decoded by firsttoken."""
+    decoder = SSEDecoder()
+    out = []
+    for chunk in chunks:
+        for event in decoder.feed(chunk):
+            out.append(event.data)
+    decoder.close()
+    return out
+
+
+def decode_httpx_sse(chunks: Iterable[bytes]) -> list[str]:
+    """Every event's data, decoded by httpx-sse as `EventSource.iter_sse()` would."""
+    from httpx._decoders import TextChunker, TextDecoder
+    from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
+    from httpx_sse._decoders import SSELineDecoder
+
+    def iter_text() -> Iterator[str]:  # httpx.Response.iter_text()
+        decoder = TextDecoder(encoding="utf-8")
+        chunker = TextChunker()
+        for byte_content in chunks:
+            yield from chunker.decode(decoder.decode(byte_content))
+        yield from chunker.decode(decoder.flush())
+        yield from chunker.flush()
+
+    def iter_sse_lines() -> Iterator[str]:  # httpx_sse._api._iter_sse_lines()
+        decoder = SSELineDecoder()
+        for text in iter_text():
+            yield from decoder.decode(text)
+        yield from decoder.flush()
+
+    def iter_sse() -> Iterator[object]:  # httpx_sse.EventSource.iter_sse()
+        decoder = HttpxSSEDecoder()
+        for line in iter_sse_lines():
+            sse = decoder.decode(line.rstrip("\n"))
+            if sse is not None:
+                yield sse
+
+    return [sse.data for sse in iter_sse()]  # type: ignore[attr-defined]
+
+
+def _check_glue_matches_httpx_sse(chunks: list[bytes]) -> None:
+    """Our re-wiring of httpx-sse must give what the real EventSource gives."""
+    import httpx
+    from httpx_sse import EventSource
+
+    response = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=iter(chunks)
+    )
+    real = [sse.data for sse in EventSource(response).iter_sse()]
+    assert real == decode_httpx_sse(chunks), "bench glue diverges from httpx-sse"
+
+
+def _median_seconds(fn: Callable[[list[bytes]], object], chunks: list[bytes], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        fn(chunks)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _long_line_seconds(size: int, piece: int = 64 * 1024) -> float:
+    """One `size`-byte data line fed in 64 KiB pieces (bound raised to allow it)."""
+    line = b"data: " + b"x" * size + b"\n\n"
+    pieces = [line[i : i + piece] for i in range(0, len(line), piece)]
+    decoder = SSEDecoder(max_line_bytes=2 * size, max_event_bytes=2 * size)
+    start = time.perf_counter()
+    for p in pieces:
+        decoder.feed(p)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    data = build_stream(args.events, args.seed)
+    chunks = split_like_network(data, args.seed)
+    _check_glue_matches_httpx_sse(split_like_network(build_stream(500, 7), 7))
+
+    ours = decode_firsttoken(chunks)
+    theirs = decode_httpx_sse(chunks)
+    # httpx-sse also yields events without data, which the spec does not dispatch;
+    # this stream has none, so both must agree event for event.
+    assert ours == theirs, "decoders disagree on the benchmark stream"
+    assert len(ours) == args.events + 1  # and [DONE]
+
+    # Interleave the two so drift (thermal, other load) hits both alike.
+    t_ours: list[float] = []
+    t_theirs: list[float] = []
+    for _ in range(args.repeat):
+        t_ours.append(_median_seconds(decode_firsttoken, chunks, 1))
+        t_theirs.append(_median_seconds(decode_httpx_sse, chunks, 1))
+    ours_s = statistics.median(t_ours)
+    theirs_s = statistics.median(t_theirs)
+
+    long_4 = statistics.median(_long_line_seconds(4 << 20) for _ in range(3))
+    long_8 = statistics.median(_long_line_seconds(8 << 20) for _ in range(3))
+
+    print(f"stream: {len(ours)} events, {len(data)} bytes, {len(chunks)} network chunks")
+    print(f"firsttoken: {ours_s * 1e3:.1f} ms median of {args.repeat}")
+    print(f"httpx-sse:  {theirs_s * 1e3:.1f} ms median of {args.repeat}")
+    print(
+        f"one long line in 64 KiB pieces: 4 MiB {long_4 * 1e3:.1f} ms, "
+        f"8 MiB {long_8 * 1e3:.1f} ms (linear: about twice)"
+    )
+    result = {
+        "events": len(ours),
+        "bytes": len(data),
+        "cpython_events_per_s": round(len(ours) / ours_s),
+        "httpx_sse_events_per_s": round(len(theirs) / theirs_s),
+        "ratio": round(theirs_s / ours_s, 2),
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
