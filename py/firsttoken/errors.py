@@ -11,7 +11,8 @@ at the adapter boundary, in one place each, never deeper.
     │   └── StreamError              the chat-completion stream is malformed
     │       ├── InvalidChunk         data that is not JSON, or not a chunk
     │       ├── UpstreamError        an {"error": ...} payload (mid-stream or as a body)
-    │       └── TruncatedStream      the stream ended without [DONE] or finish_reason
+    │       ├── TruncatedStream      the stream ended without [DONE] or finish_reason
+    │       └── ResponseTooLarge     the assembled answer passed its bound
     ├── HTTPStatusError              a non-2xx answer (status, rate-limit headers)
     ├── TransportError               the network failed (connect, reset, timeout)
     ├── Aborted                      the user (or the page) stopped the request
@@ -36,6 +37,7 @@ __all__ = [
     "InvalidChunk",
     "UpstreamError",
     "TruncatedStream",
+    "ResponseTooLarge",
     "HTTPStatusError",
     "TransportError",
     "Aborted",
@@ -118,6 +120,19 @@ class TruncatedStream(StreamError):
     """The stream ended before `[DONE]` or a finish_reason: the answer may be cut."""
 
     code = "truncated"
+
+
+class ResponseTooLarge(StreamError):
+    """The assembled answer (text and tool-call arguments) passed `limit` characters."""
+
+    code = "response_too_large"
+
+    def __init__(self, message: str = "", *, limit: int = 0, partial: str = "") -> None:
+        super().__init__(message, partial=partial)
+        self.limit = limit
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "limit": self.limit}
 
 
 class HTTPStatusError(FirstTokenError):
