@@ -1,0 +1,15 @@
+"""The firsttoken gateway: serves the page and an OpenAI-compatible endpoint.
+
+Pieces, each one idea, composed in `app.create_app`:
+
+- `static`     the page and its runtime assets (Pyodide, PyScript, tokenizer data), locally
+- `headers`    COOP/COEP/CSP and friends on every response (an ASGI middleware)
+- `validation` reading and validating chat-completion requests (bounded body, typed errors)
+- `errors`     OpenAI-style error objects
+- `simulator`  the built-in deterministic model, with pacing and fault injection
+- `upstream`   a proxy to a real OpenAI-compatible API
+"""
+
+from .app import GatewayConfig, create_app
+
+__all__ = ["GatewayConfig", "create_app"]

@@ -1,0 +1,87 @@
+"""`python -m gateway`: serve the page and the OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+
+import uvicorn
+
+from .app import GatewayConfig, create_app
+from .simulator import DropConnection, SimParams
+
+_SIM = SimParams()
+
+
+class _QuietDrops(logging.Filter):
+    """A simulated dropped connection is intended; don't log it as a crash."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        while exc is not None:
+            if isinstance(exc, DropConnection):
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    p.add_argument("--upstream", default=os.environ.get("FIRSTTOKEN_UPSTREAM") or None,
+                   help="base URL of a real OpenAI-compatible API, e.g. https://api.openai.com/v1")
+    p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the upstream API key (never logged)")
+    p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
+    p.add_argument("--tps", type=float, default=_SIM.tps)
+    p.add_argument("--chunk", type=int, default=_SIM.chunk)
+    p.add_argument("--tokens", type=int, default=_SIM.tokens, help="answer length of the built-in model")
+    p.add_argument("--max-body-bytes", type=int, default=GatewayConfig.max_body_bytes)
+    p.add_argument("--rpm", type=int, default=GatewayConfig.rpm)
+    p.add_argument("--tpm", type=int, default=GatewayConfig.tpm)
+    p.add_argument("--connect-src", default=GatewayConfig.connect_src,
+                   help="CSP connect-src: where the page may send requests")
+    p.add_argument("--frame-ancestors", default=GatewayConfig.frame_ancestors,
+                   help="CSP frame-ancestors: who may embed the page")
+    p.add_argument("--log-level", default="warning")
+    args = p.parse_args(argv)
+
+    config = GatewayConfig(
+        sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
+        upstream=args.upstream,
+        upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
+        max_body_bytes=args.max_body_bytes,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        connect_src=args.connect_src,
+        frame_ancestors=args.frame_ancestors,
+    )
+    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+
+    # Bind first, then announce: the printed URL is a readiness marker (tests wait on it),
+    # and port 0 gets a free port whose number we can print.
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    sock.listen(128)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    backend = f"upstream {config.upstream}" if config.upstream else "built-in model"
+    print(f"firsttoken gateway ({backend}) listening on http://{shown}:{port}/", flush=True)
+
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config), log_level=args.log_level, access_log=False, lifespan="on")
+    )
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Security and isolation headers on every response (a plain ASGI middleware).
+
+- COOP `same-origin` + COEP `require-corp` make the page cross-origin isolated, which a
+  PyScript worker needs for SharedArrayBuffer (its synchronous bridge to the page).
+- CORP `same-origin` lets our own assets load under COEP.
+- The Content-Security-Policy allows scripts from this origin only, plus
+  'wasm-unsafe-eval' (Pyodide compiles WebAssembly; nothing else is evaluated). Images
+  only from this origin, data: and blob:, so model output cannot leak data through an
+  image URL. connect-src is configurable: the page may talk to an upstream directly.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+def content_security_policy(connect_src: str, frame_ancestors: str) -> str:
+    return "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self' 'wasm-unsafe-eval'",
+            "worker-src 'self' blob:",
+            f"connect-src {connect_src}",
+            "img-src 'self' data: blob:",
+            "style-src 'self'",
+            "font-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            f"frame-ancestors {frame_ancestors}",
+        ]
+    )
+
+
+class SecurityHeaders:
+    def __init__(self, app: ASGIApp, *, csp: str) -> None:
+        self.app = app
+        self.headers = [
+            (b"cross-origin-opener-policy", b"same-origin"),
+            (b"cross-origin-embedder-policy", b"require-corp"),
+            (b"cross-origin-resource-policy", b"same-origin"),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"),
+            (b"content-security-policy", csp.encode()),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in self.headers if k not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

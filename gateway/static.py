@@ -1,0 +1,102 @@
+"""The page and its runtime assets, served from this checkout (offline by construction).
+
+Runtime assets come from npm packages that `make` installs (pinned by package-lock.json)
+and are served under /vendor/<name>/; nothing is fetched from a CDN. The Python package
+`firsttoken` is served as one zip (`/py/firsttoken.zip`), which PyScript unpacks into the
+worker's file system: one request instead of one per module, which matters on a phone.
+
+Caching: every response carries an ETag and `Cache-Control: no-cache`, so browsers
+revalidate with a cheap 304 and never run a stale runtime after an upgrade.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# URL name → directory inside node_modules.
+VENDOR = {
+    "pyodide": "pyodide",
+    "pyscript": "@pyscript/core/dist",
+    "tiktoken": "tiktoken/encoders",
+}
+
+
+class Assets(StaticFiles):
+    async def get_response(self, path: str, scope) -> Response:  # type: ignore[override]
+        response = await super().get_response(path, scope)
+        response.headers.setdefault("cache-control", "no-cache")
+        return response
+
+
+def build_package_zip(package_dir: Path) -> bytes:
+    """Zip the package deterministically: sorted entries, fixed timestamps, no bytecode."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(package_dir.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            arcname = str(path.relative_to(package_dir.parent))
+            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+class PackageZip:
+    """Serves the zip of py/firsttoken, rebuilt when a source file changes (cheap stat)."""
+
+    def __init__(self, package_dir: Path) -> None:
+        self.package_dir = package_dir
+        self._key: tuple | None = None
+        self._zip = b""
+        self._etag = ""
+
+    def _current(self) -> tuple[bytes, str]:
+        key = tuple((str(p), p.stat().st_mtime_ns) for p in sorted(self.package_dir.rglob("*.py")))
+        if key != self._key:
+            self._zip = build_package_zip(self.package_dir)
+            self._etag = '"' + hashlib.sha256(self._zip).hexdigest()[:32] + '"'
+            self._key = key
+        return self._zip, self._etag
+
+    async def endpoint(self, request: Request) -> Response:
+        data, etag = self._current()
+        headers = {"etag": etag, "cache-control": "no-cache"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type="application/zip", headers=headers)
+
+
+def page_file(name: str, media_type: str):
+    path = ROOT / name
+
+    async def endpoint(request: Request) -> Response:
+        return FileResponse(path, media_type=media_type, headers={"cache-control": "no-cache"})
+
+    return endpoint
+
+
+def routes(node_modules: Path | None = None) -> list[BaseRoute]:
+    node_modules = node_modules or ROOT / "node_modules"
+    result: list[BaseRoute] = [
+        Route("/", page_file("index.html", "text/html; charset=utf-8")),
+        Route("/index.html", page_file("index.html", "text/html; charset=utf-8")),
+        Route("/pyscript.toml", page_file("pyscript.toml", "application/toml")),
+        Route("/py/boot.py", page_file("py/boot.py", "text/x-python; charset=utf-8")),
+        Route("/py/firsttoken.zip", PackageZip(ROOT / "py" / "firsttoken").endpoint),
+        Mount("/js", app=Assets(directory=ROOT / "js"), name="js"),
+    ]
+    for name, sub in VENDOR.items():
+        result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
+    return result

@@ -1,0 +1,237 @@
+// The main-thread shell: it paints, and nothing else. All logic (request building,
+// SSE parsing, counting, compression) runs in Python in a worker, reached through
+// CoreLink. Text arriving from the worker is painted at most once per animation frame.
+
+import { CoreLink } from './core.js';
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  boot: $('boot'), metrics: $('metrics'), chat: $('chat'), messages: $('messages'),
+  form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
+  baseUrl: $('base-url'), model: $('model'), apiKey: $('api-key'), clear: $('clear'),
+};
+
+const HISTORY_KEY = 'firsttoken.history.v1';
+const SETTINGS_KEY = 'firsttoken.settings.v1';
+// The API key lives in sessionStorage only: it dies with the tab, is never written to
+// localStorage, and is never logged.
+const KEY_KEY = 'firsttoken.api_key';
+
+// ---- state ----------------------------------------------------------------------
+const history = loadJSON(localStorage, HISTORY_KEY, []).filter(
+  (m) => m && typeof m.role === 'string' && typeof m.content === 'string');
+const settings = loadJSON(localStorage, SETTINGS_KEY, {});
+const live = new Map(); // request id → {el, content, pending, entry}
+let counter = 0;
+
+function loadJSON(store, key, fallback) {
+  try {
+    const value = JSON.parse(store.getItem(key));
+    return value ?? fallback;
+  } catch {
+    return fallback;
+  }
+}
+function saveHistory() {
+  try { localStorage.setItem(HISTORY_KEY, JSON.stringify(history)); } catch { /* storage full: keep going in memory */ }
+}
+
+// ---- painting -------------------------------------------------------------------
+function bubble(role, text) {
+  const li = document.createElement('li');
+  li.className = 'msg';
+  li.dataset.role = role;
+  const content = document.createElement('div');
+  content.className = 'content';
+  content.textContent = text;
+  li.append(content);
+  els.messages.append(li);
+  return li;
+}
+
+function note(li, cls, text) {
+  let el = li.querySelector('.' + cls);
+  if (!el) {
+    el = document.createElement('span');
+    el.className = cls;
+    li.append(el);
+  }
+  el.textContent = text;
+  return el;
+}
+
+let stick = true; // follow the answer unless the user scrolled up
+els.chat.addEventListener('scroll', () => {
+  const { scrollTop, scrollHeight, clientHeight } = els.chat;
+  stick = scrollHeight - scrollTop - clientHeight < 48;
+}, { passive: true });
+function follow() {
+  if (stick) els.chat.scrollTop = els.chat.scrollHeight;
+}
+
+let frameRequested = false;
+function schedulePaint() {
+  if (!frameRequested) {
+    frameRequested = true;
+    requestAnimationFrame(paint);
+  }
+}
+function paint() {
+  frameRequested = false;
+  for (const r of live.values()) {
+    if (!r.pending) continue;
+    r.text.appendData(r.pending); // append to one text node: cost independent of answer length
+    r.entry.content += r.pending;
+    r.pending = '';
+    r.el.dataset.paints = String(+(r.el.dataset.paints || 0) + 1);
+    if (r.firstPaint === undefined) r.firstPaint = performance.timeOrigin + performance.now();
+  }
+  follow();
+}
+
+// ---- the core -------------------------------------------------------------------
+const core = new CoreLink();
+core.addEventListener('progress', (e) => { els.boot.textContent = e.detail.text; });
+core.addEventListener('failed', (e) => {
+  document.documentElement.dataset.python = 'failed';
+  els.boot.textContent = `Python failed to start: ${e.detail.message}`;
+});
+core.addEventListener('message', (e) => onCoreMessage(e.detail));
+
+function onCoreMessage(msg) {
+  if (msg.type === 'ready') {
+    document.documentElement.dataset.python = 'ready';
+    els.metrics.textContent = `Python ready in ${Math.round(msg.boot.ready_ms)} ms`;
+    for (const r of live.values()) note(r.el, 'note', 'Sending…');
+    return;
+  }
+  const r = live.get(msg.id);
+  if (!r) return;
+  switch (msg.type) {
+    case 'chat.delta':
+      r.el.querySelector('.note')?.remove();
+      r.pending += msg.text || '';
+      schedulePaint();
+      break;
+    case 'chat.done':
+      finish(r, 'done', msg);
+      break;
+    case 'chat.error':
+      finish(r, msg.error?.code === 'aborted' ? 'stopped' : 'error', msg);
+      break;
+    case 'error':
+      finish(r, 'error', msg);
+      break;
+  }
+}
+
+function describe(error) {
+  if (!error) return 'Something went wrong.';
+  switch (error.code) {
+    case 'aborted': return 'Stopped.';
+    case 'network': return `Network error: ${error.message}`;
+    case 'http_status': return `The server answered ${error.status}: ${error.message}`;
+    case 'upstream_error': return `The model reported an error: ${error.message}`;
+    case 'truncated': return 'The answer was cut off: the connection ended early.';
+    default: return error.message || error.code;
+  }
+}
+
+function finish(r, state, msg) {
+  paint(); // flush what is pending so that nothing received is lost
+  live.delete(r.id);
+  r.el.dataset.state = state;
+  r.el.querySelector('.note')?.remove();
+  if (state !== 'done') note(r.el, 'error', describe(msg.error));
+  if (!r.entry.content) {
+    // Keep an empty failed answer out of the conversation sent next time.
+    history.splice(history.indexOf(r.entry), 1);
+  } else if (state !== 'done') {
+    r.entry.incomplete = true;
+  }
+  saveHistory();
+  if (msg.timings) showMetrics(r, msg.timings, msg.usage);
+  if (live.size === 0) els.stop.disabled = true;
+}
+
+function showMetrics(r, t, usage) {
+  const ms = (a, b) => (a != null && b != null ? Math.round(b - a) : '–');
+  const parts = [`first byte ${ms(t.send, t.first_byte)} ms`, `first paint ${ms(r.sent, r.firstPaint)} ms`];
+  if (usage && t.first_delta != null && t.done != null && t.done > t.first_delta) {
+    parts.push(`${(usage.completion_tokens / ((t.done - t.first_delta) / 1000)).toFixed(0)} tok/s`);
+  }
+  els.metrics.textContent = parts.join(' · ');
+}
+
+// ---- input ----------------------------------------------------------------------
+function currentSettings() {
+  const s = { base_url: els.baseUrl.value.trim() || '/v1', model: els.model.value.trim() || 'firsttoken-sim' };
+  const key = els.apiKey.value;
+  if (key) s.api_key = key;
+  const absolute = new URL(s.base_url, document.baseURI).href.replace(/\/$/, '');
+  s.base_url = absolute;
+  return s;
+}
+
+function sendPrompt(text) {
+  const id = `r${Date.now().toString(36)}${(counter++).toString(36)}`;
+  history.push({ role: 'user', content: text });
+  bubble('user', text);
+  const messages = history.map(({ role, content }) => ({ role, content }));
+  const entry = { role: 'assistant', content: '' };
+  history.push(entry);
+  saveHistory();
+  const el = bubble('assistant', '');
+  el.dataset.state = 'streaming';
+  el.dataset.id = id;
+  const text_node = document.createTextNode('');
+  el.querySelector('.content').append(text_node);
+  if (!core.ready) note(el, 'note', 'Waiting for Python to start…');
+  live.set(id, { id, el, text: text_node, pending: '', entry, sent: performance.timeOrigin + performance.now() });
+  els.stop.disabled = false;
+  stick = true;
+  follow();
+  core.send({ type: 'chat.send', id, messages, settings: currentSettings() });
+}
+
+els.form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = els.prompt.value.trim();
+  if (!text) return;
+  els.prompt.value = '';
+  sendPrompt(text);
+});
+els.prompt.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    els.form.requestSubmit();
+  }
+});
+els.stop.addEventListener('click', () => {
+  for (const id of live.keys()) core.send({ type: 'chat.abort', id });
+});
+els.clear.addEventListener('click', () => {
+  history.length = 0;
+  saveHistory();
+  els.messages.replaceChildren();
+});
+
+for (const [el, name] of [[els.baseUrl, 'base_url'], [els.model, 'model']]) {
+  el.value = settings[name] || '';
+  el.addEventListener('change', () => {
+    settings[name] = el.value.trim();
+    localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
+  });
+}
+els.apiKey.value = sessionStorage.getItem(KEY_KEY) || '';
+els.apiKey.addEventListener('change', () => sessionStorage.setItem(KEY_KEY, els.apiKey.value));
+
+// ---- start ----------------------------------------------------------------------
+for (const m of history) {
+  const li = bubble(m.role, m.content);
+  if (m.incomplete) note(li, 'error', 'This answer was interrupted.');
+}
+follow();
+els.prompt.focus();
+document.documentElement.dataset.interactive = String(Math.round(performance.now()));
+core.start();

@@ -1,0 +1,111 @@
+"""The one adapter between the core and the browser (Pyodide inside a PyScript worker).
+
+Everything that touches `js`, `pyodide` or `polyscript` lives here, and only runs inside
+Pyodide: on CPython this module imports, and `start()` refuses to run. Foreign errors
+(`JsException` from fetch or a stream read) become firsttoken errors here, in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Mapping
+
+from . import IN_PYODIDE
+from .client import AbortSignal, HTTPRequest
+from .errors import Aborted, TransportError
+
+__all__ = ["FetchTransport", "start"]
+
+if IN_PYODIDE:  # pragma: no cover - exercised by the end-to-end tests in Chromium
+    import js  # type: ignore[import-not-found]
+    from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
+
+
+def now_ms() -> float:
+    """Wall-clock milliseconds, comparable across the worker and the main thread
+    (performance.now() alone is not: each has its own time origin)."""
+    return float(js.performance.timeOrigin + js.performance.now())
+
+
+def _translate(exc: Exception, abort: AbortSignal, what: str) -> Exception:
+    if abort.aborted:
+        return Aborted("stopped")
+    return TransportError(f"{what}: {exc}")
+
+
+class FetchResponse:
+    def __init__(self, response: Any, abort: AbortSignal) -> None:
+        self._response = response
+        self._abort = abort
+        self.status = int(response.status)
+        self.headers: Mapping[str, str] = {
+            str(k): str(v) for k, v in (entry.to_py() for entry in response.headers.entries())
+        }
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        reader = self._response.body.getReader()
+        try:
+            while True:
+                try:
+                    result = await reader.read()
+                except JsException as exc:
+                    raise _translate(exc, self._abort, "the connection broke") from None
+                if result.done:
+                    return
+                yield result.value.to_bytes()
+        finally:
+            try:
+                reader.releaseLock()
+            except JsException:
+                pass
+
+    async def read(self, limit: int) -> bytes:
+        out = bytearray()
+        async for chunk in self.chunks():
+            out += chunk[: limit - len(out)]
+            if len(out) >= limit:
+                break
+        return bytes(out)
+
+
+class FetchTransport:
+    """Streaming fetch from the worker; Stop maps to an AbortController."""
+
+    async def send(self, request: HTTPRequest, abort: AbortSignal) -> FetchResponse:
+        controller = js.AbortController.new()
+        abort.on_abort(lambda: controller.abort())
+        init = to_js(
+            {
+                "method": request.method,
+                "headers": request.headers,
+                "body": request.body.decode(),
+                "signal": controller.signal,
+                "cache": "no-store",
+            },
+            dict_converter=js.Object.fromEntries,
+        )
+        try:
+            response = await js.fetch(request.url, init)
+        except JsException as exc:
+            raise _translate(exc, abort, "the request could not be sent") from None
+        return FetchResponse(response, abort)
+
+
+def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
+    """Wire the core to PyScript's worker channel. Returns the core."""
+    if not IN_PYODIDE:
+        raise RuntimeError("firsttoken.browser.start() runs only inside Pyodide")
+    from .core import Core
+
+    core = Core(post=xworker.postMessage, transport=FetchTransport(), clock=now_ms, boot=boot)
+    tasks: set[asyncio.Task] = set()
+
+    def on_message(event: Any) -> None:
+        data = event.data
+        raw = data if isinstance(data, str) else data.to_py() if hasattr(data, "to_py") else data
+        task = asyncio.ensure_future(core.handle(raw))
+        tasks.add(task)  # keep a reference: a task only weakly referenced may vanish
+        task.add_done_callback(tasks.discard)
+
+    xworker.onmessage = on_message
+    return core

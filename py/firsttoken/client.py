@@ -1,0 +1,227 @@
+"""The chat client: one request, streamed through a transport, assembled into updates.
+
+The client never does I/O itself. It takes a `Transport` (the worker's `fetch` in the
+page, a socket in end-to-end tests, canned chunks in unit tests), builds the HTTP
+request, feeds the response bytes to the pure `completions.ChatStream`, and reports
+what happened through a callback. Cancellation goes through an `AbortSignal` that the
+transport wires to its own mechanism (an AbortController in the browser).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol
+
+from .completions import ChatStream, Completion, parse_completion
+from .errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
+
+__all__ = [
+    "AbortSignal",
+    "ChatSettings",
+    "HTTPRequest",
+    "HTTPResponse",
+    "Transport",
+    "Timings",
+    "build_request",
+    "stream_chat",
+]
+
+#: How much of an error body we read: enough for any error object, bounded all the same.
+MAX_ERROR_BODY = 64 * 1024
+#: A non-streaming body is bounded too (a whole answer, as JSON).
+MAX_JSON_BODY = 32 * 1024 * 1024
+
+
+class AbortSignal:
+    """Cancels one request. Transports register how to cancel with `on_abort`."""
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self._callbacks: list[Callable[[], Any]] = []
+
+    def on_abort(self, callback: Callable[[], Any]) -> None:
+        if self.aborted:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def abort(self) -> None:
+        if self.aborted:
+            return
+        self.aborted = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def raise_if_aborted(self, partial: str = "") -> None:
+        if self.aborted:
+            raise Aborted("stopped", partial=partial)
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPRequest:
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class HTTPResponse(Protocol):
+    status: int
+    headers: Mapping[str, str]
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def read(self, limit: int) -> bytes: ...
+
+
+class Transport(Protocol):
+    async def send(self, request: HTTPRequest, abort: AbortSignal) -> HTTPResponse: ...
+
+
+@dataclass
+class ChatSettings:
+    """Where and how to send. `api_key` is sent as a bearer token and never logged."""
+
+    base_url: str = "/v1"
+    model: str = "firsttoken-sim"
+    api_key: str = field(default="", repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    max_tokens: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
+        headers = data.get("headers") or {}
+        max_tokens = data.get("max_tokens")
+        return cls(
+            base_url=str(data.get("base_url") or cls.base_url),
+            model=str(data.get("model") or cls.model),
+            api_key=str(data.get("api_key") or ""),
+            headers={str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {},
+            max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None,
+        )
+
+
+def build_request(messages: list[dict[str, Any]], settings: ChatSettings) -> HTTPRequest:
+    """The streaming chat-completion request, with usage asked for in a final chunk."""
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if settings.max_tokens:
+        body["max_completion_tokens"] = settings.max_tokens
+    headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.headers}
+    if settings.api_key:
+        headers["authorization"] = f"Bearer {settings.api_key}"
+    url = settings.base_url.rstrip("/") + "/chat/completions"
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return HTTPRequest("POST", url, headers, data)
+
+
+@dataclass
+class Timings:
+    """Milliseconds on the caller's clock; None until the moment happens."""
+
+    send: float | None = None
+    headers: float | None = None
+    first_byte: float | None = None
+    first_delta: float | None = None
+    done: float | None = None
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("send", "headers", "first_byte", "first_delta", "done", "bytes")}
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    lower = {k.lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = lower.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if 0 <= seconds <= 86_400:
+            return seconds
+    return None
+
+
+async def _status_error(response: HTTPResponse) -> HTTPStatusError:
+    try:
+        body = await response.read(MAX_ERROR_BODY)
+        error = json.loads(body).get("error")
+    except Exception:  # noqa: BLE001 - an unreadable error body still is an HTTP error
+        error = None
+    error = error if isinstance(error, dict) else {}
+    message = str(error.get("message") or f"The server answered HTTP {response.status}.")
+    return HTTPStatusError(message, status=response.status, error=error, retry_after_s=_retry_after(response.headers))
+
+
+OnText = Callable[[str, str], None]  # (content_text, reasoning_text) of one network chunk
+
+
+async def stream_chat(
+    transport: Transport,
+    request: HTTPRequest,
+    *,
+    abort: AbortSignal,
+    on_text: OnText,
+    clock: Callable[[], float],
+    timings: Timings | None = None,
+) -> Completion:
+    """Send `request`, call `on_text` once per network chunk that carried text, and
+    return the assembled completion. Errors are firsttoken errors carrying `partial`.
+    """
+    timings = timings if timings is not None else Timings()
+    timings.send = clock()
+    stream = ChatStream()
+    text_so_far: list[str] = []
+    try:
+        response = await transport.send(request, abort)
+        timings.headers = clock()
+        if not 200 <= response.status < 300:
+            raise await _status_error(response)
+        content_type = {k.lower(): v for k, v in response.headers.items()}.get("content-type", "")
+        if "text/event-stream" not in content_type:
+            # Some servers ignore stream=true; a JSON body is the same answer in one piece.
+            body = await response.read(MAX_JSON_BODY)
+            timings.first_byte = timings.first_delta = clock()
+            completion = parse_completion(body)
+            if completion.content:
+                on_text(completion.content, completion.reasoning or "")
+            timings.done = clock()
+            return completion
+        async for chunk in response.chunks():
+            abort.raise_if_aborted("".join(text_so_far))
+            if timings.first_byte is None:
+                timings.first_byte = clock()
+            timings.bytes += len(chunk)
+            content: list[str] = []
+            reasoning: list[str] = []
+            for update in stream.feed(chunk):
+                kind = type(update).__name__
+                if kind == "ContentDelta" and getattr(update, "index", 0) == 0:
+                    content.append(update.text)  # type: ignore[attr-defined]
+                elif kind == "ReasoningDelta":
+                    reasoning.append(update.text)  # type: ignore[attr-defined]
+            if content or reasoning:
+                if timings.first_delta is None:
+                    timings.first_delta = clock()
+                text = "".join(content)
+                text_so_far.append(text)
+                on_text(text, "".join(reasoning))
+        abort.raise_if_aborted("".join(text_so_far))
+        completion = stream.close()
+        timings.done = clock()
+        return completion
+    except FirstTokenError as exc:
+        if abort.aborted and not isinstance(exc, Aborted):
+            raise Aborted("stopped", partial="".join(text_so_far)) from exc
+        if not exc.partial:
+            exc.partial = "".join(text_so_far)
+        raise

@@ -1,0 +1,61 @@
+"""Real Chromium (Debian's, driven by Playwright) against a real gateway."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
+# Chromium must not reach for Google's hosts: this machine has no network but the
+# registries, and those attempts only slow every start (see shared FACTS).
+ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+#: Python boot in a PyScript worker takes seconds on this machine (FACTS: 5–7 s cold).
+BOOT_TIMEOUT_MS = 90_000
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Console:
+    """Everything the page printed; uncaught page errors fail the test."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.page_errors: list[str] = []
+
+    def on_console(self, msg: ConsoleMessage) -> None:
+        self.messages.append(f"{msg.type}: {msg.text}")
+
+    def on_error(self, error: Exception) -> None:
+        self.page_errors.append(str(error))
+
+
+@pytest.fixture
+def console() -> Console:
+    return Console()
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console) -> Iterator[Page]:
+    context = browser.new_context()
+    p = context.new_page()
+    p.on("console", console.on_console)
+    p.on("pageerror", console.on_error)
+    yield p
+    context.close()
+    assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
+
+
+def wait_ready(page: Page) -> None:
+    page.wait_for_selector('html[data-python="ready"]', state="attached", timeout=BOOT_TIMEOUT_MS)

@@ -1,0 +1,45 @@
+"""Real gateway processes for tests: a real socket, real HTTP, started and awaited on
+their readiness line (the URL they print), never on a sleep."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parents[1]
+READY = re.compile(r"listening on (http://\S+?)/?$")
+
+
+@contextmanager
+def gateway(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "--port", "0", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'py'}{os.pathsep}{ROOT}", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:  # blocks until the gateway prints its URL, or exits
+            seen.append(line)
+            match = READY.search(line.strip())
+            if match:
+                break
+        else:
+            raise RuntimeError("gateway exited before it was ready:\n" + "".join(seen))
+        yield match.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
