@@ -1,0 +1,100 @@
+"""Learning the gap between our prompt-token estimates and what the server reports."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import OrderedDict, deque
+from typing import Any, Mapping
+
+from firsttoken._tokens_models import model_info
+from firsttoken.errors import CacheError
+
+__all__ = ["Calibration"]
+
+_FORMAT_VERSION = 1
+
+
+class Calibration:
+    """Per-model correction of `count_chat` estimates from the server's `usage.prompt_tokens`.
+
+    For a model whose tokenizer we know, the error is additive (hidden formatting,
+    a provider's injected system text), so `adjust` adds the median of recent
+    `actual - estimate`. For an unknown model (e.g. a Llama served behind an
+    OpenAI-compatible API, counted with o200k_base) the tokenizers differ, so the error
+    grows with the text: `adjust` scales by the median of recent `actual / estimate`.
+    Medians ignore the odd outlier (a prompt with an image). Fractions round up, since
+    overestimating a prompt is the safe side of a context limit.
+
+    History is bounded: `max_samples` per model, and the `max_models` most recently
+    recorded models. `to_dict`/`from_dict` give a JSON-safe form for storage.
+    """
+
+    def __init__(self, *, max_samples: int = 32, max_models: int = 64) -> None:
+        if max_samples < 1 or max_models < 1:
+            raise ValueError("max_samples and max_models must be >= 1")
+        self.max_samples = max_samples
+        self.max_models = max_models
+        self._samples: OrderedDict[str, deque[tuple[int, int]]] = OrderedDict()
+
+    def record(self, model: str, estimate: int, actual_prompt_tokens: int) -> None:
+        """Remember one request: our estimate and the server's prompt_tokens."""
+        for value in (estimate, actual_prompt_tokens):
+            if type(value) is not int or value < 0:
+                raise ValueError(f"token counts must be ints >= 0, not {value!r}")
+        history = self._samples.pop(model, None)
+        if history is None:
+            history = deque(maxlen=self.max_samples)
+        history.append((estimate, actual_prompt_tokens))
+        self._samples[model] = history  # most recent last
+        while len(self._samples) > self.max_models:
+            self._samples.popitem(last=False)
+
+    def samples(self, model: str) -> int:
+        """How many samples are held for `model`."""
+        return len(self._samples.get(model, ()))
+
+    def adjust(self, model: str, estimate: int) -> int:
+        """`estimate` corrected by what was recorded for `model` (unchanged if nothing was)."""
+        history = self._samples.get(model)
+        if not history:
+            return estimate
+        if model_info(model).known:
+            offset = statistics.median(actual - est for est, actual in history)
+            return max(0, estimate + math.ceil(offset))
+        ratios = [actual / est for est, actual in history if est > 0]
+        if not ratios:
+            return estimate
+        return max(0, math.ceil(estimate * statistics.median(ratios)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe state: `{"version", "max_samples", "max_models", "models": {model:
+        [[estimate, actual], …] oldest first}}`, models least recently recorded first."""
+        return {
+            "version": _FORMAT_VERSION,
+            "max_samples": self.max_samples,
+            "max_models": self.max_models,
+            "models": {m: [list(s) for s in h] for m, h in self._samples.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+        """Rebuild from `to_dict` output; anything malformed raises `CacheError`
+        (the data came from storage and does not verify)."""
+        try:
+            if data.get("version") != _FORMAT_VERSION:
+                raise ValueError(f"version {data.get('version')!r}")
+            calibration = cls(max_samples=data["max_samples"], max_models=data["max_models"])
+            models = data["models"]
+            if not isinstance(models, Mapping):
+                raise ValueError("'models' is not an object")
+            for model, history in models.items():
+                if not isinstance(model, str) or not isinstance(history, list):
+                    raise ValueError(f"bad entry for {model!r}")
+                for sample in history:
+                    if not isinstance(sample, list) or len(sample) != 2:
+                        raise ValueError(f"bad sample {sample!r}")
+                    calibration.record(model, sample[0], sample[1])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CacheError(f"calibration data does not verify: {exc}") from None
+        return calibration

@@ -1,0 +1,103 @@
+"""Model names → encoding and chat-format rule. Pure data; see `firsttoken.tokens`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["ChatFormat", "ModelInfo", "encoding_for_model", "model_info"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatFormat:
+    """Hidden tokens a chat model adds around messages and tool schemas.
+
+    Numbers from the OpenAI cookbook "How to count tokens with tiktoken". `verified` is
+    True only where the cookbook compared the rule with the API's `prompt_tokens`.
+    """
+
+    name: str
+    tokens_per_message: int
+    tokens_per_name: int
+    reply_priming: int
+    func_init: int
+    verified: bool
+    prop_init: int = 3
+    prop_key: int = 3
+    enum_init: int = -3
+    enum_item: int = 3
+    func_end: int = 12
+
+
+# "<|im_start|>{role or name}\n{content}<|im_end|>\n": 4 per message, and a name replaces the role.
+CHATML_0301 = ChatFormat("gpt-3.5-turbo-0301", 4, -1, 3, func_init=10, verified=True)
+CL100K_CHAT = ChatFormat("gpt-3.5-turbo/gpt-4", 3, 1, 3, func_init=10, verified=True)
+GPT_4O_CHAT = ChatFormat("gpt-4o", 3, 1, 3, func_init=7, verified=True)
+# Later o200k models (gpt-4.1, gpt-5, o-series, …) and unknown models: assumed to format
+# like gpt-4o. Nothing published checks this; `Calibration` corrects the drift.
+O200K_ASSUMED = ChatFormat("assumed like gpt-4o", 3, 1, 3, func_init=7, verified=False)
+CL100K_ASSUMED = ChatFormat("assumed like gpt-4", 3, 1, 3, func_init=10, verified=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """How a model name was understood."""
+
+    model: str  #: as given
+    base: str  #: lower-cased, provider prefix and fine-tune wrapper removed
+    encoding: str
+    known: bool  #: False: `encoding` is the o200k_base guess for an unknown model
+    chat_format: ChatFormat
+
+
+# A family name is followed by nothing or by a separator: "gpt-4" must not swallow
+# "gpt-4o" or "gpt-4.1". ':' admits tags such as "gpt-oss:20b", '@' versions such as
+# "gpt-4o@2024-08-06"; gpt-5 also takes ".1"-style point releases.
+_TAIL = r"(?:[-:@].*)?"
+_RULES: tuple[tuple[re.Pattern[str], str, ChatFormat], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), encoding, chat_format)
+    for pattern, encoding, chat_format in (
+        (r"gpt-3\.5-turbo-0301|gpt-35-turbo-0301", "cl100k_base", CHATML_0301),
+        (rf"(?:chat)?gpt-4o{_TAIL}", "o200k_base", GPT_4O_CHAT),
+        (rf"gpt-4\.[15]{_TAIL}", "o200k_base", O200K_ASSUMED),
+        (r"gpt-5(?:[-.:@].*)?", "o200k_base", O200K_ASSUMED),
+        (rf"o[134]{_TAIL}", "o200k_base", O200K_ASSUMED),
+        (rf"gpt-oss{_TAIL}", "o200k_base", O200K_ASSUMED),
+        (rf"gpt-4{_TAIL}", "cl100k_base", CL100K_CHAT),
+        (rf"gpt-3\.5{_TAIL}|gpt-35-turbo{_TAIL}", "cl100k_base", CL100K_CHAT),
+        (rf"text-embedding-3-(?:small|large){_TAIL}", "cl100k_base", CL100K_ASSUMED),
+        (r"text-embedding-ada-002|davinci-002|babbage-002", "cl100k_base", CL100K_ASSUMED),
+    )
+)
+
+
+def _base_name(model: str) -> str:
+    name = model.strip().lower()
+    name = name.rsplit("/", 1)[-1]  # "openai/gpt-4o", "azure/openai/gpt-4o"
+    if name.startswith("openai."):  # Bedrock-style "openai.gpt-oss-120b-1:0"
+        name = name[len("openai.") :]
+    if name.startswith("ft:"):  # "ft:gpt-4o-mini-2024-07-18:org:suffix:id"
+        name = name[len("ft:") :].split(":", 1)[0]
+    return name
+
+
+def model_info(model: str) -> ModelInfo:
+    """Encoding and chat-format rule for `model` (unknown → o200k_base, `known=False`)."""
+    base = _base_name(model)
+    for pattern, encoding, chat_format in _RULES:
+        if pattern.fullmatch(base):
+            return ModelInfo(model, base, encoding, True, chat_format)
+    return ModelInfo(model, base, "o200k_base", False, O200K_ASSUMED)
+
+
+def encoding_for_model(model: str) -> tuple[str, bool]:
+    """`(encoding_name, known)` for a model name.
+
+    o200k_base: gpt-4o*, chatgpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-oss*.
+    cl100k_base: gpt-4 and gpt-4-* (turbo, 32k, dated), gpt-3.5*, text-embedding-3-*,
+    text-embedding-ada-002. Provider prefixes ("openai/gpt-4o") and fine-tune names
+    ("ft:gpt-4o-mini:org::id") are understood. Anything else gives
+    `("o200k_base", False)`: a guess, and the caller should say so.
+    """
+    info = model_info(model)
+    return info.encoding, info.known

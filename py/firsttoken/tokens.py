@@ -1,0 +1,155 @@
+"""Token counting for OpenAI-style models: exact text counts, estimated chat overhead.
+
+Text
+----
+`encode`, `decode`, `count` and `truncate` take a model name ("gpt-4o",
+"openai/gpt-4o-mini", "ft:gpt-4o-mini:org::id") or an encoding name ("o200k_base",
+"cl100k_base") or an `Encoder`. Text that looks like a special token ("<|endoftext|>")
+is ordinary text here, as with tiktoken's `disallowed_special=()`: a user who pastes it
+is sending those characters, not a control token.
+
+`encoding_for_model(model) -> (encoding, known)`: o200k_base for gpt-4o*, chatgpt-4o*,
+gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-oss* (its o200k_harmony has the same
+ranks); cl100k_base for gpt-4 / gpt-4-turbo / gpt-4-32k, gpt-3.5*, text-embedding-3-*,
+text-embedding-ada-002. Unknown models get o200k_base with `known=False`; the count is
+then a guess (the model may not use an OpenAI tokenizer at all), and `Calibration`
+learns the ratio from the server's reports.
+
+Backends
+--------
+An `Encoder` is any object with `name`, `encode(text) -> list[int]`,
+`decode(ids) -> str` and `decode_bytes(ids) -> bytes` (and optionally `count`). A backend
+is a factory `encoding name -> Encoder`; encoders are built on first use and cached per
+(backend, encoding). On CPython the default backend "tiktoken" feeds tiktoken's Rust
+core with ranks parsed from npm tiktoken's `encoders/<name>.json`, found via
+`$FIRSTTOKEN_TOKENIZER_DATA` or `<repo>/node_modules/tiktoken/encoders`, and checked
+(structure, rank order, pinned size and SHA-256). tiktoken is imported only there. The
+page, which has no tiktoken wheel, registers a JavaScript-backed encoder:
+`register_backend("js", factory, activate=True)`; it can decode with
+`EncodingData.decode_bytes` from the same JSON, parsed by the stdlib `parse_bpe_ranks`.
+
+Chat prompts (`count_chat`, `count_chat_detailed`)
+--------------------------------------------------
+The rule is the OpenAI cookbook's "How to count tokens with tiktoken" (openai-cookbook,
+examples/How_to_count_tokens_with_tiktoken.ipynb), which compared it with the API's
+`usage.prompt_tokens`:
+
+* each message costs `tokens_per_message` plus the tokens of its role and content; a
+  `name` costs its tokens plus `tokens_per_name`; the reply is primed with 3 tokens
+  (`<|start|>assistant<|message|>`);
+* gpt-3.5-turbo (0613 and later), gpt-4, gpt-4o families: 3 per message, +1 per name;
+  gpt-3.5-turbo-0301: 4 per message, -1 per name (the name replaces the role);
+  newer o200k models (gpt-4.1, gpt-5, o-series) and unknown models are assumed to
+  follow the gpt-4o rule: nothing published checks that.
+* content as a list of parts: text (and refusal) parts are counted, each on its own;
+  an image part counts a fixed `IMAGE_TOKENS_LOW` (85, detail "low") or
+  `IMAGE_TOKENS_DEFAULT` (765: a 1024×1024 image at high detail on gpt-4o) because the
+  real cost depends on the image size and model; audio/file parts count 0. Either
+  makes the count inexact.
+* assistant `tool_calls`: function name + arguments + `TOOL_CALL_OVERHEAD` (7) each,
+  our own estimate; other string fields (e.g. `tool_call_id`) are counted as text,
+  as the cookbook does for every field.
+* `tools` (function schemas), by the cookbook's function-calling rule: per function
+  `func_init` (7 for gpt-4o-like, 10 for gpt-3.5/gpt-4) + tokens of
+  "name:description" (one trailing period dropped); if it has properties, 3, and per
+  property 3 + tokens of "key:type:description" (+ for an enum, -3 and 3 + tokens per
+  item); plus 12 once at the end. The server renders schemas in a hidden format; this
+  reproduces the cookbook's examples exactly but only approximates nested schemas,
+  which it does not count.
+
+`ChatCount.exact` is True only for text-only messages on a family the cookbook
+verified, without tools; `notes` lists what was estimated. Even "exact" counts can drift
+when a provider changes its hidden formatting, which `Calibration` corrects.
+
+Fitting (`fit_messages`)
+------------------------
+Keeps system/developer messages and the current turn (the newest user message and
+what follows it), then the newest history that fits; cuts the text of the oldest kept
+message when that lets more of it fit; never drops the newest user message (cuts it
+instead, and reports it). System messages are never cut: if they cannot fit,
+`ContextBudgetExceeded` is raised. `FitResult` reports kept and dropped indices, the
+tokens cut from each truncated message, and the final count.
+"""
+
+from __future__ import annotations
+
+from firsttoken._bpe_data import (
+    DATA_ENV_VAR,
+    EncodingData,
+    data_dir,
+    load_encoding_data,
+    parse_bpe_ranks,
+)
+from firsttoken._tokens_calibration import Calibration
+from firsttoken._tokens_chat import (
+    IMAGE_TOKENS_DEFAULT,
+    IMAGE_TOKENS_LOW,
+    TOOL_CALL_OVERHEAD,
+    ChatCount,
+    FitResult,
+    TruncatedMessage,
+    count_chat,
+    count_chat_detailed,
+    fit_messages,
+)
+from firsttoken._tokens_encoders import (
+    ENCODINGS,
+    Encoder,
+    EncoderFactory,
+    TiktokenEncoder,
+    available_backends,
+    backend_name,
+    clear_encoder_cache,
+    count,
+    decode,
+    encode,
+    get_encoder,
+    register_backend,
+    resolve_encoding,
+    set_backend,
+    tiktoken_backend,
+    truncate,
+)
+from firsttoken._tokens_models import ModelInfo, encoding_for_model, model_info
+
+__all__ = [
+    # text
+    "count",
+    "decode",
+    "encode",
+    "truncate",
+    # models
+    "ModelInfo",
+    "encoding_for_model",
+    "model_info",
+    "resolve_encoding",
+    # chat
+    "ChatCount",
+    "FitResult",
+    "TruncatedMessage",
+    "count_chat",
+    "count_chat_detailed",
+    "fit_messages",
+    "IMAGE_TOKENS_DEFAULT",
+    "IMAGE_TOKENS_LOW",
+    "TOOL_CALL_OVERHEAD",
+    "Calibration",
+    # backends
+    "ENCODINGS",
+    "Encoder",
+    "EncoderFactory",
+    "TiktokenEncoder",
+    "available_backends",
+    "backend_name",
+    "clear_encoder_cache",
+    "get_encoder",
+    "register_backend",
+    "set_backend",
+    "tiktoken_backend",
+    # data
+    "DATA_ENV_VAR",
+    "EncodingData",
+    "data_dir",
+    "load_encoding_data",
+    "parse_bpe_ranks",
+]
