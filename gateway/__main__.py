@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="base URL of a real OpenAI-compatible API, e.g. https://api.openai.com/v1")
     p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the upstream API key (never logged)")
+    p.add_argument("--client-key-env", default=None,
+                   help="environment variable holding a key that clients must present (off when unset)")
     p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
     p.add_argument("--tps", type=float, default=_SIM.tps)
     p.add_argument("--chunk", type=int, default=_SIM.chunk)
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         tpm=args.tpm,
         connect_src=args.connect_src,
         frame_ancestors=args.frame_ancestors,
+        client_key=os.environ.get(args.client_key_env) if args.client_key_env else None,
     )
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
 

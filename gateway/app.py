@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import time
@@ -35,6 +36,8 @@ class GatewayConfig:
     rpm: int = 5_000
     tpm: int = 2_000_000
     connect_src: str = "'self' https: http://localhost:* http://127.0.0.1:*"
+    #: When set, /v1/* requires `Authorization: Bearer <client_key>` (a gateway of one's own).
+    client_key: str | None = field(default=None, repr=False)
     frame_ancestors: str = "'self'"
 
 
@@ -58,23 +61,35 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     )
     upstream = Upstream(config.upstream, config.upstream_key) if config.upstream else None
 
+    def authorize(request: Request) -> None:
+        if not config.client_key:
+            return
+        sent = request.headers.get("authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {config.client_key}".encode()):
+            raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
+
     async def chat_completions(request: Request) -> Response:
+        authorize(request)
         body = await read_body(request, config.max_body_bytes)
         chat = parse_chat_request(body)
         if upstream is not None:
-            return await upstream.forward("/chat/completions", body, request.headers.get("authorization"))
+            return await upstream.forward(
+                "/chat/completions", body, request.headers.get("authorization"), request.headers.get(SIM_HEADER)
+            )
         params = simulator.params(request.headers.get(SIM_HEADER))
         simulator.check_status(params)
-        headers = rate.headers()
         if not chat.stream:
-            return JSONResponse(simulator.complete(chat, params), headers=headers)
+            return JSONResponse(simulator.complete(chat, params), headers=rate.headers())
+        events = simulator.stream(chat, params)
+        headers = rate.headers()
         return StreamingResponse(
-            simulator.stream(chat, params),
+            events,
             media_type="text/event-stream; charset=utf-8",
             headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
     async def models(request: Request) -> Response:
+        authorize(request)
         if upstream is not None:
             return await upstream.models(request.headers.get("authorization"))
         created = int(time.time())

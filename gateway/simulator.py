@@ -304,9 +304,18 @@ class Simulator:
             "usage": usage,
         }
 
-    async def stream(self, req: ChatRequest, params: SimParams) -> AsyncIterator[bytes]:
-        """The answer as Server-Sent Events, paced by `params` (OpenAI's chunk format)."""
+    def stream(self, req: ChatRequest, params: SimParams) -> AsyncIterator[bytes]:
+        """The answer as Server-Sent Events, paced by `params` (OpenAI's chunk format).
+
+        The answer (and its use of the rate window) is settled now, before the response
+        headers are written, so that they report this request.
+        """
         pieces, finish, usage = self._answer(req, params)
+        return self._events(req, params, pieces, finish, usage)
+
+    async def _events(
+        self, req: ChatRequest, params: SimParams, pieces: list[str], finish: str, usage: dict[str, int]
+    ) -> AsyncIterator[bytes]:
         base = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion.chunk",

@@ -20,6 +20,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from .errors import APIError
+from .simulator import SIM_HEADER
 
 log = logging.getLogger("firsttoken.gateway.upstream")
 
@@ -45,8 +46,12 @@ class Upstream:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _headers(self, client_auth: str | None) -> dict[str, str]:
+    def _headers(self, client_auth: str | None, sim: str | None = None) -> dict[str, str]:
         headers = {"content-type": "application/json"}
+        # Our own simulator header travels on, so that a chain of gateways (and the
+        # tests of this one) can steer a built-in model at the far end; real APIs ignore it.
+        if sim:
+            headers[SIM_HEADER] = sim
         # The gateway's key wins; without one, a key the client sent is passed on.
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
@@ -54,9 +59,9 @@ class Upstream:
             headers["authorization"] = client_auth
         return headers
 
-    async def forward(self, path: str, body: bytes, client_auth: str | None) -> Response:
+    async def forward(self, path: str, body: bytes, client_auth: str | None, sim: str | None = None) -> Response:
         url = f"{self.base_url}{path}"
-        request = self._client.build_request("POST", url, content=body, headers=self._headers(client_auth))
+        request = self._client.build_request("POST", url, content=body, headers=self._headers(client_auth, sim))
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TimeoutException:

@@ -168,6 +168,9 @@ function currentSettings() {
   const s = { base_url: els.baseUrl.value.trim() || '/v1', model: els.model.value.trim() || 'firsttoken-sim' };
   const key = els.apiKey.value;
   if (key) s.api_key = key;
+  // Extra request headers (no UI: set by an embedding host, or by tests to steer the
+  // built-in model, e.g. {"x-firsttoken-sim": "tps=20"}).
+  if (settings.headers && typeof settings.headers === 'object') s.headers = settings.headers;
   const absolute = new URL(s.base_url, document.baseURI).href.replace(/\/$/, '');
   s.base_url = absolute;
   return s;

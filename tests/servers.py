@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -15,9 +16,19 @@ ROOT = Path(__file__).resolve().parents[1]
 READY = re.compile(r"listening on (http://\S+?)/?$")
 
 
+class Gateway(str):
+    """The base URL (no trailing slash), with everything the process printed in `log`."""
+
+    log: list[str]
+
+
 @contextmanager
-def gateway(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash)."""
+def gateway(*args: str, env: dict[str, str] | None = None) -> Iterator[Gateway]:
+    """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash).
+
+    Its output is drained on a thread for as long as it runs (a full pipe would block
+    it) and kept in `.log`, so tests can check what it logged.
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway", "--port", "0", *args],
         cwd=ROOT,
@@ -36,10 +47,19 @@ def gateway(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
                 break
         else:
             raise RuntimeError("gateway exited before it was ready:\n" + "".join(seen))
-        yield match.group(1)
+        url = Gateway(match.group(1))
+        url.log = seen
+        drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+        drain.start()
+        yield url
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            if "drain" in locals():
+                drain.join(timeout=10)
+            proc.stdout.close()

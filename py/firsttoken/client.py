@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
-from .completions import ChatStream, Completion, parse_completion
+from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
 from .errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
 
 __all__ = [
@@ -204,11 +204,10 @@ async def stream_chat(
             content: list[str] = []
             reasoning: list[str] = []
             for update in stream.feed(chunk):
-                kind = type(update).__name__
-                if kind == "ContentDelta" and getattr(update, "index", 0) == 0:
-                    content.append(update.text)  # type: ignore[attr-defined]
-                elif kind == "ReasoningDelta":
-                    reasoning.append(update.text)  # type: ignore[attr-defined]
+                if isinstance(update, ContentDelta) and update.index == 0:
+                    content.append(update.text)
+                elif isinstance(update, ReasoningDelta) and update.index == 0:
+                    reasoning.append(update.text)
             if content or reasoning:
                 if timings.first_delta is None:
                     timings.first_delta = clock()
