@@ -55,6 +55,8 @@ def page(browser: Browser, console: Console) -> Iterator[Page]:
     yield p
     context.close()
     assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
+    violations = [m for m in console.messages if "Content Security Policy" in m]
+    assert not violations, f"the page broke its own CSP: {violations}"
 
 
 def wait_ready(page: Page) -> None:

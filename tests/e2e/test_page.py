@@ -1,0 +1,119 @@
+"""The page in real Chromium against a real gateway: boot, stream, stop, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+ANSWER = '.msg[data-role="assistant"]'
+
+
+def expected_answer(gateway_url: str, messages: list[dict]) -> str:
+    """The built-in model is deterministic: its non-streaming answer is the reference."""
+    r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": "ttft_ms=0"},
+                   json={"model": "firsttoken-sim", "messages": messages}, timeout=30)
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def steer(page: Page, sim: str) -> None:
+    """Make the page send `x-firsttoken-sim: <sim>` (settings.headers, no UI)."""
+    settings = json.dumps({"headers": {"x-firsttoken-sim": sim}})
+    page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})")
+
+
+def test_usable_before_python_then_streams_the_reply_in_steps(page: Page, gateway_url: str) -> None:
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(gateway_url + "/", wait_until="domcontentloaded")
+    # Input works at once, before Python is ready: focused, typing lands, Send queues.
+    assert page.evaluate("document.documentElement.dataset.python") == "loading"
+    assert page.evaluate("document.activeElement.id") == "prompt"
+    page.keyboard.type("hello page")
+    assert page.input_value("#prompt") == "hello page"
+    page.keyboard.press("Enter")
+    if page.evaluate("document.documentElement.dataset.python") == "loading":
+        assert "Waiting for Python" in page.inner_text(ANSWER)
+    wait_ready(page)
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+
+    text = page.inner_text(f"{ANSWER} .content")
+    assert text == expected_answer(gateway_url, [{"role": "user", "content": "hello page"}])
+    assert int(page.get_attribute(ANSWER, "data-paints")) > 1  # painted in several steps
+    assert "first byte" in page.inner_text("#metrics")
+    # Offline by construction: nothing but this origin was asked for anything.
+    # (blob: and data: URLs are made inside the page: PyScript starts its worker from one.)
+    parsed = [urlparse(u) for u in requests]
+    assert {p.scheme for p in parsed} <= {"http", "blob", "data"}
+    assert {p.netloc for p in parsed if p.scheme == "http"} == {urlparse(gateway_url).netloc}
+
+
+def test_stop_halts_a_reply_midway_and_keeps_what_arrived(page: Page, gateway_url: str) -> None:
+    steer(page, "ttft_ms=0,tps=25,tokens=2000")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "a long one please")
+    page.click("#send")
+    # (Auto-waiting assertion: the page's CSP forbids the eval that wait_for_function needs.)
+    expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
+    page.click("#stop")
+    page.wait_for_selector(f'{ANSWER}[data-state="stopped"]', timeout=30_000)
+    partial = page.inner_text(f"{ANSWER} .content")
+    full = expected_answer(gateway_url, [{"role": "user", "content": "a long one please"}])
+    assert partial and full.startswith(partial) and len(partial) < len(full) // 4
+    assert page.inner_text(f"{ANSWER} .error") == "Stopped."
+    assert page.is_disabled("#stop")
+
+
+def test_error_mid_stream_is_shown_and_the_partial_answer_kept(page: Page, gateway_url: str) -> None:
+    steer(page, "ttft_ms=0,tps=500,error_after=6")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "break please")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="error"]', timeout=30_000)
+    partial = page.inner_text(f"{ANSWER} .content")
+    full = expected_answer(gateway_url, [{"role": "user", "content": "break please"}])
+    assert partial and full.startswith(partial)
+    assert "model reported an error" in page.inner_text(f"{ANSWER} .error")
+
+
+def test_http_error_is_shown_clearly(page: Page, gateway_url: str) -> None:
+    steer(page, "status=429")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "too many")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="error"]', timeout=30_000)
+    assert "429" in page.inner_text(f"{ANSWER} .error")
+
+
+def test_conversation_survives_a_reload_before_python_is_ready(page: Page, gateway_url: str) -> None:
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "remember me")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    answer = page.inner_text(f"{ANSWER} .content")
+    page.reload(wait_until="domcontentloaded")
+    # Shown straight from storage, whatever Python is doing.
+    assert page.inner_text('.msg[data-role="user"] .content') == "remember me"
+    assert page.inner_text(f"{ANSWER} .content") == answer
+    wait_ready(page)
+    page.fill("#prompt", "and now?")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}:nth-of-type(4)[data-state="done"]', timeout=60_000)
+    second = page.inner_text(f"{ANSWER}:nth-of-type(4) .content")
+    assert second == expected_answer(gateway_url, [
+        {"role": "user", "content": "remember me"},
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": "and now?"},
+    ])

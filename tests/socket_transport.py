@@ -1,0 +1,54 @@
+"""A `firsttoken.client.Transport` over real sockets (httpx), for CPython-side tests of
+the core against a real gateway. The page uses `firsttoken.browser.FetchTransport`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator
+
+import httpx
+
+from firsttoken.client import AbortSignal, HTTPRequest
+from firsttoken.errors import Aborted, TransportError
+
+
+class SocketResponse:
+    def __init__(self, response: httpx.Response, abort: AbortSignal) -> None:
+        self._response = response
+        self._abort = abort
+        self.status = response.status_code
+        self.headers = dict(response.headers)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except (httpx.HTTPError, httpx.StreamError) as exc:
+            if self._abort.aborted:
+                raise Aborted("stopped") from None
+            raise TransportError(f"the connection broke: {type(exc).__name__}") from None
+        finally:
+            await self._response.aclose()
+
+    async def read(self, limit: int) -> bytes:
+        out = bytearray()
+        async for chunk in self.chunks():
+            out += chunk
+            if len(out) >= limit:
+                break
+        return bytes(out[:limit])
+
+
+class SocketTransport:
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def send(self, request: HTTPRequest, abort: AbortSignal) -> SocketResponse:
+        req = self.client.build_request(request.method, request.url, headers=request.headers, content=request.body)
+        try:
+            response = await self.client.send(req, stream=True)
+        except httpx.HTTPError as exc:
+            raise TransportError(f"the request could not be sent: {type(exc).__name__}") from None
+        # Stop = close the response: the pending read fails, and we report Aborted.
+        abort.on_abort(lambda: asyncio.ensure_future(response.aclose()))
+        return SocketResponse(response, abort)
