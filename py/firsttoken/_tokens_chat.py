@@ -266,22 +266,29 @@ def _units(messages: Sequence[Message], indices: list[int]) -> list[list[int]]:
     return units
 
 
+def _without_text(message: Message) -> dict[str, Any]:
+    """`message` with its text removed (non-text parts such as images stay)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return {**message, "content": [p for p in content if _part_text(p) is None]}
+    return {**message, "content": None if isinstance(content, str) else content}
+
+
 def _cut_content(
-    message: Message, content_budget: int, counter: _Counter, side: Literal["start", "end"]
+    message: Message, text_budget: int, counter: _Counter, side: Literal["start", "end"]
 ) -> dict[str, Any] | None:
-    """A copy of `message` whose text content costs at most `content_budget`, or None if
-    it has no text to cut."""
+    """A copy of `message` whose text costs at most `text_budget` tokens, or None if it
+    has no text to cut."""
     content = message.get("content")
     if isinstance(content, str):
-        text, _ = truncate_counted(content, max(content_budget, 0), counter.encoder, side=side)
+        text, _ = truncate_counted(content, max(text_budget, 0), counter.encoder, side=side)
         return {**message, "content": text}
     if not isinstance(content, list):
         return None
     text_at = [i for i, p in enumerate(content) if _part_text(p) is not None]
     if not text_at:
         return None
-    fixed = sum(counter.part(p) for i, p in enumerate(content) if i not in text_at)
-    left = content_budget - fixed
+    left = text_budget
     # Keep whole text parts nearest the kept side, cut the one that straddles the budget,
     # drop the rest (non-text parts stay).
     keep_order = reversed(text_at) if side == "start" else text_at
@@ -346,19 +353,21 @@ def fit_messages(
     replaced: dict[int, dict[str, Any]] = {}
     truncated: list[TruncatedMessage] = []
 
-    def overhead(i: int) -> int:
-        return counter.message({**messages[i], "content": None})
+    def untextured(i: int) -> int:
+        """What message i costs with no text: overhead, role, name, images."""
+        return counter.message(_without_text(messages[i]))
 
     def cut(i: int, room: int, minimum: int) -> bool:
-        """Cut message i's text so it costs at most `room`; False if fewer than `minimum`
-        text tokens would fit or nothing of its text would remain."""
-        if room - overhead(i) < minimum:
+        """Cut message i's text so the message costs at most `room`; False unless at
+        least `minimum` tokens of its text remain."""
+        floor = untextured(i)
+        if room - floor < minimum:
             return False
-        new = _cut_content(messages[i], room - overhead(i), counter, cut_side)
+        new = _cut_content(messages[i], room - floor, counter, cut_side)
         if new is None:
             return False
         after = counter.message(new)
-        if after > room or not new.get("content"):
+        if after > room or after - floor < minimum:
             return False
         replaced[i] = new
         truncated.append(TruncatedMessage(i, costs[i], after))
@@ -371,7 +380,7 @@ def fit_messages(
             # At least: everything that must go, with the newest user text cut to one token.
             required = must
             if newest_user is not None:
-                required += overhead(newest_user) + 1 - costs[newest_user]
+                required += untextured(newest_user) + 1 - costs[newest_user]
             raise ContextBudgetExceeded(
                 f"{model}: system messages, tool schemas and the current turn need at least"
                 f" {required} tokens; {available} are available",

@@ -110,7 +110,7 @@ def tiktoken_backend(encoding: str) -> Encoder:
     return TiktokenEncoder(load_encoding_data(encoding))
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a factory may itself call get_encoder
 _factories: dict[str, EncoderFactory] = {"tiktoken": tiktoken_backend}
 _active = "tiktoken"
 _encoders: dict[tuple[str, str], Encoder] = {}
@@ -120,6 +120,8 @@ def register_backend(name: str, factory: EncoderFactory, *, activate: bool = Fal
     """Add (or replace) a backend. The page registers its JavaScript-backed one with
     `activate=True`; replacing a backend forgets the encoders it built."""
     global _active
+    if not name or not callable(factory):
+        raise TypeError("register_backend needs a name and a callable factory")
     with _lock:
         _factories[name] = factory
         for key in [k for k in _encoders if k[0] == name]:

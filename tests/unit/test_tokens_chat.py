@@ -354,3 +354,18 @@ def test_fit_properties(
     # Nothing is dropped when everything would have fitted.
     if tokens.count_chat(messages, model) <= budget - reserve:
         assert fit.dropped == () and fit.truncated == ()
+
+
+def test_cutting_a_message_with_an_image_keeps_the_image() -> None:
+    long_text = " ".join(corpus_texts()["prose_en"].split()[:200])
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"}}
+    messages = [SYSTEM, {"role": "user", "content": [{"type": "text", "text": long_text}, image]}]
+    c = costs(messages)
+    floor = 3 + 1 + tokens.IMAGE_TOKENS_LOW  # per message, "user", the image
+    fit = tokens.fit_messages(messages, c[0] + 3 + floor + 20, "gpt-4o")
+    (text_part, image_part) = fit.messages[1]["content"]
+    assert image_part == image and long_text.endswith(text_part["text"])
+    assert fit.truncated[0].tokens_after <= floor + 20 and fit.newest_user_truncated
+    with pytest.raises(ContextBudgetExceeded) as info:
+        tokens.fit_messages(messages, c[0] + 3 + floor, "gpt-4o")
+    assert info.value.required == c[0] + 3 + floor + 1
