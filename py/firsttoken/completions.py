@@ -395,7 +395,11 @@ def parse_completion(body: bytes | str, *, max_chars: int = DEFAULT_MAX_CHARS) -
     that is not a completion object.
     """
     obj = _loads(body)
-    if isinstance(obj, dict) and obj.get("error") is None and not isinstance(obj.get("choices"), list):
+    if (
+        isinstance(obj, dict)
+        and obj.get("error") is None
+        and not isinstance(obj.get("choices"), list)
+    ):
         raise InvalidChunk("not a chat completion: no choices list")
     assembler = _Assembler(max_chars)
     try:

@@ -51,7 +51,16 @@ _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+", re.ASCII)
 # Go's time.Duration.String() / ParseDuration format, without a sign.
 _GO_DURATION = re.compile(r"(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+", re.ASCII)
 _GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
-_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNIT_S = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,  # U+00B5 MICRO SIGN, which Go prints
+    "μs": 1e-6,  # U+03BC GREEK SMALL LETTER MU, which Go also accepts
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
 _COUNT = re.compile(r"\d{1,15}", re.ASCII)
 
 
@@ -199,7 +208,9 @@ class Governor:
         rng: random.Random | None = None,
     ) -> None:
         if max_attempts < 1 or not 0 < base_delay <= max_delay or max_retry_after < 0:
-            raise ValueError("need max_attempts >= 1, 0 < base_delay <= max_delay, max_retry_after >= 0")
+            raise ValueError(
+                "need max_attempts >= 1, 0 < base_delay <= max_delay, max_retry_after >= 0"
+            )
         if jitter not in ("full", "decorrelated"):
             raise ValueError(f"unknown jitter {jitter!r}")
         self.max_attempts = max_attempts
@@ -223,7 +234,8 @@ class Governor:
     def observe(self, status: int | None, headers: Headers, now: float) -> RateLimitSnapshot:
         """Learn from a response (`status` None: no response, a network failure)."""
         snap = parse_rate_limit_headers(headers, now)
-        known = {name: getattr(snap, name) for name in _LIMIT_FIELDS if getattr(snap, name) is not None}
+        fresh = {name: getattr(snap, name) for name in _LIMIT_FIELDS}
+        known = {name: value for name, value in fresh.items() if value is not None}
         self._state = replace(self._state, observed_at=now, **known)
         # Retry-After is defined for 503 and 429 (RFC 9110 §10.2.3, RFC 6585 §4); on a
         # success it would only be noise.
@@ -249,7 +261,9 @@ class Governor:
             wait = max(wait, state.reset_tokens_at - now)
         return max(0.0, wait)
 
-    def retry_delay(self, attempt: int, status: int | None, headers: Headers, now: float) -> float | None:
+    def retry_delay(
+        self, attempt: int, status: int | None, headers: Headers, now: float
+    ) -> float | None:
         """Seconds to wait before retrying after attempt number `attempt` (1 for the
         first request) failed with `status` (None: no response), or None to give up.
 
@@ -291,7 +305,9 @@ class Governor:
         unknown), and `wait_s`, the wait `wait_before` would impose on a request."""
         state = self._state
 
-        def bucket(limit: int | None, remaining: int | None, reset_at: float | None) -> dict[str, Any]:
+        def bucket(
+            limit: int | None, remaining: int | None, reset_at: float | None
+        ) -> dict[str, Any]:
             if reset_at is not None and reset_at <= now:
                 remaining, reset_at = limit, None
             reset_in = None if reset_at is None else round(reset_at - now, 3)
@@ -299,7 +315,9 @@ class Governor:
 
         blocked = self._blocked_until - now
         return {
-            "requests": bucket(state.limit_requests, state.remaining_requests, state.reset_requests_at),
+            "requests": bucket(
+                state.limit_requests, state.remaining_requests, state.reset_requests_at
+            ),
             "tokens": bucket(state.limit_tokens, state.remaining_tokens, state.reset_tokens_at),
             "retry_after_s": round(blocked, 3) if blocked > 0 else None,
             "wait_s": round(self.wait_before(0, now), 3),

@@ -63,11 +63,12 @@ class ServerSentEvent:
 class _EventBuilder:
     """Constructs a `ServerSentEvent` in less than half the time its own __init__ takes.
 
-    A frozen dataclass's __init__ must call `object.__setattr__` per field (~0.5 us an
-    event on CPython 3.11, as much as all the decoding of a typical chat chunk). This twin has the same slots, so
-    plain stores fill it, and then it becomes a `ServerSentEvent` by `__class__`
-    assignment, which CPython allows between classes of identical layout. The result
-    is an ordinary, frozen `ServerSentEvent` (test_sse checks the layouts agree).
+    A frozen dataclass's __init__ must call `object.__setattr__` per field: ~0.5 us an
+    event on CPython 3.11, as much as all the decoding of a typical chat chunk. This
+    twin has the same slots, so plain stores fill it, and then it becomes a
+    `ServerSentEvent` by `__class__` assignment, which CPython allows between classes
+    of identical layout. The result is an ordinary, frozen `ServerSentEvent`
+    (test_sse checks that the layouts agree).
     """
 
     __slots__ = ("event", "data", "id", "retry")
@@ -181,7 +182,8 @@ class SSEDecoder:
         already in `out` when `SSEBufferOverflow` propagates.
         """
         if self._error is not None:
-            raise self._error
+            # A fresh instance: re-raising one object would pile up its traceback.
+            raise SSEBufferOverflow(self._error.message, limit=self._error.limit)
         if not data:
             return
         data = bytes(data)
