@@ -86,11 +86,8 @@ from firsttoken._tokens_chat import (
     IMAGE_TOKENS_LOW,
     TOOL_CALL_OVERHEAD,
     ChatCount,
-    FitResult,
-    TruncatedMessage,
     count_chat,
     count_chat_detailed,
-    fit_messages,
 )
 from firsttoken._tokens_encoders import (
     ENCODINGS,
@@ -110,6 +107,7 @@ from firsttoken._tokens_encoders import (
     tiktoken_backend,
     truncate,
 )
+from firsttoken._tokens_fit import FitResult, TruncatedMessage, fit_messages
 from firsttoken._tokens_models import ModelInfo, encoding_for_model, model_info
 
 __all__ = [
