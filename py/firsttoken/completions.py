@@ -122,7 +122,12 @@ def _optional_int(value: Any) -> int | None:
 def _error_object(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
-    return {"message": value if isinstance(value, str) else json.dumps(value)}
+    if isinstance(value, str):
+        return {"message": value}
+    try:  # a number or a list: keep it readable, and bounded
+        return {"message": json.dumps(value)[:1000]}
+    except (ValueError, RecursionError):
+        return {"message": "upstream error"}
 
 
 class _Assembler:
@@ -187,7 +192,7 @@ class _Assembler:
             raise InvalidChunk("a choice is not an object")
         index = item.get("index", 0)
         if type(index) is not int or index < 0:
-            raise InvalidChunk(f"choice index {index!r} is not a non-negative integer")
+            raise InvalidChunk("a choice index is not a non-negative integer")
         delta = item.get(part)
         if delta is None:
             delta = {}
@@ -242,7 +247,7 @@ class _Assembler:
                 new_call = last is None or (call_id and call_id != state.tool_calls[last].id)
                 index = (0 if last is None else last + 1) if new_call else last
         if type(index) is not int or index < 0:
-            raise InvalidChunk(f"tool call index {index!r} is not a non-negative integer")
+            raise InvalidChunk("a tool call index is not a non-negative integer")
         function = call.get("function")
         if function is None:
             function = {}

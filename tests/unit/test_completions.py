@@ -355,6 +355,7 @@ def test_error_event(data: str) -> None:
         '{"choices": [{"delta": {}, "finish_reason": 1}]}',
         '{"choices": [], "usage": 5}',
         "[" * 100_000 + "]" * 100_000,  # deep enough for RecursionError inside json
+        '{"choices": [{"index": ' + "[" * 900 + "]" * 900 + "}]}",  # shallow enough to parse
     ],
 )
 def test_invalid_chunks(data: str) -> None:
@@ -539,3 +540,32 @@ def test_fuzz_only_firsttoken_errors(payloads: list[Any], junk: bytes, event: by
         parse_completion(json.dumps(payloads[0] if payloads else None))
     except FirstTokenError:
         pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(
+        st.tuples(st.sampled_from([b"", b"data: ", b"data:", b"event: error\ndata: "]), st.binary(max_size=40)),
+        max_size=6,
+    ),
+    eol=st.sampled_from([b"\n\n", b"\r\n\r\n", b"\r\r", b""]),
+)
+def test_fuzz_random_bytes_raise_only_firsttoken_errors(pieces: list[tuple[bytes, bytes]], eol: bytes) -> None:
+    stream = ChatStream(max_chars=64, max_line_bytes=64, max_event_bytes=128)
+    try:
+        for prefix, junk in pieces:
+            stream.feed(prefix + junk + eol)
+        stream.close()
+    except FirstTokenError as exc:
+        assert isinstance(exc.partial, str)
+
+
+def test_feed_event_for_callers_with_their_own_sse_source() -> None:
+    from firsttoken.sse import ServerSentEvent
+
+    stream = ChatStream()
+    data = json.dumps(chunk({"content": "hi"}))
+    assert stream.feed_event(ServerSentEvent(data=data)) == [ContentDelta("hi", 0)]
+    assert stream.partial == "hi" and not stream.done
+    assert stream.feed_event(ServerSentEvent(data="[DONE]")) == [StreamDone()]
+    assert stream.done and stream.close().content == "hi"
