@@ -1,0 +1,408 @@
+"""firsttoken.compress: deterministic, meaning-preserving prompt compression.
+
+Fewer input tokens mean less quota, less time in a token-rate queue and less to
+upload. `compress_text` and `compress_messages` remove what a model does not read as
+meaning, pass by pass, and report what each pass saved:
+
+========== ============================================================================
+pass       what goes
+========== ============================================================================
+json       whitespace in pretty JSON (fenced, a whole message, or a `{`/`[` block in
+           prose); tokens stay byte-identical, duplicates and number spellings too
+code       comments, trailing whitespace and blank lines in fenced code of a known
+           language; string literals stay byte-identical, indentation stays
+docs       documentation comments, Python docstrings, leading licence headers
+tables     padding in GFM tables, and long delimiter rows
+whitespace trailing spaces, runs of spaces, extra blank lines in prose; never inside
+           code or inline code
+repeats    a paragraph or block pasted again (a system template in a user turn)
+========== ============================================================================
+
+Levels: ``safe`` = json, tables, whitespace; ``balanced`` (default) adds code and
+repeats; ``max`` adds docs. `passes` switches single passes on or off on top of a
+level.
+
+Guarantees (tested with Hypothesis and on a corpus, see tests/unit/test_compress*):
+
+* idempotent: compressing the output again changes nothing;
+* deterministic and byte-stable: no dict/set iteration order, locale, clock or
+  platform reaches the output. Line endings are kept (CRLF stays CRLF). The one
+  outside input is the Python grammar: a block that only a newer Python parses is
+  compressed there and left as it is on an older one; `COMPRESSION_VERSION` therefore
+  names the interpreter, and changes whenever any output could;
+* safe: Python blocks give the same `ast.dump`; JSON gives the same `json.loads`
+  (with duplicate keys and number literals); outside code the sequence of words is
+  unchanged except for dropped repeats; string literals are byte-identical. What
+  cannot be parsed, or a language we do not know, stays untouched: every language
+  step has a self-check and falls back to the original block, and no input raises;
+* prefix-stable: a message's output depends only on it and the messages before it.
+
+Messages (OpenAI chat format): only text is touched, meaning string `content` or the
+`text` of `{"type": "text"}` parts. Roles, names, `tool_calls`, `tool_call_id` and
+non-text parts are copied as they are. Assistant `tool_calls[].function.arguments`
+are left alone: they are the model's own output, usually compact already, and some
+servers validate them. Tool results (role `tool`) are compressed like any text; their
+pretty JSON is where minifying pays most.
+
+Tool schemas (the request's `tools` list) are objects, not text: how many bytes they
+take is a matter of serialising the request body, for which `compact_json` gives the
+compact form. Providers render schemas into the prompt their own way, so this saves
+upload bytes rather than prompt tokens.
+
+The report counts characters always and tokens when a `count(text) -> int` callable is
+given (the page passes its exact tokenizer; this module imports none).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import LocalProtocolError
+from .code import DOC, LICENSE, PLAIN
+from .fences import compress_fence_body
+from .json_pass import JSON_LANGS, minify, minify_region, parse_container
+from .markdown import FENCE, JSON, OPAQUE, PROSE, Block, split_blocks
+from .prose import compress_prose
+from .repeats import drop_repeats, units_of
+from .tables import compress_tables
+
+__all__ = [
+    "COMPRESSION_VERSION",
+    "LEVELS",
+    "PASSES",
+    "PassSaving",
+    "Report",
+    "Compressed",
+    "CompressedMessages",
+    "compress_text",
+    "compress_messages",
+    "compact_json",
+]
+
+#: Changes whenever the output for some input could change; caches key on it. The
+#: Python minor version is part of it (see the module docstring).
+COMPRESSION_VERSION = f"1+py{sys.version_info[0]}.{sys.version_info[1]}"
+
+#: Pass names, in the order they run.
+PASSES: tuple[str, ...] = ("json", "code", "docs", "tables", "whitespace", "repeats")
+
+#: Level name → the passes it enables.
+LEVELS: Mapping[str, frozenset[str]] = {
+    "safe": frozenset({"json", "tables", "whitespace"}),
+    "balanced": frozenset({"json", "code", "tables", "whitespace", "repeats"}),
+    "max": frozenset(PASSES),
+}
+
+#: Roles whose text may lose repeats and counts as a first occurrence.
+_INSTRUCTIVE = frozenset({"system", "developer", "user"})
+
+
+@dataclass(frozen=True, slots=True)
+class PassSaving:
+    """What one pass saved: characters, and tokens when a counter was given."""
+
+    name: str
+    chars: int
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What compression did to one text, or summed over messages."""
+
+    level: str
+    passes: tuple[PassSaving, ...]
+    chars_before: int
+    chars_after: int
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    #: why code blocks were left as they were (e.g. "python: does not parse ...")
+    untouched: tuple[str, ...] = ()
+    version: str = COMPRESSION_VERSION
+
+    @property
+    def saved_chars(self) -> int:
+        return self.chars_before - self.chars_after
+
+    @property
+    def saved_tokens(self) -> int | None:
+        if self.tokens_before is None or self.tokens_after is None:
+            return None
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for the message protocol."""
+        return {
+            "level": self.level,
+            "version": self.version,
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved_chars": self.saved_chars,
+            "saved_tokens": self.saved_tokens,
+            "passes": [{"name": p.name, "chars": p.chars, "tokens": p.tokens} for p in self.passes],
+            "untouched": list(self.untouched),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Compressed:
+    """The result of `compress_text`."""
+
+    text: str
+    report: Report
+
+
+@dataclass(frozen=True, slots=True)
+class CompressedMessages:
+    """The result of `compress_messages`: new messages, a total and one report each."""
+
+    messages: list[dict[str, Any]]
+    report: Report
+    reports: tuple[Report, ...]
+
+
+def _enabled(level: str, passes: Mapping[str, bool] | None) -> frozenset[str]:
+    if level not in LEVELS:
+        raise LocalProtocolError(f"unknown compression level {level!r}; expected one of {sorted(LEVELS)}")
+    on = set(LEVELS[level])
+    for name, flag in (passes or {}).items():
+        if name not in PASSES:
+            raise LocalProtocolError(f"unknown compression pass {name!r}; expected one of {list(PASSES)}")
+        if flag:
+            on.add(name)
+        else:
+            on.discard(name)
+    return frozenset(on)
+
+
+def compact_json(value: Any) -> str:
+    """`value` as compact JSON (no spaces after separators, UTF-8 rather than `\\u`
+    escapes), for request bodies such as the `tools` list. Key order is kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+# ---- one document --------------------------------------------------------------------
+
+
+class _Doc:
+    """One text going through the passes before `repeats`."""
+
+    __slots__ = ("blocks", "snapshots", "untouched")
+
+    def __init__(self, text: str, on: frozenset[str]) -> None:
+        self.untouched: list[str] = []
+        self.snapshots: list[tuple[str, str]] = [("", text)]
+        self.blocks: list[Block] = split_blocks(text, json_regions="json" in on)
+        if "json" in on:
+            self._json()
+            self._snap("json")
+        if "code" in on:
+            self._code(frozenset({PLAIN}), squeeze=True)
+            self._snap("code")
+        if "docs" in on:
+            self._code(frozenset({DOC, LICENSE}), squeeze=False)
+            self._snap("docs")
+        if "tables" in on:
+            for b in self.blocks:
+                if b.kind == PROSE:
+                    b.text = compress_tables(b.text)
+            self._snap("tables")
+        if "whitespace" in on:
+            self._whitespace()
+            self._snap("whitespace")
+
+    def text(self) -> str:
+        return "".join(b.full() for b in self.blocks)
+
+    def _snap(self, name: str) -> None:
+        self.snapshots.append((name, self.text()))
+
+    def _json(self) -> None:
+        for b in self.blocks:
+            if b.kind == JSON:
+                b.text = minify_region(b.text)
+            elif b.kind == FENCE and b.lang in JSON_LANGS:
+                body = b.body.strip(" \t\r\n")
+                if body[:1] not in ("{", "[") or parse_container(body) is None:
+                    continue
+                out = minify(body)
+                if out is None:
+                    continue
+                ending = "\r\n" if b.body.endswith("\r\n") else "\n"
+                b.body = " " * b.indent + out + ending
+
+    def _code(self, remove: frozenset[str], squeeze: bool) -> None:
+        for b in self.blocks:
+            if b.kind != FENCE or not b.lang:
+                continue
+            try:
+                out, why = compress_fence_body(b.lang, b.body, b.indent, b.marker, remove, squeeze)
+            except Exception as exc:  # noqa: BLE001 - the safety net "never an exception"
+                out, why = None, f"{b.lang}: internal error {type(exc).__name__}"
+            if out is None:
+                if why and why not in self.untouched:
+                    self.untouched.append(why)
+            else:
+                b.body = out
+
+    def _whitespace(self) -> None:
+        blocks = self.blocks
+        last = len(blocks) - 1
+        for i, b in enumerate(blocks):
+            if b.kind == PROSE:
+                b.text = compress_prose(b.text, first=i == 0, last=i == last)
+            elif b.kind == FENCE:
+                b.opener = _rstrip_line(b.opener)
+                b.closer = _rstrip_line(b.closer)
+                if i == last:
+                    b.closer = b.closer.rstrip("\r\n")
+            elif b.kind == JSON and i == last:
+                b.text = b.text.rstrip("\r\n")
+        # Drop prose blocks that became empty, so the block list stays canonical.
+        self.blocks = [b for b in blocks if b.kind != PROSE or b.text]
+
+
+def _rstrip_line(line: str) -> str:
+    body = line.rstrip("\r\n")
+    return body.rstrip(" \t") + line[len(body) :]
+
+
+def _report(
+    level: str,
+    snapshots: Sequence[tuple[str, str]],
+    count: Callable[[str], int] | None,
+    untouched: Sequence[str],
+) -> Report:
+    savings = []
+    counts: list[int] = []
+    if count is not None:
+        prev_text = None
+        for _, text in snapshots:
+            counts.append(counts[-1] if text == prev_text else count(text))
+            prev_text = text
+    for i in range(1, len(snapshots)):
+        name = snapshots[i][0]
+        chars = len(snapshots[i - 1][1]) - len(snapshots[i][1])
+        tokens = counts[i - 1] - counts[i] if counts else None
+        savings.append(PassSaving(name, chars, tokens))
+    return Report(
+        level=level,
+        passes=tuple(savings),
+        chars_before=len(snapshots[0][1]),
+        chars_after=len(snapshots[-1][1]),
+        tokens_before=counts[0] if counts else None,
+        tokens_after=counts[-1] if counts else None,
+        untouched=tuple(untouched),
+    )
+
+
+def compress_text(
+    text: str,
+    *,
+    level: str = "balanced",
+    passes: Mapping[str, bool] | None = None,
+    count: Callable[[str], int] | None = None,
+) -> Compressed:
+    """Compress one text (markdown-ish: prose with fenced code, JSON, tables).
+
+    `passes` switches passes on or off on top of `level` (e.g. ``{"repeats": False}``);
+    `count` makes the report count tokens too. Raises `LocalProtocolError` only for an
+    unknown level or pass name, never because of the text.
+    """
+    on = _enabled(level, passes)
+    doc = _Doc(text, on)
+    snapshots = list(doc.snapshots)
+    out = snapshots[-1][1]
+    if "repeats" in on:
+        out = drop_repeats([(units_of(doc.blocks), True)])[0]
+        snapshots.append(("repeats", out))
+    return Compressed(out, _report(level, snapshots, count, doc.untouched))
+
+
+def compress_messages(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    level: str = "balanced",
+    passes: Mapping[str, bool] | None = None,
+    count: Callable[[str], int] | None = None,
+) -> CompressedMessages:
+    """Compress the text of OpenAI-style chat messages (see the module docstring).
+
+    Returns new message dicts (the input is not modified), a total report and one
+    report per message, for showing the saving beside each message.
+    """
+    on = _enabled(level, passes)
+    # Every text in order: (message index, part index or None, text, instructive).
+    slots: list[tuple[int, int | None, str, bool]] = []
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        instructive = role in _INSTRUCTIVE
+        content = m.get("content")
+        if isinstance(content, str):
+            slots.append((i, None, content, instructive))
+        elif isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                    slots.append((i, j, part["text"], instructive))
+    docs = [_Doc(text, on) for _, _, text, _ in slots]
+    snaps = [list(d.snapshots) for d in docs]
+    if "repeats" in on:
+        outs = drop_repeats([(units_of(d.blocks), s[3]) for d, s in zip(docs, slots)])
+        for sn, out in zip(snaps, outs):
+            sn.append(("repeats", out))
+    per_slot = [_report(level, sn, count, d.untouched) for sn, d in zip(snaps, docs)]
+
+    new: list[dict[str, Any]] = [dict(m) for m in messages]
+    by_message: dict[int, list[Report]] = {}
+    for (i, j, _, _), sn, rep in zip(slots, snaps, per_slot):
+        out = sn[-1][1]
+        if j is None:
+            new[i]["content"] = out
+        else:
+            if new[i]["content"] is messages[i]["content"]:
+                new[i]["content"] = list(messages[i]["content"])
+            part = dict(new[i]["content"][j])
+            part["text"] = out
+            new[i]["content"][j] = part
+        by_message.setdefault(i, []).append(rep)
+    empty = _report(level, [("", "")], None, ())
+    reports = tuple(_sum(level, by_message.get(i, [empty])) for i in range(len(messages)))
+    return CompressedMessages(new, _sum(level, list(reports) or [empty]), reports)
+
+
+def _sum(level: str, reports: Sequence[Report]) -> Report:
+    if len(reports) == 1:
+        return reports[0]
+    names: list[str] = []
+    chars: dict[str, int] = {}
+    tokens: dict[str, int | None] = {}
+    for r in reports:
+        for p in r.passes:
+            if p.name not in chars:
+                names.append(p.name)
+                chars[p.name] = 0
+                tokens[p.name] = 0
+            chars[p.name] += p.chars
+            t = tokens[p.name]
+            tokens[p.name] = None if t is None or p.tokens is None else t + p.tokens
+    have_tokens = all(r.tokens_before is not None for r in reports)
+    untouched: list[str] = []
+    for r in reports:
+        for u in r.untouched:
+            if u not in untouched:
+                untouched.append(u)
+    return Report(
+        level=level,
+        passes=tuple(PassSaving(n, chars[n], tokens[n] if have_tokens else None) for n in names),
+        chars_before=sum(r.chars_before for r in reports),
+        chars_after=sum(r.chars_after for r in reports),
+        tokens_before=sum(r.tokens_before or 0 for r in reports) if have_tokens else None,
+        tokens_after=sum(r.tokens_after or 0 for r in reports) if have_tokens else None,
+        untouched=tuple(untouched),
+    )

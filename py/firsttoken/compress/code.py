@@ -1,0 +1,296 @@
+"""Code pass: comments, trailing whitespace and blank lines inside fenced code.
+
+Every language goes through the same three steps:
+
+1. a lexer (a real tokenizer where the standard library has one, `tokenize` for
+   Python; small hand-written lexers elsewhere) returns the string literals and the
+   comments of a block as `Span`s, or None when it meets something it is not sure
+   about, and then the block stays untouched;
+2. `rebuild` cuts the comments a pass may remove and drops trailing whitespace and
+   blank lines, never inside a string span (a multi-line string, a heredoc body, a
+   YAML block scalar, a `<pre>` element);
+3. a self-check: the output is lexed again and must yield the same string literals,
+   byte for byte, and the same words once removable comments are blanked out
+   (Python: `ast.dump` equal). Any difference, or any exception, leaves the block
+   untouched.
+
+Comment categories decide which pass removes what: `plain` goes in the `code` pass;
+`doc` (documentation comments, Python docstrings) and `license` (a leading comment
+group that mentions a copyright or licence) go in the `docs` pass; `directive`
+(shebangs, encoding cookies, pragmas, `//go:build`, `/// <reference>`, `@ts-ignore`,
+lint switches, HTML conditional comments, Dockerfile parser directives) is never
+removed, because tools or the language act on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Span", "Language", "rebuild", "classify_leading_license", "words_outside"]
+
+PLAIN = "plain"
+DOC = "doc"
+LICENSE = "license"
+DIRECTIVE = "directive"
+
+_LICENSE = re.compile(r"(?i)copyright|licen[cs]e|spdx-license-identifier|\(c\)\s*\d{4}|all rights reserved")
+
+
+@dataclass(slots=True)
+class Span:
+    """A string literal (`kind == "s"`) or a comment (`kind == "c"`, with `cat`)."""
+
+    start: int
+    end: int
+    kind: str
+    cat: str = PLAIN
+
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    """How to lex one language family and how to glue text around a cut comment."""
+
+    name: str
+    lex: Callable[[str], list[Span] | None]
+    #: what replaces a comment between two visible characters (C: a space, since a
+    #: comment separates tokens; HTML: nothing, since a comment renders as nothing)
+    gap: str = " "
+    #: extra rule: may blank or emptied line `i` of `lines` go? (YAML needs one)
+    may_drop: Callable[[list[str], int], bool] | None = None
+
+
+def classify_leading_license(text: str, spans: list[Span]) -> None:
+    """Mark the leading comment group `license` if one of its comments looks like one.
+
+    The group is the comments before any code, not separated by a blank line; a
+    directive (a shebang) may precede it.
+    """
+    group: list[Span] = []
+    pos = 0
+    for sp in spans:
+        gap = text[pos : sp.start]
+        if gap.strip():
+            break
+        if sp.kind != "c":
+            break
+        if group and gap.count("\n") > 1:
+            break
+        if sp.cat == DIRECTIVE and not group:
+            pos = sp.end
+            continue
+        group.append(sp)
+        pos = sp.end
+    if any(_LICENSE.search(text, sp.start, sp.end) for sp in group):
+        for sp in group:
+            if sp.cat in (PLAIN, DOC):
+                sp.cat = LICENSE
+
+
+def _tail_state(piece: str, blank: bool, first: str) -> tuple[bool, str]:
+    if not piece:
+        return blank, first
+    nl = piece.find("\n")
+    if nl >= 0:
+        blank = piece[:nl].strip(" \t\r\f") == ""
+    else:
+        blank = blank and piece.strip(" \t\r\f") == ""
+    return blank, piece[0]
+
+
+def _head(pieces: list[tuple[str, str]]) -> tuple[bool, str]:
+    # The tail state recomputed after an edit, reading from the head of the tail (the
+    # end of the reversed list) up to the first line ending.
+    first = ""
+    for _, piece in reversed(pieces):
+        if piece:
+            first = piece[0]
+            break
+    blank = True
+    for _, piece in reversed(pieces):
+        nl = piece.find("\n")
+        if (piece if nl < 0 else piece[:nl]).strip(" \t\r\f"):
+            blank = False
+            break
+        if nl >= 0:
+            break
+    return blank, first
+
+
+def rebuild(
+    text: str,
+    spans: Sequence[Span],
+    remove: frozenset[str],
+    *,
+    gap: str,
+    squeeze: bool,
+    may_drop: Callable[[list[str], int], bool] | None = None,
+) -> str:
+    """`text` without the comments whose category is in `remove`.
+
+    With `squeeze`, also without trailing whitespace and blank lines; otherwise only the
+    lines a cut touched lose their trailing whitespace, or go if nothing else is left.
+    """
+    # Decide from the last comment back, so each decision sees the text after it as it
+    # will be: "is the rest of this line blank once later comments are gone" is what
+    # makes the result idempotent.
+    pieces: list[tuple[str, str]] = []  # (kind, text), reversed
+    cursor = len(text)
+    blank, first = True, ""
+    prev_end = [0] * len(spans)
+    for i in range(1, len(spans)):
+        prev_end[i] = spans[i - 1].end
+    for i in range(len(spans) - 1, -1, -1):
+        sp = spans[i]
+        code = text[sp.end : cursor]
+        pieces.append(("code", code))
+        blank, first = _tail_state(code, blank, first)
+        body = text[sp.start : sp.end]
+        if sp.kind == "s" or sp.cat not in remove:
+            pieces.append(("s" if sp.kind == "s" else "keep", body))
+            blank, first = _tail_state(body, blank, first)
+            cursor = sp.start
+            continue
+        lo = prev_end[i]
+        if blank:
+            s = sp.start
+            while s > lo and text[s - 1] in " \t":
+                s -= 1
+            if s > lo and text[s - 1] == "\\" and s < sp.start:
+                s += 1  # keep one space: "\ " is an escaped space, "\" would join lines
+            pieces.append(("cut", ""))
+            cursor = s
+            continue
+        if "\n" in body:
+            # A multi-line comment with code after it on its last line: cutting it
+            # would join lines (a newline inside a comment counts in Go and JS), so
+            # it stays.
+            pieces.append(("keep", body))
+            blank, first = _tail_state(body, blank, first)
+            cursor = sp.start
+            continue
+        before = text[sp.start - 1] if sp.start > lo else "\n"
+        if before in " \t\n":
+            # Drop the comment and the spaces that followed it.
+            j = len(pieces) - 1
+            while j >= 0 and pieces[j][0] in ("code", "cut"):
+                kind, piece = pieces[j]
+                if kind == "code":
+                    stripped = piece.lstrip(" \t")
+                    pieces[j] = ("code", stripped)
+                    if stripped:
+                        break
+                elif piece:
+                    break
+                j -= 1
+            blank, first = _head(pieces)
+            pieces.append(("cut", ""))
+        elif first in (" ", "\t"):
+            pieces.append(("cut", ""))
+        else:
+            pieces.append(("cut", gap))
+            blank, first = _tail_state(gap, blank, first)
+        cursor = sp.start
+    pieces.append(("code", text[:cursor]))
+    pieces.reverse()
+    return _lines(pieces, squeeze, may_drop)
+
+
+def _lines(
+    pieces: list[tuple[str, str]], squeeze: bool, may_drop: Callable[[list[str], int], bool] | None
+) -> str:
+    # Forward: cut the output into lines, knowing for each whether its end lies inside a
+    # string (then it is kept as it is), whether it holds a string, and whether a cut
+    # touched it.
+    contents: list[str] = []
+    endings: list[str] = []
+    protected: list[bool] = []
+    has_str: list[bool] = []
+    touched: list[bool] = []
+    cur: list[str] = []
+    cur_str = False
+    cur_touch = False
+    for kind, piece in pieces:
+        if kind == "cut":
+            cur_touch = True
+            if piece:
+                cur.append(piece)
+            continue
+        if kind == "s":
+            cur_str = True
+        start = 0
+        while True:
+            nl = piece.find("\n", start)
+            if nl < 0:
+                cur.append(piece[start:])
+                break
+            cur.append(piece[start:nl])
+            contents.append("".join(cur))
+            endings.append("\n")
+            protected.append(kind == "s")
+            has_str.append(cur_str)
+            touched.append(cur_touch)
+            cur = []
+            cur_str = kind == "s"
+            cur_touch = False
+            start = nl + 1
+    contents.append("".join(cur))
+    endings.append("")
+    protected.append(False)
+    has_str.append(cur_str)
+    touched.append(cur_touch)
+
+    out: list[str] = []
+    cont = False  # the previous kept line ends with a line-joining backslash
+    n = len(contents)
+    kept: list[str] = contents  # for may_drop: neighbours as they are now
+    for i in range(n):
+        line = contents[i]
+        cr = line.endswith("\r") and not protected[i]
+        if cr:
+            line = line[:-1]
+        if not protected[i] and (squeeze or touched[i]):
+            s = line.rstrip(" \t")
+            if not (s.endswith("\\") and len(s) < len(line)):
+                line = s
+        drop = (
+            not protected[i]
+            and not has_str[i]
+            and not cont
+            and line.strip(" \t\f") == ""
+            and (squeeze or touched[i])
+            and (may_drop is None or may_drop(kept, i))
+        )
+        if i == n - 1 and not line and not cr:
+            break
+        if drop:
+            continue
+        out.append(line + ("\r" if cr else "") + endings[i])
+        if not protected[i]:
+            tail = len(line) - len(line.rstrip("\\"))
+            cont = tail % 2 == 1
+        else:
+            cont = False
+    return "".join(out)
+
+
+_WS = re.compile(r"[ \t\r\n\f\v]+")
+
+
+def words_outside(text: str, spans: Sequence[Span], remove: frozenset[str], gap: str) -> tuple[list[str], list[str]]:
+    """(words of `text` with removable comments replaced by `gap`, string literals)."""
+    parts: list[str] = []
+    strings: list[str] = []
+    pos = 0
+    for sp in spans:
+        if sp.kind == "c" and sp.cat in remove:
+            parts.append(text[pos : sp.start])
+            parts.append(gap)
+        else:
+            parts.append(text[pos : sp.end])
+            if sp.kind == "s":
+                strings.append(text[sp.start : sp.end])
+        pos = sp.end
+    parts.append(text[pos:])
+    return _WS.split("".join(parts).strip(" \t\r\n\f\v")), strings

@@ -1,0 +1,161 @@
+"""Python blocks: the standard library's own tokenizer and parser.
+
+`tokenize` (Python docs, "tokenize — Tokenizer for Python source") gives COMMENT and
+STRING tokens with exact positions, so a `#` inside a string is never a comment. On
+3.12+ an f-string arrives as FSTRING_START … FSTRING_END with the inner tokens between
+(PEP 701; 3.14 adds TSTRING_* for PEP 750 t-strings); the whole range is one string
+literal to us, and a comment inside a replacement field stays.
+
+The block must parse with `ast.parse` before we touch it, and the result must give the
+same `ast.dump` (positions excluded) or we keep the original. Code that this
+interpreter cannot parse, such as 3.12 syntax on 3.11, a `>>>` session or a fragment,
+is left untouched; so a block's output depends on the Python grammar in use, which is
+why `COMPRESSION_VERSION` names the interpreter.
+
+Docstrings are strings (`__doc__`), not comments: only the `docs` pass removes them,
+and only where the body keeps another statement (no `pass` is ever invented) and that
+statement is not itself a bare string, which would become the next docstring.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+from .code import DIRECTIVE, DOC, Span, classify_leading_license, rebuild
+from .markdown import split_lines
+
+__all__ = ["compress_python"]
+
+_FSTART = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, n)}
+_FEND = {getattr(tokenize, n) for n in ("FSTRING_END", "TSTRING_END") if hasattr(tokenize, n)}
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+_DIRECTIVE = re.compile(
+    r"#\s*(?:type:|noqa|pragma|pylint:|mypy:|fmt:|isort:|pyright:|ruff:|nosec|pyre-|flake8:|pytype:)"
+)
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def _lex(text: str, lines: list[str]) -> list[Span]:
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def off(pos: tuple[int, int]) -> int:
+        return starts[pos[0] - 1] + pos[1]
+
+    spans: list[Span] = []
+    depth = 0
+    fstart = (0, 0)
+    for tok in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        t = tok.type
+        if t in _FSTART:
+            if depth == 0:
+                fstart = tok.start
+            depth += 1
+        elif t in _FEND:
+            depth -= 1
+            if depth == 0:
+                spans.append(Span(off(fstart), off(tok.end), "s"))
+        elif depth:
+            continue
+        elif t == tokenize.STRING:
+            spans.append(Span(off(tok.start), off(tok.end), "s"))
+        elif t == tokenize.COMMENT:
+            row = tok.start[0]
+            s = tok.string
+            cat = "plain"
+            if (row == 1 and s.startswith("#!")) or (row <= 2 and _COOKIE.match(lines[row - 1])):
+                cat = DIRECTIVE
+            elif _DIRECTIVE.match(s):
+                cat = DIRECTIVE
+            spans.append(Span(off(tok.start), off(tok.end), "c", cat))
+    classify_leading_license(text, spans)
+    return spans
+
+
+def _char_col(line: str, byte_col: int) -> int:
+    # ast positions count UTF-8 bytes; tokenize and str slicing count characters.
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+def _docstrings(tree: ast.Module, lines: list[str], spans: list[Span]) -> list[Span]:
+    """Turn removable docstrings from string spans into `doc` comment spans; drop the
+    docstring nodes from `tree` so that it is the expected result."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    by_start = {sp.start: i for i, sp in enumerate(spans) if sp.kind == "s"}
+    replace: dict[int, Span] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        if len(body) < 2 or not _is_str_expr(body[0]) or _is_str_expr(body[1]):
+            continue
+        doc = body[0]
+        if doc.end_lineno is None or doc.end_col_offset is None:
+            continue
+        first = lines[doc.lineno - 1]
+        last = lines[doc.end_lineno - 1]
+        c0 = _char_col(first, doc.col_offset)
+        c1 = _char_col(last, doc.end_col_offset)
+        if first[:c0].strip(" \t\f"):
+            continue
+        a = starts[doc.lineno - 1] + c0
+        b = starts[doc.end_lineno - 1] + c1
+        i = by_start.get(a)
+        if i is None:
+            continue
+        j = i
+        while j < len(spans) and spans[j].end < b:
+            j += 1
+        if j >= len(spans) or spans[j].end != b or any(sp.kind != "s" for sp in spans[i : j + 1]):
+            continue
+        replace[i] = Span(a, b, "c", DOC)
+        for k in range(i + 1, j + 1):
+            replace[k] = None  # type: ignore[assignment]
+        del body[0]
+    if not replace:
+        return spans
+    out: list[Span] = []
+    for i, sp in enumerate(spans):
+        if i in replace:
+            if replace[i] is not None:
+                out.append(replace[i])
+        else:
+            out.append(sp)
+    return out
+
+
+def _is_str_expr(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def compress_python(body: str, remove: frozenset[str], squeeze: bool) -> str | None:
+    """`body` without removable comments (and docstrings, with `doc` in `remove`), or
+    None when it does not parse or the result would not be the same program."""
+    if _LONE_CR.search(body) or "\x00" in body:
+        return None
+    try:
+        tree = ast.parse(body)
+        lines = split_lines(body)
+        spans = _lex(body, lines)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        return None
+    if DOC in remove:
+        spans = _docstrings(tree, lines, spans)
+    out = rebuild(body, spans, remove, gap=" ", squeeze=squeeze)
+    if out == body:
+        return body
+    try:
+        same = ast.dump(ast.parse(out)) == ast.dump(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return out if same else None

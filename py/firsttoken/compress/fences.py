@@ -1,0 +1,104 @@
+"""Dispatch a fenced block to its language, with the safety checks around it.
+
+A fence indented N spaces (N ≤ 3) has up to N spaces stripped from each content line
+(CommonMark 0.31.2 §4.5); we handle it only when every non-empty line has all N, so
+that putting them back restores the bytes exactly. The output of any language is
+rejected if a line of it would close the fence early, if it does not lex again, or if
+its string literals or its words (removable comments blanked out) differ.
+"""
+
+from __future__ import annotations
+
+from .code import DIRECTIVE, Language, words_outside, rebuild
+from .code_clike import LEXERS
+from .code_markup import lex_markup
+from .code_python import compress_python
+from .code_shell import lex_dockerfile, lex_shell
+from .code_yaml import lex_yaml, may_drop
+from .markdown import _closer, split_lines
+
+__all__ = ["LANGUAGE_ALIASES", "compress_code", "compress_fence_body"]
+
+_ALIASES = {
+    "python": "py python python3 py3 gyp bazel bzl starlark sage",
+    "js": "js javascript jsx mjs cjs node nodejs es6 ecmascript ts typescript tsx mts cts",
+    "c": "c h cpp c++ cc cxx hpp hh hxx cuda cu ino arduino objc objective-c glsl hlsl",
+    "java": "java",
+    "go": "go golang",
+    "rust": "rust rs",
+    "shell": "sh bash zsh shell ksh shellscript",
+    "sql": "sql mysql postgres postgresql pgsql plpgsql sqlite tsql plsql mssql",
+    "markup": "html htm xhtml xml svg xsl xslt rss atom vue svelte",
+    "css": "css",
+    "scss": "scss less",
+    "yaml": "yaml yml",
+    "toml": "toml",
+    "dockerfile": "dockerfile docker containerfile",
+}
+#: info-string language (lower case) → language family
+LANGUAGE_ALIASES: dict[str, str] = {a: fam for fam, names in _ALIASES.items() for a in names.split()}
+
+_LANGUAGES: dict[str, Language] = {
+    name: Language(name, LEXERS[name]) for name in ("c", "java", "go", "rust", "css", "scss", "toml", "sql")
+}
+_LANGUAGES["js"] = Language("js", LEXERS["js"])
+_LANGUAGES["shell"] = Language("shell", lex_shell)
+_LANGUAGES["dockerfile"] = Language("dockerfile", lex_dockerfile)
+_LANGUAGES["markup"] = Language("markup", lex_markup, gap="")
+_LANGUAGES["yaml"] = Language("yaml", lex_yaml, may_drop=may_drop)
+
+
+def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool) -> tuple[str | None, str]:
+    """(new body or None, reason when None) for code of a known language family."""
+    if family == "python":
+        out = compress_python(body, remove, squeeze)
+        return (out, "") if out is not None else (None, "python: does not parse or would change")
+    lang = _LANGUAGES[family]
+    spans = lang.lex(body)
+    if spans is None:
+        return None, f"{family}: lexer gave up"
+    out = rebuild(body, spans, remove, gap=lang.gap, squeeze=squeeze, may_drop=lang.may_drop)
+    if out == body:
+        return body, ""
+    again = lang.lex(out)
+    if again is None:
+        return None, f"{family}: output does not lex"
+    if words_outside(body, spans, remove, lang.gap) != words_outside(out, again, remove, lang.gap):
+        return None, f"{family}: self-check failed"
+    if any(sp.kind == "c" and sp.cat == DIRECTIVE for sp in spans) and sum(
+        sp.kind == "c" and sp.cat == DIRECTIVE for sp in spans
+    ) != sum(sp.kind == "c" and sp.cat == DIRECTIVE for sp in again):
+        return None, f"{family}: self-check failed"
+    return out, ""
+
+
+def compress_fence_body(
+    lang: str, body: str, indent: int, marker: str, remove: frozenset[str], squeeze: bool
+) -> tuple[str | None, str]:
+    """Compress the body of a fence whose info string names `lang`."""
+    family = LANGUAGE_ALIASES.get(lang)
+    if family is None:
+        return None, ""
+    if not body:
+        return body, ""
+    lines = split_lines(body)
+    if indent:
+        pad = " " * indent
+        if any(ln.strip(" \t\r\n") and not ln.startswith(pad) for ln in lines) or any(
+            ln not in ("\n", "\r\n") and not ln.strip(" \t\r\n") for ln in lines
+        ):
+            return None, f"{family}: uneven indentation"
+        inner = "".join(ln[indent:] if ln.strip(" \t\r\n") else ln for ln in lines)
+    else:
+        inner = body
+    try:
+        out, why = compress_code(family, inner, remove, squeeze)
+    except (RecursionError, MemoryError):
+        return None, f"{family}: too deep"
+    if out is None or out == inner:
+        return (None if out is None else body), why
+    if indent:
+        out = "".join(pad + ln if ln.strip(" \t\r\n") else ln for ln in split_lines(out))
+    if _closer(marker[0], len(marker), True).search(out):
+        return None, f"{family}: output would close the fence"
+    return out, ""
