@@ -19,7 +19,9 @@ ARGS = [
 BOOT_TIMEOUT_MS = 90_000
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in this thread while it
+# is started, which would break later tests that run asyncio themselves.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -54,6 +56,8 @@ def page(browser: Browser, console: Console) -> Iterator[Page]:
     p.on("pageerror", console.on_error)
     yield p
     context.close()
+    # Shown by pytest when the test failed: what the page said, in order.
+    print("\n".join(["--- page console ---", *console.messages]))
     assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
     violations = [m for m in console.messages if "Content Security Policy" in m]
     assert not violations, f"the page broke its own CSP: {violations}"

@@ -4,6 +4,7 @@ what the page's worker does, minus the browser."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import time
 
@@ -38,7 +39,9 @@ def run_core(gateway_url: str, script):
             await script(core, events, wait_for)
         return events
 
-    return asyncio.run(main())
+    # On a thread of its own: asyncio.run needs a thread without a running loop.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
 
 
 def send(request_id: str, url: str, sim: str, content: str = "stream to me") -> str:
