@@ -198,11 +198,13 @@ class RateWindow:
         self._prune(now)
         self._log.append((now, tokens))
 
-    def headers(self, *, exhausted: bool = False) -> dict[str, str]:
+    def headers(self, *, exhausted: bool = False, reset_s: float | None = None) -> dict[str, str]:
         now = self.clock()
         self._prune(now)
         used_tokens = sum(t for _, t in self._log)
         reset = 60 - (now - self._log[0][0]) if self._log else 0.0
+        if reset_s is not None:
+            reset = reset_s
         remaining_requests = 0 if exhausted else max(0, self.rpm - len(self._log))
         remaining_tokens = 0 if exhausted else max(0, self.tpm - used_tokens)
         return {
@@ -257,7 +259,9 @@ class Simulator:
             return
         headers: dict[str, str] = {}
         if params.status == 429:
-            headers.update(self.rate.headers(exhausted=True))
+            # An exhausted window that reopens when retry-after says, as a real server
+            # would report it (a window reopening later would contradict retry-after).
+            headers.update(self.rate.headers(exhausted=True, reset_s=params.retry_after))
         if params.status in (429, 503):
             headers["retry-after"] = f"{params.retry_after:g}"
             headers["retry-after-ms"] = str(int(params.retry_after * 1000))

@@ -3,10 +3,12 @@
 // CoreLink. Text arriving from the worker is painted at most once per animation frame.
 
 import { CoreLink } from './core.js';
+import { MarkdownStream, renderMarkdown } from './render.js';
+import { ReplyMetrics, reportMetrics } from './render-metrics.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
-  boot: $('boot'), metrics: $('metrics'), chat: $('chat'), messages: $('messages'),
+  boot: $('boot'), metrics: $('metrics'), quota: $('quota'), chat: $('chat'), messages: $('messages'),
   form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
   baseUrl: $('base-url'), model: $('model'), apiKey: $('api-key'), clear: $('clear'),
 };
@@ -43,7 +45,13 @@ function bubble(role, text) {
   li.dataset.role = role;
   const content = document.createElement('div');
   content.className = 'content';
-  content.textContent = text;
+  // The user's words are shown as typed; answers are markdown, rendered safely.
+  if (role === 'assistant') {
+    content.classList.add('md');
+    renderMarkdown(content, text);
+  } else {
+    content.textContent = text;
+  }
   li.append(content);
   els.messages.append(li);
   return li;
@@ -76,15 +84,16 @@ function schedulePaint() {
     requestAnimationFrame(paint);
   }
 }
-function paint() {
+function paint(frameTime) {
   frameRequested = false;
+  const inFrame = frameTime !== undefined; // called by requestAnimationFrame, not by finish()
   for (const r of live.values()) {
     if (!r.pending) continue;
-    r.text.appendData(r.pending); // append to one text node: cost independent of answer length
+    r.md.append(r.pending); // re-renders the open block only: cost independent of answer length
     r.entry.content += r.pending;
     r.pending = '';
     r.el.dataset.paints = String(+(r.el.dataset.paints || 0) + 1);
-    if (r.firstPaint === undefined) r.firstPaint = performance.timeOrigin + performance.now();
+    r.metrics.painted(inFrame, (t) => { r.firstPaint = t; }); // t: when the browser painted it
   }
   follow();
 }
@@ -111,7 +120,16 @@ function onCoreMessage(msg) {
     case 'chat.delta':
       r.el.querySelector('.note')?.remove();
       r.pending += msg.text || '';
+      r.metrics.arrived(msg);
       schedulePaint();
+      break;
+    case 'chat.wait':
+      note(r.el, 'note', `Rate limit reached: sending in ${seconds(msg.wait_s)}…`);
+      showQuota(msg.quota);
+      break;
+    case 'chat.retry':
+      note(r.el, 'note', `${msg.status ? `The server answered ${msg.status}` : 'Network error'}; retrying in ${seconds(msg.wait_s)} (attempt ${msg.attempt + 1})…`);
+      showQuota(msg.quota);
       break;
     case 'chat.done':
       finish(r, 'done', msg);
@@ -123,6 +141,21 @@ function onCoreMessage(msg) {
       finish(r, 'error', msg);
       break;
   }
+}
+
+function seconds(s) {
+  return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
+}
+
+// Remaining quota as the server last reported it (x-ratelimit-* headers).
+function showQuota(quota) {
+  if (!quota) return;
+  const fmt = (b) => (b && b.limit != null && b.remaining != null ? `${b.remaining}/${b.limit}` : null);
+  const parts = [];
+  if (fmt(quota.requests)) parts.push(`requests ${fmt(quota.requests)}`);
+  if (fmt(quota.tokens)) parts.push(`tokens ${fmt(quota.tokens)}`);
+  if (quota.wait_s > 0) parts.push(`wait ${seconds(quota.wait_s)}`);
+  els.quota.textContent = parts.join(' · ');
 }
 
 function describe(error) {
@@ -139,6 +172,8 @@ function describe(error) {
 
 function finish(r, state, msg) {
   paint(); // flush what is pending so that nothing received is lost
+  r.md.end(); // the open block is final now
+  r.metrics.close(msg).then((summary) => reportMetrics(r.el, summary));
   live.delete(r.id);
   r.el.dataset.state = state;
   r.el.querySelector('.note')?.remove();
@@ -151,6 +186,7 @@ function finish(r, state, msg) {
   }
   saveHistory();
   if (msg.timings) showMetrics(r, msg.timings, msg.usage);
+  showQuota(msg.quota);
   if (live.size === 0) els.stop.disabled = true;
 }
 
@@ -187,10 +223,10 @@ function sendPrompt(text) {
   const el = bubble('assistant', '');
   el.dataset.state = 'streaming';
   el.dataset.id = id;
-  const text_node = document.createTextNode('');
-  el.querySelector('.content').append(text_node);
   if (!core.ready) note(el, 'note', 'Waiting for Python to start…');
-  live.set(id, { id, el, text: text_node, pending: '', entry, sent: performance.timeOrigin + performance.now() });
+  const sent = performance.timeOrigin + performance.now();
+  const md = new MarkdownStream(el.querySelector('.content'));
+  live.set(id, { id, el, md, pending: '', entry, sent, metrics: new ReplyMetrics(id, sent) });
   els.stop.disabled = false;
   stick = true;
   follow();

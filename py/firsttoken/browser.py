@@ -97,7 +97,7 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
         raise RuntimeError("firsttoken.browser.start() runs only inside Pyodide")
     from .core import Core
 
-    core = Core(post=xworker.postMessage, transport=FetchTransport(), clock=now_ms, boot=boot)
+    core = Core(post=xworker.postMessage, transport=FetchTransport(), clock=now_ms, sleep=asyncio.sleep, boot=boot)
     tasks: set[asyncio.Task] = set()
 
     def on_message(event: Any) -> None:

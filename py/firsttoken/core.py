@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import platform
 import sys
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from . import __version__
 from .client import AbortSignal, ChatSettings, Timings, Transport, build_request, stream_chat
-from .errors import FirstTokenError, InvalidMessage
+from .errors import FirstTokenError, HTTPStatusError, InvalidMessage, TransportError
 from .protocol import PROTOCOL_VERSION, encode, parse_message
+from .ratelimit import Governor
 
 __all__ = ["Core"]
 
@@ -28,12 +29,17 @@ class Core:
         post: Callable[[str], Any],
         transport: Transport,
         clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[Any]],
         boot: dict[str, Any] | None = None,
+        governor: Callable[[], Governor] = Governor,
     ) -> None:
         self.post = post
         self.transport = transport
         self.clock = clock
+        self.sleep = sleep
         self.boot = boot or {}
+        self._new_governor = governor
+        self._governors: dict[str, Governor] = {}
         self._active: dict[str, AbortSignal] = {}
 
     async def handle(self, raw: str | dict[str, Any]) -> None:
@@ -72,29 +78,83 @@ class Core:
             "boot": self.boot,
         }
 
+    def _governor(self, base_url: str) -> Governor:
+        # One governor per API: limits are per server (and per key, which a page
+        # talking to one base URL does not change mid-session).
+        governor = self._governors.get(base_url)
+        if governor is None:
+            governor = self._governors[base_url] = self._new_governor()
+        return governor
+
+    async def _pause(self, seconds: float, signal: AbortSignal) -> None:
+        """Wait `seconds`, in short steps so that Stop ends the wait at once."""
+        deadline = self.clock() + seconds * 1000.0
+        while not signal.aborted:
+            left = (deadline - self.clock()) / 1000.0
+            if left <= 0:
+                return
+            await self.sleep(min(left, 0.1))
+
     async def _chat(self, msg: dict[str, Any]) -> None:
         request_id: str = msg["id"]
         if request_id in self._active:
             raise InvalidMessage(f"request {request_id!r} is already running")
         settings = ChatSettings.from_dict(msg["settings"])
+        governor = self._governor(settings.base_url)
         signal = AbortSignal()
         self._active[request_id] = signal
         timings = Timings()
         seq = 0
 
-        def on_text(text: str, reasoning: str) -> None:
+        def on_text(text: str, reasoning: str, sent_ms: list[float]) -> None:
             nonlocal seq
             seq += 1
             fields: dict[str, Any] = {"seq": seq, "text": text, "t": self.clock()}
             if reasoning:
                 fields["reasoning"] = reasoning
+            if sent_ms:
+                fields["stamps"] = sent_ms
             self.post(encode("chat.delta", request_id, **fields))
+
+        def on_response(status: int, headers: Any) -> None:
+            governor.observe(status, headers, self.clock() / 1000.0)
+
+        def quota() -> dict[str, Any]:
+            return governor.quota(self.clock() / 1000.0)
 
         try:
             request = build_request(msg["messages"], settings)
-            completion = await stream_chat(
-                self.transport, request, abort=signal, on_text=on_text, clock=self.clock, timings=timings
-            )
+            estimate = estimate_tokens(msg["messages"], settings.model) + (settings.max_tokens or 0)
+            attempt = 1
+            while True:
+                # Wait out an exhausted window here rather than in the server's queue.
+                wait = governor.wait_before(estimate, self.clock() / 1000.0)
+                if wait > 0:
+                    self.post(encode("chat.wait", request_id, wait_s=round(wait, 3), reason="rate_limit", quota=quota()))
+                    await self._pause(wait, signal)
+                    signal.raise_if_aborted()
+                timings = Timings()
+                try:
+                    completion = await stream_chat(
+                        self.transport, request, abort=signal, on_text=on_text, clock=self.clock,
+                        timings=timings, on_response=on_response,
+                    )
+                    break
+                except (HTTPStatusError, TransportError) as exc:
+                    # Only a request that showed nothing may be sent again: a retry after
+                    # text arrived would paint the answer twice.
+                    if seq or signal.aborted:
+                        raise
+                    status = exc.status if isinstance(exc, HTTPStatusError) else None
+                    headers = exc.headers if isinstance(exc, HTTPStatusError) else {}
+                    delay = governor.retry_delay(attempt, status, headers, self.clock() / 1000.0)
+                    if delay is None:
+                        raise
+                    self.post(encode("chat.retry", request_id, attempt=attempt, status=status,
+                                     wait_s=round(delay, 3), error=exc.to_dict(), quota=quota()))
+                    await self._pause(delay, signal)
+                    signal.raise_if_aborted()
+                    attempt += 1
             self.post(
                 encode(
                     "chat.done",
@@ -103,9 +163,23 @@ class Core:
                     usage=completion.usage,
                     content=completion.content,
                     timings=timings.to_dict(),
+                    quota=quota(),
+                    attempts=attempt,
                 )
             )
         except FirstTokenError as exc:
-            self.post(encode("chat.error", request_id, error=exc.to_dict(), timings=timings.to_dict()))
+            self.post(encode("chat.error", request_id, error=exc.to_dict(), timings=timings.to_dict(), quota=quota()))
         finally:
             self._active.pop(request_id, None)
+
+
+def estimate_tokens(messages: list[dict[str, Any]], model: str) -> int:
+    """Prompt tokens, exactly when an encoder is at hand, else about 4 bytes a token
+    (only used to decide whether a request fits the server's remaining quota)."""
+    try:
+        from . import tokens
+
+        return tokens.count_chat(messages, model)
+    except Exception:  # noqa: BLE001 - no encoder yet (the page loads it lazily)
+        size = sum(len(str(m.get("content") or "")) for m in messages)
+        return size // 4 + 4 * len(messages) + 3

@@ -147,12 +147,15 @@ class HTTPStatusError(FirstTokenError):
         status: int,
         error: dict | None = None,
         retry_after_s: float | None = None,
+        headers: dict[str, str] | None = None,
         partial: str = "",
     ) -> None:
         super().__init__(message, partial=partial)
         self.status = status
         self.error = error or {}
         self.retry_after_s = retry_after_s
+        #: The response headers (rate-limit and retry hints), for the governor.
+        self.headers = headers or {}
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -64,4 +64,7 @@ def page(browser: Browser, console: Console) -> Iterator[Page]:
 
 
 def wait_ready(page: Page) -> None:
-    page.wait_for_selector('html[data-python="ready"]', state="attached", timeout=BOOT_TIMEOUT_MS)
+    """Wait until Python answered `hello`; fail at once, with the reason, if boot failed."""
+    page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]', state="attached", timeout=BOOT_TIMEOUT_MS)
+    state = page.get_attribute("html", "data-python")
+    assert state == "ready", f"Python did not start: {page.inner_text('#boot')}"

@@ -24,6 +24,12 @@ def expected_answer(gateway_url: str, messages: list[dict]) -> str:
     return r.json()["choices"][0]["message"]["content"]
 
 
+def stored_answers(page: Page) -> list[str]:
+    """The assistant answers as the page stored them (raw markdown, not the rendering)."""
+    history = json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')") or "[]")
+    return [m["content"] for m in history if m["role"] == "assistant"]
+
+
 def steer(page: Page, sim: str) -> None:
     """Make the page send `x-firsttoken-sim: <sim>` (settings.headers, no UI)."""
     settings = json.dumps({"headers": {"x-firsttoken-sim": sim}})
@@ -45,8 +51,8 @@ def test_usable_before_python_then_streams_the_reply_in_steps(page: Page, gatewa
     wait_ready(page)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
 
-    text = page.inner_text(f"{ANSWER} .content")
-    assert text == expected_answer(gateway_url, [{"role": "user", "content": "hello page"}])
+    assert stored_answers(page) == [expected_answer(gateway_url, [{"role": "user", "content": "hello page"}])]
+    assert page.inner_text(f"{ANSWER} .content").startswith("You said: hello page")
     assert int(page.get_attribute(ANSWER, "data-paints")) > 1  # painted in several steps
     assert "first byte" in page.inner_text("#metrics")
     # Offline by construction: nothing but this origin was asked for anything.
@@ -66,7 +72,7 @@ def test_stop_halts_a_reply_midway_and_keeps_what_arrived(page: Page, gateway_ur
     expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
     page.click("#stop")
     page.wait_for_selector(f'{ANSWER}[data-state="stopped"]', timeout=30_000)
-    partial = page.inner_text(f"{ANSWER} .content")
+    [partial] = stored_answers(page)
     full = expected_answer(gateway_url, [{"role": "user", "content": "a long one please"}])
     assert partial and full.startswith(partial) and len(partial) < len(full) // 4
     assert page.inner_text(f"{ANSWER} .error") == "Stopped."
@@ -80,7 +86,7 @@ def test_error_mid_stream_is_shown_and_the_partial_answer_kept(page: Page, gatew
     page.fill("#prompt", "break please")
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}[data-state="error"]', timeout=30_000)
-    partial = page.inner_text(f"{ANSWER} .content")
+    [partial] = stored_answers(page)
     full = expected_answer(gateway_url, [{"role": "user", "content": "break please"}])
     assert partial and full.startswith(partial)
     assert "model reported an error" in page.inner_text(f"{ANSWER} .error")
@@ -102,18 +108,53 @@ def test_conversation_survives_a_reload_before_python_is_ready(page: Page, gatew
     page.fill("#prompt", "remember me")
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
-    answer = page.inner_text(f"{ANSWER} .content")
+    [answer] = stored_answers(page)
+    shown = page.inner_text(f"{ANSWER} .content")
     page.reload(wait_until="domcontentloaded")
     # Shown straight from storage, whatever Python is doing.
     assert page.inner_text('.msg[data-role="user"] .content') == "remember me"
-    assert page.inner_text(f"{ANSWER} .content") == answer
+    assert page.inner_text(f"{ANSWER} .content") == shown
     wait_ready(page)
     page.fill("#prompt", "and now?")
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}:nth-of-type(4)[data-state="done"]', timeout=60_000)
-    second = page.inner_text(f"{ANSWER}:nth-of-type(4) .content")
+    second = stored_answers(page)[1]
     assert second == expected_answer(gateway_url, [
         {"role": "user", "content": "remember me"},
         {"role": "assistant", "content": answer},
         {"role": "user", "content": "and now?"},
     ])
+
+
+def test_quota_is_shown_and_a_hidden_then_shown_page_sends_nothing_again(page: Page, gateway_url: str) -> None:
+    chats: list[str] = []
+    page.on("request", lambda r: chats.append(r.method) if r.url.endswith("/v1/chat/completions") else None)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "quota?")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    expect(page.locator("#quota")).to_contain_text(re.compile(r"requests \d+/5000 · tokens \d+/2000000"))
+    # Backgrounded and brought back, as a phone does with a WebView: nothing is re-sent.
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Page.setWebLifecycleState", {"state": "frozen"})
+    cdp.send("Page.setWebLifecycleState", {"state": "active"})
+    page.fill("#prompt", "after resume")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}:nth-of-type(4)[data-state="done"]', timeout=60_000)
+    assert chats == ["POST", "POST"]
+
+
+def test_rate_limited_request_is_retried_visibly_then_reported(page: Page, gateway_url: str) -> None:
+    chats: list[str] = []
+    page.on("request", lambda r: chats.append(r.url) if r.url.endswith("/v1/chat/completions") else None)
+    steer(page, "status=429,retry_after=0.4")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "rate me")
+    page.press("#prompt", "Enter")
+    expect(page.locator(f"{ANSWER} .note")).to_contain_text("retrying in", timeout=30_000)
+    page.wait_for_selector(f'{ANSWER}[data-state="error"]', timeout=30_000)
+    assert "429" in page.inner_text(f"{ANSWER} .error")
+    assert len(chats) == 4  # the governor's max_attempts
+    expect(page.locator("#quota")).to_contain_text("requests 0/5000")

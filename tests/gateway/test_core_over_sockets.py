@@ -12,13 +12,15 @@ import httpx
 import pytest
 
 from firsttoken.core import Core
+from firsttoken.ratelimit import Governor
 from tests.socket_transport import SocketTransport
 
 SIM = "x-firsttoken-sim"
 
 
-def run_core(gateway_url: str, script):
-    """Run `script(core, events, wait_for)` against a core wired to a socket transport."""
+def run_core(gateway_url: str, script, governor=lambda: Governor(max_attempts=1)):
+    """Run `script(core, events, wait_for)` against a core wired to a socket transport.
+    Retries are off unless a test asks for them (`governor`)."""
 
     async def main():
         events: list[dict] = []
@@ -35,7 +37,8 @@ def run_core(gateway_url: str, script):
             return next(e for e in events if predicate(e))
 
         async with httpx.AsyncClient(timeout=30) as client:
-            core = Core(post=post, transport=SocketTransport(client), clock=lambda: time.time() * 1000)
+            core = Core(post=post, transport=SocketTransport(client), clock=lambda: time.time() * 1000, sleep=asyncio.sleep,
+                        governor=governor)
             await script(core, events, wait_for)
         return events
 
@@ -135,3 +138,25 @@ def test_unreachable_server_is_a_network_error(gateway_url: str) -> None:
 
     end = run_core(gateway_url, script)[-1]
     assert end["type"] == "chat.error" and end["error"]["code"] == "network"
+
+
+def test_retryable_status_is_retried_with_backoff_then_given_up(gateway_url: str) -> None:
+    async def script(core, events, wait_for):
+        await core.handle(send("g", gateway_url, "status=503,retry_after=0.05"))
+
+    events = run_core(gateway_url, script, governor=lambda: Governor(max_attempts=3, base_delay=0.01))
+    retries = [e for e in events if e["type"] == "chat.retry"]
+    assert [r["attempt"] for r in retries] == [1, 2]
+    assert all(r["status"] == 503 and r["wait_s"] == 0.05 for r in retries)
+    assert events[-1]["type"] == "chat.error" and events[-1]["error"]["status"] == 503
+
+
+def test_quota_from_rate_limit_headers_comes_with_the_answer(gateway_url: str) -> None:
+    async def script(core, events, wait_for):
+        await core.handle(send("h", gateway_url, "ttft_ms=0,tps=10000,tokens=5"))
+
+    done = run_core(gateway_url, script)[-1]
+    assert done["type"] == "chat.done"
+    assert done["quota"]["requests"]["limit"] == 5000
+    assert 0 < done["quota"]["requests"]["remaining"] < 5000
+    assert done["quota"]["tokens"]["remaining"] < done["quota"]["tokens"]["limit"]
