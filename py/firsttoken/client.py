@@ -159,7 +159,13 @@ async def _status_error(response: HTTPResponse) -> HTTPStatusError:
         error = None
     error = error if isinstance(error, dict) else {}
     message = str(error.get("message") or f"The server answered HTTP {response.status}.")
-    return HTTPStatusError(message, status=response.status, error=error, retry_after_s=_retry_after(response.headers))
+    return HTTPStatusError(
+        message,
+        status=response.status,
+        error=error,
+        retry_after_s=_retry_after(response.headers),
+        headers=dict(response.headers),
+    )
 
 
 OnText = Callable[[str, str], None]  # (content_text, reasoning_text) of one network chunk
@@ -173,6 +179,7 @@ async def stream_chat(
     on_text: OnText,
     clock: Callable[[], float],
     timings: Timings | None = None,
+    on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
 ) -> Completion:
     """Send `request`, call `on_text` once per network chunk that carried text, and
     return the assembled completion. Errors are firsttoken errors carrying `partial`.
@@ -184,6 +191,8 @@ async def stream_chat(
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
+        if on_response is not None:
+            on_response(response.status, response.headers)
         if not 200 <= response.status < 300:
             raise await _status_error(response)
         content_type = {k.lower(): v for k, v in response.headers.items()}.get("content-type", "")
