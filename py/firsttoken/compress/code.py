@@ -15,7 +15,8 @@ Every language goes through the same three steps:
    untouched.
 
 Comment categories decide which pass removes what: `plain` goes in the `code` pass;
-`doc` (documentation comments, Python docstrings) and `license` (a leading comment
+`doc` (Python docstrings and Rust doc comments, which the language turns into
+program data: `__doc__`, `#[doc]` attributes) and `license` (a leading comment
 group that mentions a copyright or licence) go in the `docs` pass; `directive`
 (shebangs, encoding cookies, pragmas, `//go:build`, `/// <reference>`, `@ts-ignore`,
 lint switches, HTML conditional comments, Dockerfile parser directives) is never
@@ -59,6 +60,9 @@ class Language:
     gap: str = " "
     #: extra rule: may blank or emptied line `i` of `lines` go? (YAML needs one)
     may_drop: Callable[[list[str], int], bool] | None = None
+    #: may a run of spaces between two tokens become one space? (not in YAML, where
+    #: an unquoted scalar's inner spaces are its content)
+    inner_runs: bool = True
 
 
 def classify_leading_license(text: str, spans: list[Span]) -> None:
@@ -126,6 +130,7 @@ def rebuild(
     gap: str,
     squeeze: bool,
     may_drop: Callable[[list[str], int], bool] | None = None,
+    inner_runs: bool = False,
 ) -> str:
     """`text` without the comments whose category is in `remove`.
 
@@ -194,7 +199,28 @@ def rebuild(
         cursor = sp.start
     pieces.append(("code", text[:cursor]))
     pieces.reverse()
+    if squeeze and inner_runs:
+        _squeeze_runs(pieces)
     return _lines(pieces, squeeze, may_drop)
+
+
+# A run of spaces after a visible character (not a backslash: "\ " escapes a space in
+# shells) and before another one or the end of the code piece (a literal or a comment
+# follows). Indentation, which follows a line ending, never matches.
+_INNER_RUN = re.compile(r"(?<=[^ \t\r\n\\]) {2,}(?=[^ \t\r\n]|\Z)")
+
+
+def _squeeze_runs(pieces: list[tuple[str, str]]) -> None:
+    prev = "\n"
+    for i, (kind, piece) in enumerate(pieces):
+        if kind == "code" and piece:
+            if "  " in piece:
+                piece = _INNER_RUN.sub(" ", piece)
+                if piece.startswith("  ") and prev not in " \t\r\n\\":
+                    piece = " " + piece.lstrip(" ")
+                pieces[i] = (kind, piece)
+        if piece:
+            prev = piece[-1]
 
 
 def _lines(

@@ -94,7 +94,10 @@ def _cat(lang: str, body: str) -> str:
         return DIRECTIVE
     if lang in ("css", "scss") and body.startswith("/*!"):
         return LICENSE
-    if lang in ("c", "java", "rust", "js") and _C_DOC.match(body):
+    # Only Rust makes doc comments part of the program (`///` is `#[doc = "…"]`,
+    # The Rust Reference, "Doc comments"), as Python does with docstrings; Javadoc,
+    # JSDoc and Doxygen comments are ordinary comments to their compilers.
+    if lang == "rust" and _C_DOC.match(body):
         return DOC
     return "plain"
 

@@ -151,7 +151,7 @@ def compress_python(body: str, remove: frozenset[str], squeeze: bool) -> str | N
         return None
     if DOC in remove:
         spans = _docstrings(tree, lines, spans)
-    out = rebuild(body, spans, remove, gap=" ", squeeze=squeeze)
+    out = rebuild(body, spans, remove, gap=" ", squeeze=squeeze, inner_runs=True)
     if out == body:
         return body
     try:

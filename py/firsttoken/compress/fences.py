@@ -45,7 +45,7 @@ _LANGUAGES["js"] = Language("js", LEXERS["js"])
 _LANGUAGES["shell"] = Language("shell", lex_shell)
 _LANGUAGES["dockerfile"] = Language("dockerfile", lex_dockerfile)
 _LANGUAGES["markup"] = Language("markup", lex_markup, gap="")
-_LANGUAGES["yaml"] = Language("yaml", lex_yaml, may_drop=may_drop)
+_LANGUAGES["yaml"] = Language("yaml", lex_yaml, may_drop=may_drop, inner_runs=False)
 
 
 def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool) -> tuple[str | None, str]:
@@ -57,7 +57,9 @@ def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool)
     spans = lang.lex(body)
     if spans is None:
         return None, f"{family}: lexer gave up"
-    out = rebuild(body, spans, remove, gap=lang.gap, squeeze=squeeze, may_drop=lang.may_drop)
+    out = rebuild(
+        body, spans, remove, gap=lang.gap, squeeze=squeeze, may_drop=lang.may_drop, inner_runs=lang.inner_runs
+    )
     if out == body:
         return body, ""
     again = lang.lex(out)

@@ -1,0 +1,179 @@
+"""Invariant checks for firsttoken.compress, shared by the tests and bench/compress.py.
+
+They are written apart from the compressor on purpose: fences are found by a separate
+small splitter, Python is judged by `ast`, JSON by `json.loads`, and string literals in
+other languages by Pygments' lexers (a test dependency, never shipped), so that a
+mistake in our own lexers cannot vouch for itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from collections.abc import Callable
+from typing import Any
+
+from pygments.lexers import get_lexer_by_name
+from pygments.token import String
+from pygments.util import ClassNotFound
+
+from firsttoken.compress import compress_text
+
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)\n", re.M)
+_PY = {"py", "python", "python3", "py3"}
+_JSON = {"json", "jsonc", "json5", "geojson", ""}
+_PYGMENTS = {
+    "js": "javascript", "javascript": "javascript", "ts": "typescript", "typescript": "typescript",
+    "c": "c", "cpp": "cpp", "c++": "cpp", "java": "java", "go": "go", "rust": "rust", "rs": "rust",
+    "sh": "bash", "bash": "bash", "shell": "bash", "zsh": "bash", "sql": "sql", "postgresql": "postgresql",
+    "html": "html", "xml": "xml", "css": "css", "scss": "scss", "yaml": "yaml", "yml": "yaml",
+    "toml": "toml", "dockerfile": "docker",
+}
+
+
+def fences(text: str) -> tuple[list[tuple[str, str]], str]:
+    """([(language, body)], prose with fences cut out) for top-level closed fences."""
+    out: list[tuple[str, str]] = []
+    prose: list[str] = []
+    pos = 0
+    while True:
+        m = _FENCE.search(text, pos)
+        if m is None:
+            break
+        char, n = m.group(2)[0], len(m.group(2))
+        if char == "`" and "`" in m.group(3):
+            prose.append(text[pos : m.end()])
+            pos = m.end()
+            continue
+        close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*$" % n, re.M).search(text, m.end())
+        if close is None:
+            break
+        prose.append(text[pos : m.start()])
+        words = m.group(3).strip().split()
+        out.append((words[0].lower() if words else "", text[m.end() : close.start()]))
+        pos = close.end()
+    prose.append(text[pos:])
+    return out, "\n".join(prose)
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            v = body[0].value
+            if isinstance(v, ast.Constant) and isinstance(v.value, str) and len(body) > 1:
+                del body[0]
+    return tree
+
+
+def _py_strings(code: str) -> list[str]:
+    toks = tokenize.generate_tokens(io.StringIO(code).readline)
+    return [t.string for t in toks if t.type == tokenize.STRING]
+
+
+def _pyg_strings(lang: str, code: str) -> str:
+    lexer = get_lexer_by_name(_PYGMENTS[lang], stripnl=False, stripall=False, ensurenl=False)
+    # String.Doc is how Pygments lexes Rust `///` doc comments: comments to us.
+    return "".join(v for t, v in lexer.get_tokens(code) if t in String and t not in String.Doc)
+
+
+def _json_struct(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=list, parse_float=str, parse_int=str, parse_constant=str)
+
+
+_DELIM_WORD = re.compile(r"[|:\-]+")
+
+
+def _chars(prose: str) -> str:
+    words = [re.sub(r"-+", "-", w) if _DELIM_WORD.fullmatch(w) else w for w in prose.split()]
+    return "".join(words)
+
+
+def _words(prose: str) -> list[str]:
+    return [re.sub(r"-+", "-", w) if _DELIM_WORD.fullmatch(w) else w for w in prose.split()]
+
+
+def _subsequence(small: list[str], big: list[str]) -> bool:
+    it = iter(big)
+    return all(any(w == b for b in it) for w in small)
+
+
+def check_text(text: str, level: str = "balanced") -> list[str]:
+    """Every invariant violated by compressing `text` at `level` (empty if none)."""
+    problems: list[str] = []
+    out = compress_text(text, level=level).text
+    if compress_text(out, level=level).text != out:
+        problems.append("not idempotent")
+    # Structural checks without repeats, so that blocks line up one to one.
+    flat = compress_text(text, level=level, passes={"repeats": False}).text
+    stripped = text.strip(" \t\r\n")
+    if stripped[:1] in "{[":
+        try:
+            whole = _json_struct(stripped)
+        except ValueError:
+            whole = None
+        if whole is not None:
+            if _json_struct(flat) != whole:
+                problems.append("whole-text JSON changed")
+            return problems
+    before, prose_before = fences(text)
+    after, prose_after = fences(flat)
+    if len(before) != len(after):
+        return problems + [f"fence count {len(before)} -> {len(after)}"]
+    for (lang, a), (_, b) in zip(before, after):
+        problems += _check_block(lang, a, b, level)
+    if _chars(prose_before) != _chars(prose_after):
+        problems.append("prose characters changed")
+    no_json = compress_text(text, level=level, passes={"repeats": False, "json": False}).text
+    if _words(fences(no_json)[1]) != _words(prose_before):
+        problems.append("prose words changed")
+    if not _subsequence(_words(out), _words(flat)):
+        problems.append("repeats pass added or reordered words")
+    return problems
+
+
+def _check_block(lang: str, a: str, b: str, level: str) -> list[str]:
+    if lang in _PY:
+        try:
+            ta = ast.parse(a)
+        except (SyntaxError, ValueError):
+            return [] if a == b else ["unparseable python changed"]
+        try:
+            tb = ast.parse(b)
+        except SyntaxError:
+            return ["python no longer parses"]
+        if level == "max":
+            ta, tb = _strip_docstrings(ta), _strip_docstrings(tb)
+        problems = [] if ast.dump(ta) == ast.dump(tb) else ["python ast changed"]
+        sa, sb = _py_strings(a), _py_strings(b)
+        if level != "max" and sa != sb:
+            problems.append("python strings changed")
+        return problems
+    if lang in _JSON and a.strip()[:1] in "{[":
+        try:
+            ja = _json_struct(a)
+        except ValueError:
+            return [] if a == b else ["non-JSON fence changed"]
+        return [] if _json_struct(b) == ja else ["json value changed"]
+    if lang in _PYGMENTS and a != b:
+        if _pyg_strings(lang, a) != _pyg_strings(lang, b):
+            return [f"{lang} strings changed"]
+    return []
+
+
+def check_messages(messages: list[dict[str, Any]], compress: Callable[..., Any], level: str = "balanced") -> list[str]:
+    """Idempotence and per-text invariants for a conversation."""
+    problems: list[str] = []
+    out = compress(messages, level=level).messages
+    if compress(out, level=level).messages != out:
+        problems.append("messages not idempotent")
+    for m in messages:
+        if isinstance(m.get("content"), str):
+            problems += check_text(m["content"], level)
+    return problems
+
+
+__all__ = ["check_text", "check_messages", "fences", "ClassNotFound"]
