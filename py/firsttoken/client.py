@@ -10,6 +10,7 @@ transport wires to its own mechanism (an AbortController in the browser).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
@@ -168,7 +169,21 @@ async def _status_error(response: HTTPResponse) -> HTTPStatusError:
     )
 
 
-OnText = Callable[[str, str], None]  # (content_text, reasoning_text) of one network chunk
+# (content_text, reasoning_text, server_sent_ms) of one network chunk
+OnText = Callable[[str, str, list[float]], None]
+
+# The built-in model can stamp each chunk with the moment it was sent (`stamp=1`), so
+# that benchmarks measure chunk-to-paint latency end to end. The stamps are picked out of
+# the raw bytes, so the parser need not know of them; a stamp whose event is split across
+# two network chunks counts with the first (on a local socket, one read holds whole events).
+_SENT_STAMP = re.compile(rb'"x_firsttoken_sent_ms":\s*([0-9]{1,16}(?:\.[0-9]{1,9})?)[,}\s]')
+
+
+def sent_stamps(chunk: bytes) -> list[float]:
+    """The server's send stamps (ms since the epoch) in one network chunk, if any."""
+    if b"x_firsttoken_sent_ms" not in chunk:  # the common case costs one scan
+        return []
+    return [float(m) for m in _SENT_STAMP.findall(chunk)]
 
 
 async def stream_chat(
@@ -202,7 +217,7 @@ async def stream_chat(
             timings.first_byte = timings.first_delta = clock()
             completion = parse_completion(body)
             if completion.content:
-                on_text(completion.content, completion.reasoning or "")
+                on_text(completion.content, completion.reasoning or "", [])
             timings.done = clock()
             return completion
         async for chunk in response.chunks():
@@ -222,7 +237,7 @@ async def stream_chat(
                     timings.first_delta = clock()
                 text = "".join(content)
                 text_so_far.append(text)
-                on_text(text, "".join(reasoning))
+                on_text(text, "".join(reasoning), sent_stamps(chunk))
         abort.raise_if_aborted("".join(text_so_far))
         completion = stream.close()
         timings.done = clock()

@@ -1,0 +1,158 @@
+// Where the time of one reply went, measured as the user sees it: from Send to the
+// request leaving, to the first byte, to the first text parsed, to the first paint,
+// then tokens per second and the latency from each chunk to its paint.
+//
+// The core's moments come in the protocol (`chat.done.timings`, `chat.delta.t`), the
+// server's send stamps in `chat.delta.stamps` (firsttoken's built-in model with
+// `stamp=1`); all are epoch milliseconds, as is `timeOrigin + now()` here, so the
+// clocks of the page, the worker and a local gateway agree.
+//
+// Paint time is when the browser has painted, not when we changed the DOM: a message
+// posted from an animation-frame callback runs once that frame's style, layout and
+// paint are done (they run after the callbacks, in the same task).
+
+const now = () => performance.timeOrigin + performance.now();
+
+const channel = new MessageChannel();
+const afterRender = [];
+channel.port1.onmessage = () => afterRender.shift()?.(now());
+
+function whenRendered(callback) {
+  afterRender.push(callback);
+  channel.port2.postMessage(null);
+}
+
+/** Call `callback(t)` once the DOM as it is now has been painted. `inFrame`: we are
+ * inside a requestAnimationFrame callback, so this very frame paints it. */
+export function afterPaint(callback, inFrame) {
+  if (inFrame) whenRendered(callback);
+  else requestAnimationFrame(() => whenRendered(callback));
+}
+
+// Long tasks (50 ms and over) as Chromium reports them; the ones overlapping a reply
+// are its worst stall. Kept short: only recent ones matter.
+const longTasks = [];
+try {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) longTasks.push([performance.timeOrigin + e.startTime, e.duration]);
+    if (longTasks.length > 256) longTasks.splice(0, longTasks.length - 256);
+  }).observe({ type: 'longtask', buffered: true });
+} catch { /* not supported (WebKit): longest_task_ms is then null */ }
+const longTasksSupported = PerformanceObserver.supportedEntryTypes?.includes('longtask') ?? false;
+
+function percentile(sorted, p) {
+  if (!sorted.length) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+const round = (x) => (x == null ? null : Math.round(x * 10) / 10);
+const span = (a, b) => (a != null && b != null ? round(b - a) : null);
+
+/** The measurements of one reply, fed by the shell as deltas arrive and get painted. */
+export class ReplyMetrics {
+  constructor(id, sent) {
+    this.id = id;
+    this.sent = sent;
+    this.firstPaint = null;
+    this.clock = null; // 'server': gateway send stamps; 'core': the worker's parse time
+    this.waiting = []; // when each chunk not yet painted was sent (or parsed)
+    this.samples = []; // chunk-to-paint, ms
+    this.inflight = 0; // paints not yet reported by the browser
+    this.settled = null;
+  }
+
+  /** A `chat.delta` arrived. */
+  arrived(msg) {
+    if (Array.isArray(msg.stamps) && msg.stamps.length) {
+      this.clock = 'server';
+      for (const s of msg.stamps) if (typeof s === 'number') this.waiting.push(s);
+    } else if (typeof msg.t === 'number') {
+      this.clock ??= 'core';
+      this.waiting.push(msg.t);
+    }
+  }
+
+  /** Everything that arrived is in the DOM now; `onFirst(t)` gets the first paint. */
+  painted(inFrame, onFirst) {
+    const batch = this.waiting;
+    this.waiting = [];
+    this.inflight += 1;
+    afterPaint((t) => {
+      if (this.firstPaint === null) {
+        this.firstPaint = t;
+        onFirst?.(t);
+      }
+      for (const s of batch) this.samples.push(t - s);
+      this.inflight -= 1;
+      if (this.inflight === 0) this.settled?.();
+    }, inFrame);
+  }
+
+  /** The reply ended (`chat.done` or `chat.error`): its summary, once the last paint is in. */
+  async close(msg) {
+    if (this.inflight > 0) await new Promise((resolve) => { this.settled = resolve; });
+    return this.summary(msg);
+  }
+
+  summary(msg) {
+    const t = msg.timings || {};
+    const done = t.done ?? now();
+    const tokens = msg.usage?.completion_tokens;
+    const sorted = this.samples.slice().sort((a, b) => a - b);
+    let longest = null;
+    if (longTasksSupported) {
+      longest = 0;
+      for (const [start, duration] of longTasks) {
+        if (start + duration >= this.sent && start <= done) longest = Math.max(longest, duration);
+      }
+    }
+    return {
+      id: this.id,
+      send_to_request_ms: span(this.sent, t.send),
+      send_to_first_byte_ms: span(this.sent, t.first_byte),
+      send_to_first_delta_ms: span(this.sent, t.first_delta),
+      send_to_first_paint_ms: span(this.sent, this.firstPaint),
+      first_byte_to_first_paint_ms: span(t.first_byte, this.firstPaint),
+      tokens_per_s: tokens && t.first_delta != null && t.done > t.first_delta
+        ? round(tokens / ((t.done - t.first_delta) / 1000)) : null,
+      chunk_clock: this.clock,
+      chunks: sorted.length,
+      chunk_to_paint_ms: {
+        p50: round(percentile(sorted, 50)),
+        p95: round(percentile(sorted, 95)),
+        max: round(sorted[sorted.length - 1] ?? null),
+      },
+      long_task_ms: round(longest), // the longest task of 50 ms or more; 0: none
+    };
+  }
+}
+
+/** One line for the reply's bubble. */
+export function describeMetrics(m) {
+  const ms = (x) => (x == null ? '–' : `${Math.round(x)}`);
+  const parts = [
+    `out ${ms(m.send_to_request_ms)}`,
+    `first byte ${ms(m.send_to_first_byte_ms)}`,
+    `parsed ${ms(m.send_to_first_delta_ms)}`,
+    `painted ${ms(m.send_to_first_paint_ms)} ms`,
+  ];
+  if (m.tokens_per_s != null) parts.push(`${Math.round(m.tokens_per_s)} tok/s`);
+  if (m.chunks) {
+    parts.push(`chunk→paint p50 ${ms(m.chunk_to_paint_ms.p50)} / p95 ${ms(m.chunk_to_paint_ms.p95)} ms`);
+  }
+  if (m.long_task_ms) parts.push(`long task ${ms(m.long_task_ms)} ms`);
+  return parts.join(' · ');
+}
+
+/** Show the summary under the reply, keep it on the element, and tell anyone listening
+ * (an embedding host forwards `firsttoken:metrics` events across its bridge). */
+export function reportMetrics(li, summary) {
+  li.dataset.metrics = JSON.stringify(summary);
+  let line = li.querySelector('.reply-metrics');
+  if (!line) {
+    line = document.createElement('span');
+    line.className = 'reply-metrics';
+    li.append(line);
+  }
+  line.textContent = describeMetrics(summary);
+  window.dispatchEvent(new CustomEvent('firsttoken:metrics', { detail: summary }));
+}

@@ -1,0 +1,97 @@
+// Model output is untrusted: this turns the HTML that marked makes of it into DOM nodes
+// that cannot run script, load anything, or navigate the page.
+//
+// DOMPurify does the parsing and the hard part (script, event handlers, javascript:
+// URLs, mXSS, DOM clobbering); this module only states our policy on top of it:
+//   - an allow-list of tags: what markdown produces, plus a few harmless inline tags a
+//     model may write by hand. No svg/math, iframe, object, form, style, meta, base;
+//   - no style attribute (the page's CSP forbids inline styles: one would only raise a
+//     violation), no id/name (DOM clobbering), class only as code's language-*;
+//   - links: absolute http(s) and mailto only, opened in a new tab without referrer or
+//     opener. Relative and fragment links are dropped: they would navigate the page;
+//   - images: only inline data: images. Any URL would be a request the model chose,
+//     and its query string can carry the conversation to another host (the CSP's
+//     img-src backs this up, but here the request is never even attempted).
+
+import DOMPurify from '../vendor/dompurify/purify.es.mjs';
+
+const TAGS = [
+  'a', 'abbr', 'b', 'blockquote', 'br', 'code', 'dd', 'del', 'details', 'div', 'dl', 'dt',
+  'em', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'i', 'img', 'input', 'kbd', 'li', 'mark',
+  'ol', 'p', 'pre', 'q', 's', 'samp', 'small', 'span', 'strong', 'sub', 'summary', 'sup',
+  'table', 'tbody', 'td', 'tfoot', 'th', 'thead', 'tr', 'u', 'ul',
+];
+const ATTRS = ['href', 'title', 'alt', 'src', 'align', 'class', 'start', 'type', 'checked', 'disabled', 'colspan', 'rowspan', 'open'];
+// Checked again per attribute below; this only lets the candidates through DOMPurify.
+const URI = /^(?:(?:https?|mailto):|data:image\/)/i;
+const LINK_PROTOCOLS = new Set(['http:', 'https:', 'mailto:']);
+const INLINE_IMAGE = /^data:image\/(?:png|gif|jpeg|webp|avif);base64,[a-z0-9+/=\s]*$/i;
+const CODE_LANGUAGE = /^language-[\w+#.-]{1,40}$/;
+const ALIGN = new Set(['left', 'center', 'right']);
+
+const purify = DOMPurify(window); // our own instance: its hooks touch nobody else's
+
+purify.addHook('uponSanitizeAttribute', (node, data) => {
+  if (data.attrName === 'class') {
+    data.keepAttr = node.nodeName === 'CODE' && CODE_LANGUAGE.test(data.attrValue);
+  } else if (data.attrName === 'align') {
+    data.keepAttr = ALIGN.has(data.attrValue.toLowerCase());
+  }
+});
+
+purify.addHook('afterSanitizeAttributes', (node) => {
+  switch (node.nodeName) {
+    case 'A': {
+      const href = node.getAttribute('href');
+      if (href !== null && !LINK_PROTOCOLS.has(protocolOf(href))) node.removeAttribute('href');
+      if (node.hasAttribute('href')) {
+        node.setAttribute('target', '_blank');
+        node.setAttribute('rel', 'noopener noreferrer nofollow ugc');
+        node.setAttribute('referrerpolicy', 'no-referrer');
+      }
+      break;
+    }
+    case 'IMG': {
+      const src = node.getAttribute('src');
+      if (src === null || !INLINE_IMAGE.test(src)) {
+        node.removeAttribute('src');
+        node.setAttribute('alt', `[image: ${node.getAttribute('alt') || 'not loaded'}]`);
+        node.setAttribute('class', 'md-img-blocked');
+        node.setAttribute('title', 'Image not loaded: answers may only show inline images.');
+      }
+      break;
+    }
+    case 'INPUT': // task-list checkboxes only, never a control the model can make the user fill in
+      node.setAttribute('type', 'checkbox');
+      node.setAttribute('disabled', '');
+      break;
+  }
+});
+
+function protocolOf(url) {
+  try {
+    return new URL(url).protocol; // relative URLs throw: no base on purpose
+  } catch {
+    return '';
+  }
+}
+
+const CONFIG = {
+  ALLOWED_TAGS: TAGS,
+  ALLOWED_ATTR: ATTRS,
+  ALLOWED_URI_REGEXP: URI,
+  ALLOW_DATA_ATTR: false,
+  ALLOW_ARIA_ATTR: false,
+  SANITIZE_NAMED_PROPS: true,
+  RETURN_DOM_FRAGMENT: true, // nodes, not a string: nothing is parsed a second time
+};
+
+/** Sanitized DOM for `html` (from marked), ready to insert into the page. */
+export function safeFragment(html) {
+  return purify.sanitize(html, CONFIG);
+}
+
+/** What the policy removed from the last call (for tests and debugging). */
+export function removedByLastCall() {
+  return purify.removed;
+}
