@@ -11,6 +11,7 @@ const els = {
   boot: $('boot'), metrics: $('metrics'), quota: $('quota'), chat: $('chat'), messages: $('messages'),
   form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
   baseUrl: $('base-url'), model: $('model'), apiKey: $('api-key'), clear: $('clear'),
+  compress: $('compress'), count: $('count'),
 };
 
 const HISTORY_KEY = 'firsttoken.history.v1';
@@ -114,6 +115,7 @@ function onCoreMessage(msg) {
     for (const r of live.values()) note(r.el, 'note', 'Sending…');
     return;
   }
+  if (msg.type === 'tokens.counted') return showCount(msg);
   const r = live.get(msg.id);
   if (!r) return;
   switch (msg.type) {
@@ -122,6 +124,9 @@ function onCoreMessage(msg) {
       r.pending += msg.text || '';
       r.metrics.arrived(msg);
       schedulePaint();
+      break;
+    case 'chat.prepared':
+      showPrepared(r, msg);
       break;
     case 'chat.wait':
       note(r.el, 'note', `Rate limit reached: sending in ${seconds(msg.wait_s)}…`);
@@ -141,6 +146,25 @@ function onCoreMessage(msg) {
       finish(r, 'error', msg);
       break;
   }
+}
+
+// What Python did to the prompt before it left: compression saving, and what was left
+// out to fit the model's budget.
+function showPrepared(r, msg) {
+  const saved = msg.saved?.[msg.saved.length - 1];
+  if (saved > 0) {
+    note(r.userEl, 'note', `compressed: −${saved} ${msg.saved_unit}`);
+    r.userEl.dataset.saved = String(saved);
+  }
+  const dropped = msg.dropped?.length || 0;
+  const cut = msg.truncated?.length || 0;
+  if (dropped || cut) {
+    const parts = [];
+    if (dropped) parts.push(`${dropped} earlier message${dropped > 1 ? 's' : ''} left out`);
+    if (cut) parts.push(`${cut} shortened`);
+    note(r.el, 'fit', `To fit the model's budget: ${parts.join(', ')}.`);
+  }
+  if (msg.prompt_tokens != null) r.promptTokens = msg.prompt_tokens;
 }
 
 function seconds(s) {
@@ -188,6 +212,7 @@ function finish(r, state, msg) {
   if (msg.timings) showMetrics(r, msg.timings, msg.usage);
   showQuota(msg.quota);
   if (live.size === 0) els.stop.disabled = true;
+  requestCount();
 }
 
 function showMetrics(r, t, usage) {
@@ -204,6 +229,7 @@ function currentSettings() {
   const s = { base_url: els.baseUrl.value.trim() || '/v1', model: els.model.value.trim() || 'firsttoken-sim' };
   const key = els.apiKey.value;
   if (key) s.api_key = key;
+  s.compress = els.compress.checked ? (settings.compress_level || 'balanced') : 'off';
   // Extra request headers (no UI: set by an embedding host, or by tests to steer the
   // built-in model, e.g. {"x-firsttoken-sim": "tps=20"}).
   if (settings.headers && typeof settings.headers === 'object') s.headers = settings.headers;
@@ -215,7 +241,7 @@ function currentSettings() {
 function sendPrompt(text) {
   const id = `r${Date.now().toString(36)}${(counter++).toString(36)}`;
   history.push({ role: 'user', content: text });
-  bubble('user', text);
+  const userEl = bubble('user', text);
   const messages = history.map(({ role, content }) => ({ role, content }));
   const entry = { role: 'assistant', content: '' };
   history.push(entry);
@@ -226,7 +252,7 @@ function sendPrompt(text) {
   if (!core.ready) note(el, 'note', 'Waiting for Python to start…');
   const sent = performance.timeOrigin + performance.now();
   const md = new MarkdownStream(el.querySelector('.content'));
-  live.set(id, { id, el, md, pending: '', entry, sent, metrics: new ReplyMetrics(id, sent) });
+  live.set(id, { id, el, userEl, md, pending: '', entry, sent, metrics: new ReplyMetrics(id, sent) });
   els.stop.disabled = false;
   stick = true;
   follow();
@@ -262,6 +288,36 @@ for (const [el, name] of [[els.baseUrl, 'base_url'], [els.model, 'model']]) {
     localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
   });
 }
+els.compress.checked = settings.compress !== 'off';
+els.compress.addEventListener('change', () => {
+  settings.compress = els.compress.checked ? 'on' : 'off';
+  localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
+});
+
+// Live token count of the conversation plus the draft, counted exactly in Python. The
+// request is debounced; answers to older requests are ignored, so none is shown late.
+let countSeq = 0;
+let countTimer = 0;
+function requestCount() {
+  clearTimeout(countTimer);
+  countTimer = setTimeout(() => {
+    const draft = els.prompt.value;
+    const messages = history.filter((m) => m.content).map(({ role, content }) => ({ role, content }));
+    if (draft) messages.push({ role: 'user', content: draft });
+    if (!messages.length) { els.count.textContent = ''; return; }
+    core.send({ type: 'tokens.count', id: `c${++countSeq}`, messages, settings: currentSettings() });
+  }, 120);
+}
+els.prompt.addEventListener('input', requestCount);
+function showCount(msg) {
+  if (msg.id !== `c${countSeq}`) return; // a newer count is on its way
+  const n = msg.tokens.toLocaleString('en');
+  els.count.textContent = `${msg.exact ? '' : '~'}${n} / ${msg.budget.toLocaleString('en')} tokens`;
+  els.count.dataset.tokens = String(msg.tokens);
+  els.count.dataset.exact = String(msg.exact);
+  els.count.classList.toggle('over', msg.tokens > msg.budget);
+}
+
 els.apiKey.value = sessionStorage.getItem(KEY_KEY) || '';
 els.apiKey.addEventListener('change', () => sessionStorage.setItem(KEY_KEY, els.apiKey.value));
 

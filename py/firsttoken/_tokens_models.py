@@ -101,3 +101,38 @@ def encoding_for_model(model: str) -> tuple[str, bool]:
     """
     info = model_info(model)
     return info.encoding, info.known
+
+
+# Context windows (prompt + reply, in tokens) as OpenAI's model pages list them. A
+# prefix table, longest prefix first: dated snapshots share their family's window.
+_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-4.1", 1_047_576),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("chatgpt-4o", 128_000),
+    ("gpt-4.5", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4-32k", 32_768),
+    ("gpt-4", 8_192),
+    ("gpt-3.5-turbo-instruct", 4_096),
+    ("gpt-3.5", 16_385),
+    ("gpt-35", 16_385),
+    ("o1-mini", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gpt-oss", 131_072),
+    ("firsttoken-sim", 128_000),
+)
+
+#: The window assumed for a model not in the table (the page lets the user set one).
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def context_window(model: str) -> tuple[int, bool]:
+    """`(tokens, known)`: the model's context window, or the default for an unknown one."""
+    base = _base_name(model)
+    for prefix, size in _CONTEXT_WINDOWS:
+        if base.startswith(prefix):
+            return size, True
+    return DEFAULT_CONTEXT_WINDOW, False

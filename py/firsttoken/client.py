@@ -90,6 +90,10 @@ class ChatSettings:
     api_key: str = field(default="", repr=False)
     headers: dict[str, str] = field(default_factory=dict)
     max_tokens: int | None = None
+    #: Compression level for outgoing prompts ("safe", "balanced", "max"), or "off".
+    compress: str = "balanced"
+    #: The model's context window, when the user knows better than our table.
+    context_window: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
@@ -101,7 +105,13 @@ class ChatSettings:
             api_key=str(data.get("api_key") or ""),
             headers={str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {},
             max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None,
+            compress=str(data.get("compress") or cls.compress),
+            context_window=_positive_int(data.get("context_window")),
         )
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def build_request(messages: list[dict[str, Any]], settings: ChatSettings) -> HTTPRequest:

@@ -17,7 +17,9 @@ from . import __version__
 from .client import AbortSignal, ChatSettings, Timings, Transport, build_request, stream_chat
 from .errors import FirstTokenError, HTTPStatusError, InvalidMessage, TransportError
 from .protocol import PROTOCOL_VERSION, encode, parse_message
+from .compress import compress_messages
 from .ratelimit import Governor
+from . import tokens
 
 __all__ = ["Core"]
 
@@ -32,7 +34,10 @@ class Core:
         sleep: Callable[[float], Awaitable[Any]],
         boot: dict[str, Any] | None = None,
         governor: Callable[[], Governor] = Governor,
+        prepare_encoder: Callable[[str], Awaitable[Any]] | None = None,
     ) -> None:
+        self.prepare_encoder = prepare_encoder
+        self.calibration = tokens.Calibration()
         self.post = post
         self.transport = transport
         self.clock = clock
@@ -61,6 +66,8 @@ class Core:
                     signal.abort()
             elif kind == "chat.send":
                 await self._chat(msg)
+            elif kind == "tokens.count":
+                await self._count(msg)
         except InvalidMessage as exc:
             self.post(encode("error", request_id, error=exc.to_dict()))
         except Exception as exc:  # noqa: BLE001 - the core must outlive any bug
@@ -77,6 +84,81 @@ class Core:
             },
             "boot": self.boot,
         }
+
+    async def _counter(self, model: str) -> Callable[[str], int] | None:
+        """An exact counter for `model`'s encoding, or None when none can be had (the
+        page loads its encoder lazily; until then, and if that fails, we go without)."""
+        encoding, _ = tokens.encoding_for_model(model)
+        try:
+            if self.prepare_encoder is not None:
+                await self.prepare_encoder(encoding)
+            tokens.count("", encoding)
+        except Exception:  # noqa: BLE001 - counting is an aid: sending must not fail on it
+            return None
+        return lambda text: tokens.count(text, encoding)
+
+    async def _prepare(
+        self, messages: list[dict[str, Any]], settings: ChatSettings
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Compress, count and fit the conversation before it leaves the device."""
+        counter = await self._counter(settings.model)
+        report: dict[str, Any] | None = None
+        per_message: list[int | None] = []
+        if settings.compress != "off":
+            compressed = compress_messages(messages, level=settings.compress, count=counter)
+            messages = compressed.messages
+            report = compressed.report.to_dict()
+            per_message = [r.saved_tokens if counter else r.saved_chars for r in compressed.reports]
+        window, window_known = tokens.context_window(settings.model)
+        window = settings.context_window or window
+        reserve = settings.max_tokens or min(4096, window // 4)
+        prepared: dict[str, Any] = {
+            "compression": report,
+            "saved": per_message,
+            "saved_unit": "tokens" if counter else "chars",
+            "budget": window - reserve,
+            "window_known": window_known or settings.context_window is not None,
+            "prompt_tokens": None,
+            "exact": False,
+            "dropped": [],
+            "truncated": [],
+        }
+        if counter is None:
+            return messages, prepared
+        fit = tokens.fit_messages(messages, window - reserve, settings.model, reserve_for_reply=0)
+        prepared.update(
+            prompt_tokens=fit.total,
+            exact=fit.exact,
+            dropped=list(fit.dropped),
+            truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated],
+        )
+        return fit.messages, prepared
+
+    def _calibrate(self, model: str, prepared: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+        """Record estimate vs the server's count, and report both (and the next adjustment)."""
+        estimate = prepared.get("prompt_tokens")
+        actual = (usage or {}).get("prompt_tokens")
+        if isinstance(estimate, int) and isinstance(actual, int):
+            self.calibration.record(model, estimate, actual)
+        return {
+            "estimate": estimate,
+            "actual": actual,
+            "adjusted": self.calibration.adjust(model, estimate) if isinstance(estimate, int) else None,
+        }
+
+    async def _count(self, msg: dict[str, Any]) -> None:
+        """Live count for the composer: the conversation plus the draft, and the budget."""
+        settings = ChatSettings.from_dict(msg["settings"])
+        counter = await self._counter(settings.model)
+        window, _ = tokens.context_window(settings.model)
+        window = settings.context_window or window
+        budget = window - (settings.max_tokens or min(4096, window // 4))
+        if counter is None:
+            count, exact = estimate_tokens(msg["messages"], settings.model), False
+        else:
+            count, exact = tokens.count_chat(msg["messages"], settings.model), True
+            count = self.calibration.adjust(settings.model, count)
+        self.post(encode("tokens.counted", msg.get("id"), tokens=count, budget=budget, exact=exact))
 
     def _governor(self, base_url: str) -> Governor:
         # One governor per API: limits are per server (and per key, which a page
@@ -123,8 +205,13 @@ class Core:
             return governor.quota(self.clock() / 1000.0)
 
         try:
-            request = build_request(msg["messages"], settings)
-            estimate = estimate_tokens(msg["messages"], settings.model) + (settings.max_tokens or 0)
+            messages, prepared = await self._prepare(msg["messages"], settings)
+            self.post(encode("chat.prepared", request_id, **prepared))
+            request = build_request(messages, settings)
+            prompt_estimate = prepared["prompt_tokens"]
+            if prompt_estimate is None:
+                prompt_estimate = estimate_tokens(messages, settings.model)
+            estimate = prompt_estimate + (settings.max_tokens or 0)
             attempt = 1
             while True:
                 # Wait out an exhausted window here rather than in the server's queue.
@@ -165,6 +252,7 @@ class Core:
                     timings=timings.to_dict(),
                     quota=quota(),
                     attempts=attempt,
+                    prompt=self._calibrate(settings.model, prepared, completion.usage),
                 )
             )
         except FirstTokenError as exc:

@@ -27,6 +27,7 @@ REQUEST_TYPES: dict[str, dict[str, type]] = {
     "ping": {},
     "chat.send": {"messages": list, "settings": dict},
     "chat.abort": {},
+    "tokens.count": {"messages": list, "settings": dict},
 }
 
 
@@ -60,7 +61,7 @@ def parse_message(raw: str | dict[str, Any]) -> dict[str, Any]:
     for name, expected in fields.items():
         if not isinstance(msg.get(name), expected):
             raise InvalidMessage(f"'{kind}' needs '{name}' of type {expected.__name__}")
-    if kind == "chat.send":
+    if kind in ("chat.send", "tokens.count"):
         _check_messages(msg["messages"])
     return msg
 

@@ -108,7 +108,13 @@ from firsttoken._tokens_encoders import (
     truncate,
 )
 from firsttoken._tokens_fit import FitResult, TruncatedMessage, fit_messages
-from firsttoken._tokens_models import ModelInfo, encoding_for_model, model_info
+from firsttoken._tokens_models import (
+    DEFAULT_CONTEXT_WINDOW,
+    ModelInfo,
+    context_window,
+    encoding_for_model,
+    model_info,
+)
 
 __all__ = [
     # text
@@ -118,6 +124,8 @@ __all__ = [
     "truncate",
     # models
     "ModelInfo",
+    "DEFAULT_CONTEXT_WINDOW",
+    "context_window",
     "encoding_for_model",
     "model_info",
     "resolve_encoding",

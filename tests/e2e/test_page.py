@@ -158,3 +158,38 @@ def test_rate_limited_request_is_retried_visibly_then_reported(page: Page, gatew
     assert "429" in page.inner_text(f"{ANSWER} .error")
     assert len(chats) == 4  # the governor's max_attempts
     expect(page.locator("#quota")).to_contain_text("requests 0/5000")
+
+
+def test_prompt_is_counted_live_and_compressed_before_sending(page: Page, gateway_url: str) -> None:
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    pretty = 'Fix this:\n\n```json\n{\n    "name": "frame",\n    "sizes": [\n        16,\n        33\n    ]\n}\n```'
+    page.fill("#prompt", pretty)
+    expect(page.locator("#count")).to_contain_text(re.compile(r"^~?\d+ / 123,904 tokens$"))
+    shown = int(page.get_attribute("#count", "data-tokens"))
+    assert shown > 10
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    user = page.locator('.msg[data-role="user"]')
+    expect(user.locator(".note")).to_contain_text("compressed: −")
+    assert int(user.get_attribute("data-saved")) > 0
+    sent = bodies[0]["messages"][0]["content"]
+    assert '{"name":"frame","sizes":[16,33]}' in sent
+    # The conversation as shown and stored keeps what the user typed.
+    assert page.inner_text('.msg[data-role="user"] .content') == pretty
+
+
+def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_url: str) -> None:
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    page.add_init_script("localStorage.setItem('firsttoken.settings.v1', JSON.stringify({compress: 'off'}))")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    assert not page.is_checked("#compress")
+    text = "spaced    out\n\n\n\ntext"
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    assert bodies[0]["messages"][0]["content"] == text

@@ -68,7 +68,7 @@ def run(transport, time_: FakeTime, *messages, governor=lambda: Governor(rng=__i
             await core.handle(m if isinstance(m, str) else json.dumps(m))
 
     asyncio.run(main())
-    return core, events
+    return core, [e for e in events if e["type"] != "chat.prepared"]
 
 
 def send(i: str = "a") -> dict:
@@ -117,6 +117,7 @@ def test_stop_during_a_wait_ends_it_at_once_and_sends_nothing() -> None:
     core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep)
     core_box["core"] = core
     asyncio.run(core.handle(json.dumps(send("a"))))
+    events = [e for e in events if e["type"] != "chat.prepared"]
     assert events[-1]["type"] == "chat.error" and events[-1]["error"]["code"] == "aborted"
     assert len(t.slept) == 1 and len(transport.sent) == 1
 
@@ -136,3 +137,67 @@ def test_client_errors_are_not_retried() -> None:
     _, events = run(transport, t, send())
     assert [e["type"] for e in events] == ["chat.error"]
     assert events[0]["error"]["message"] == "bad" and t.slept == []
+
+
+def test_prompt_is_compressed_counted_and_fitted_before_it_leaves() -> None:
+    t = FakeTime()
+    transport = CannedTransport(Canned(200, SSE, OK_STREAM))
+    pretty = "Please fix:\n\n```json\n{\n    \"a\": 1,\n    \"b\": [\n        2,\n        3\n    ]\n}\n```\n"
+    msg = {**send(), "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": pretty}]}
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep)
+    asyncio.run(core.handle(json.dumps(msg)))
+    prepared = events[0]
+    assert prepared["type"] == "chat.prepared" and prepared["saved_unit"] == "tokens"
+    assert prepared["saved"][0] == 0 and prepared["saved"][1] > 0
+    assert prepared["compression"]["saved_tokens"] == prepared["saved"][1]
+    sent = json.loads(transport.sent[0].body)
+    assert '{"a":1,"b":[2,3]}' in sent["messages"][1]["content"]
+    from firsttoken import tokens
+    assert prepared["prompt_tokens"] == tokens.count_chat(sent["messages"], "gpt-4o") and prepared["exact"]
+    assert prepared["budget"] == 128_000 - 4096 and prepared["dropped"] == []
+
+
+def test_compression_can_be_switched_off() -> None:
+    t = FakeTime()
+    transport = CannedTransport(Canned(200, SSE, OK_STREAM))
+    text = "a   b\n\n\n\nc"
+    msg = {**send(), "messages": [{"role": "user", "content": text}]}
+    msg["settings"] = {**msg["settings"], "compress": "off"}
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep)
+    asyncio.run(core.handle(json.dumps(msg)))
+    assert json.loads(transport.sent[0].body)["messages"][0]["content"] == text
+    assert events[0]["compression"] is None
+
+
+def test_old_turns_that_do_not_fit_are_left_out_and_reported() -> None:
+    t = FakeTime()
+    transport = CannedTransport(Canned(200, SSE, OK_STREAM))
+    history = [{"role": "system", "content": "Be brief."}]
+    for i in range(30):
+        history += [{"role": "user", "content": f"question {i} " + "word " * 40},
+                    {"role": "assistant", "content": f"answer {i} " + "word " * 40}]
+    history.append({"role": "user", "content": "the newest question"})
+    msg = {**send(), "messages": history}
+    msg["settings"] = {**msg["settings"], "context_window": 600, "max_tokens": 100}
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep)
+    asyncio.run(core.handle(json.dumps(msg)))
+    prepared = events[0]
+    sent = json.loads(transport.sent[0].body)["messages"]
+    assert prepared["dropped"] and 0 not in prepared["dropped"]
+    assert sent[0]["content"] == "Be brief." and sent[-1]["content"] == "the newest question"
+    assert prepared["prompt_tokens"] <= 500 and len(sent) < len(history)
+
+
+def test_live_count_reports_tokens_and_budget() -> None:
+    t = FakeTime()
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=CannedTransport(), clock=t.clock, sleep=t.sleep)
+    messages = [{"role": "user", "content": "hello world"}]
+    asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c1", "messages": messages,
+                                        "settings": {"model": "gpt-4o"}})))
+    from firsttoken import tokens
+    assert events == [{"v": 1, "type": "tokens.counted", "id": "c1", "tokens": tokens.count_chat(messages, "gpt-4o"),
+                       "budget": 128_000 - 4096, "exact": True}]
