@@ -48,7 +48,7 @@ def fences(text: str) -> tuple[list[tuple[str, str]], str]:
             prose.append(text[pos : m.end()])
             pos = m.end()
             continue
-        close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*$" % n, re.M).search(text, m.end())
+        close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*\r?$" % n, re.M).search(text, m.end())
         if close is None:
             break
         prose.append(text[pos : m.start()])

@@ -66,7 +66,7 @@ from .code import DOC, LICENSE, PLAIN
 from .fences import compress_fence_body
 from .json_pass import JSON_LANGS, minify, minify_region, parse_container
 from .markdown import FENCE, JSON, OPAQUE, PROSE, Block, split_blocks
-from .prose import compress_prose
+from .prose import compress_prose, strip_final_newlines
 from .repeats import drop_repeats, units_of
 from .tables import compress_tables
 
@@ -260,12 +260,15 @@ class _Doc:
             elif b.kind == FENCE:
                 b.opener = _rstrip_line(b.opener)
                 b.closer = _rstrip_line(b.closer)
-                if i == last:
-                    b.closer = b.closer.rstrip("\r\n")
-            elif b.kind == JSON and i == last:
-                b.text = b.text.rstrip("\r\n")
-        # Drop prose blocks that became empty, so the block list stays canonical.
-        self.blocks = [b for b in blocks if b.kind != PROSE or b.text]
+        # Drop prose blocks that became empty, so the block list stays canonical, and
+        # only then take the line ending off whatever ends the document.
+        blocks = self.blocks = [b for b in blocks if b.kind != PROSE or b.text]
+        if blocks:
+            end = blocks[-1]
+            if end.kind == FENCE:
+                end.closer = end.closer.rstrip("\r\n")
+            elif end.kind in (JSON, PROSE):
+                end.text = strip_final_newlines(end.text)
 
 
 def _rstrip_line(line: str) -> str:

@@ -258,7 +258,8 @@ def _lines(
             has_str.append(cur_str)
             touched.append(cur_touch)
             cur = []
-            cur_str = kind == "s"
+            # The next line starts inside this string only if the string goes on.
+            cur_str = kind == "s" and nl + 1 < len(piece)
             cur_touch = False
             start = nl + 1
     contents.append("".join(cur))

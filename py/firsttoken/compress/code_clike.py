@@ -140,16 +140,14 @@ def _generic(lang: str) -> Callable[[str], list[Span] | None]:
 
 
 def _go_header(text: str, spans: list[Span]) -> None:
-    # Build constraints must be followed by a blank line before `package`; keep the
-    # whole header as it is when it holds one.
+    # A build constraint must be followed by a blank line before `package` (go help
+    # buildconstraint); when the header holds a directive, keep it byte for byte.
     m = re.search(r"^package\s", text, re.M)
     if m is None:
         return
     head = [sp for sp in spans if sp.end <= m.start()]
     if any(sp.kind == "c" and sp.cat == DIRECTIVE for sp in head):
-        for sp in head:
-            if sp.kind == "c":
-                sp.cat = DIRECTIVE
+        spans[: len(head)] = [Span(0, m.start(), "s")]
 
 
 # ---- JavaScript / TypeScript -------------------------------------------------------
@@ -271,7 +269,7 @@ def _lex_js(text: str) -> list[Span] | None:
 
 _SQL = re.compile(
     r"(?P<lc>--[^\n]*)|(?P<bc>/\*[\s\S]*?\*/)"
-    r"|(?P<s>'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\$(?P<tag>[A-Za-z_][A-Za-z0-9_]*)?\$[\s\S]*?\$(?P=tag)\$)"
+    r"|(?P<s>'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\$(?P<tag>[A-Za-z_][A-Za-z0-9_]*|)\$[\s\S]*?\$(?P=tag)\$)"
     r"|(?P<hash>\#)|(?P<bad>['\"`]|/\*)"
 )
 

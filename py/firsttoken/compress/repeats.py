@@ -122,12 +122,13 @@ def _drop(units: list[Unit], rep: list[bool]) -> str:
     if all(drop[k] or not units[k].key for k in range(n)):
         return "".join(u.text for u in units)
     kept = [k for k in range(n) if not drop[k]]
+    text = "".join(units[k].text for k in kept)
     if drop[n - 1]:
-        # The run ended the text: drop the separators before it too.
+        # The run ended the text: drop the separators before it too, and end the text
+        # without a line ending, as the whitespace pass ends every text.
         while kept and not units[kept[-1]].key:
             kept.pop()
-    text = "".join(units[k].text for k in kept)
-    original = "".join(u.text for u in units)
-    if not original.endswith("\n"):
-        text = text.rstrip("\n").rstrip("\r") if text.endswith("\n") else text
+        text = "".join(units[k].text for k in kept)
+        if text.endswith("\n"):
+            text = text[:-2] if text.endswith("\r\n") else text[:-1]
     return text

@@ -1,0 +1,167 @@
+"""Properties of firsttoken.compress, with Hypothesis and on the corpus.
+
+Idempotence, no exception on any input, the invariants of `compress_invariants`
+(Python `ast.dump`, JSON values, prose words, string literals via Pygments), prefix
+stability of message lists, and a digest of the corpus output that pins the bytes to
+`COMPRESSION_VERSION`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from tests.unit.compress_invariants import check_messages, check_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from firsttoken.compress import COMPRESSION_VERSION, LEVELS, compress_messages, compress_text
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "compress"
+# A longer hunt: FIRSTTOKEN_COMPRESS_EXAMPLES=5000 pytest tests/unit/test_compress_properties.py
+SETTINGS = settings(
+    max_examples=int(os.environ.get("FIRSTTOKEN_COMPRESS_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+# ---- a generator of markdown-ish prompts ---------------------------------------------
+
+_WORDS = st.sampled_from(
+    ["word", "the", "`code  span`", "``a ` b``", "\\`", "|", "a|b", "#", "//", "/*", "*/", "{", "}", "[x]", "'", '"',
+     "--", "$#", "é", "http://x.y/z", "<!--", "-->", "\\", "```", "~~~", ":", "-"]
+)
+_SPACES = st.sampled_from([" ", "  ", "   ", "\t", " \t "])
+_CODE_LINES = {
+    "python": ['x = 1  # c', 's = "# no"', 'def f(a):', '    """Doc."""', '    return a  # r', "", "   ",
+               'y = f"{x!r:>3}"', "z = '''a\n\n# in\n'''", "# comment", "    pass", "import os"],
+    "js": ['let a = "//no";', "// c", "/* b */ x();", "const r = /a\\/b/g;", "t = `a ${b} // c`;", "", "y = a / 2; // d",
+           "/** doc */", "if (a) { b(); }"],
+    "c": ['int x = 1; // c', '/* block */', 'char *s = "/* no */";', "#define X 1 /* d */", "", "x = 'a';"],
+    "go": ["// c", "x := `raw // no`", 'y := "s" // c', "", "type T struct {", "\tA    int", "}"],
+    "rust": ["/// doc", "fn f<'a>() {} // c", 'let s = r#"// no"#;', "/* b */", "", "let c = 'x';"],
+    "sh": ["echo $# # c", "x=${#y}", "cat <<EOF", "# in heredoc", "EOF", "a 'b # c' \"d # e\"", "", "# c"],
+    "sql": ["SELECT 1; -- c", "/* b */", "SELECT 'a -- b';", "", "FROM t"],
+    "yaml": ["a: 1 # c", "b: |", "  # kept", "  x", "c: 'd # e'", "", "# c", "- f"],
+    "html": ["<p>a<!-- c -->b</p>", "<pre>  x  </pre>", '<a href="#">x</a>', "", "<!-- c -->"],
+    "css": ["a { b: c; } /* d */", 'x { content: "/* no */"; }', "", "/* c */"],
+    "unknown": ["# x   ", "", "  y  "],
+}
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def _block(draw: st.DrawFn) -> str:
+    kind = draw(st.sampled_from(["prose", "prose", "fence", "json", "table", "blank"]))
+    if kind == "prose":
+        lines = []
+        for _ in range(draw(st.integers(1, 3))):
+            words = draw(st.lists(_WORDS, min_size=1, max_size=8))
+            seps = draw(st.lists(_SPACES, min_size=len(words), max_size=len(words)))
+            lines.append(draw(st.sampled_from(["", "  ", "    "])) + "".join(w + s for w, s in zip(words, seps)))
+        return "\n".join(lines) + "\n"
+    if kind == "fence":
+        lang = draw(st.sampled_from(sorted(_CODE_LINES)))
+        body = "\n".join(draw(st.lists(st.sampled_from(_CODE_LINES[lang]), max_size=8)))
+        return f"```{'' if lang == 'unknown' else lang}\n{body}\n```\n"
+    if kind == "json":
+        value = draw(st.lists(_JSON, max_size=3) | st.dictionaries(st.text(max_size=3), _JSON, max_size=3))
+        dumped = json.dumps(value, indent=draw(st.sampled_from([None, 1, 2, 4])))
+        return (f"```json\n{dumped}\n```\n" if draw(st.booleans()) else dumped + "\n")
+    if kind == "table":
+        n = draw(st.integers(1, 3))
+        row = lambda: "|" + "|".join(draw(_SPACES) + draw(_WORDS) + draw(_SPACES) for _ in range(n)) + "|\n"  # noqa: E731
+        delim = "|" + "|".join(draw(st.sampled_from([":---", "---:", ":-:", "-----"])) for _ in range(n)) + "|\n"
+        return row() + delim + "".join(row() for _ in range(draw(st.integers(0, 2))))
+    return "\n" * draw(st.integers(1, 3))
+
+
+@st.composite
+def markdownish(draw: st.DrawFn) -> str:
+    text = "".join(draw(st.lists(_block(), min_size=1, max_size=6)))
+    if draw(st.booleans()):
+        text = text.replace("\n", "\r\n")
+    return text
+
+
+# ---- properties ----------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.text(), st.sampled_from(sorted(LEVELS)))
+def test_any_text_never_raises_and_is_idempotent(text: str, level: str) -> None:
+    once = compress_text(text, level=level)
+    assert not any("internal error" in u for u in once.report.untouched)
+    assert compress_text(once.text, level=level).text == once.text
+
+
+@SETTINGS
+@given(markdownish(), st.sampled_from(sorted(LEVELS)))
+def test_markdownish_invariants(text: str, level: str) -> None:
+    assert check_text(text, level) == []
+    assert not any("internal error" in u for u in compress_text(text, level=level).report.untouched)
+
+
+_ROLES = st.sampled_from(["system", "user", "user", "assistant", "tool"])
+
+
+@SETTINGS
+@given(st.lists(st.tuples(_ROLES, markdownish()), min_size=1, max_size=5))
+def test_messages_idempotent_and_prefix_stable(pairs: list[tuple[str, str]]) -> None:
+    # Reuse texts so that repeats occur.
+    msgs = [{"role": r, "content": t + (pairs[0][1] if i % 2 else "")} for i, (r, t) in enumerate(pairs)]
+    full = compress_messages(msgs)
+    assert compress_messages(full.messages).messages == full.messages
+    for k in range(1, len(msgs)):
+        assert compress_messages(msgs[:k]).messages == full.messages[:k]
+
+
+# ---- the corpus ------------------------------------------------------------------------
+
+
+def _corpus() -> list[Path]:
+    return sorted(p for p in CORPUS.iterdir() if p.suffix in (".md", ".json"))
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(_corpus()) >= 60
+
+
+@pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.stem)
+def test_corpus_invariants(path: Path) -> None:
+    for level in sorted(LEVELS):
+        if path.name.endswith(".chat.json"):
+            problems = check_messages(json.loads(path.read_text())["messages"], compress_messages, level)
+        else:
+            problems = check_text(path.read_text(encoding="utf-8"), level)
+        assert problems == [], (level, problems)
+
+
+# Bump COMPRESSION_VERSION (and this digest) whenever this test fails on purpose:
+# system-message caches key on the version, so output must not change under it.
+CORPUS_DIGEST = ("1", "674aeb14d3bc2fa4b32438a97a74225ff5aa40d5aeec037405ff0b09e0c89c59")
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for path in _corpus():
+        raw = path.read_text(encoding="utf-8")
+        for level in sorted(LEVELS):
+            if path.name.endswith(".chat.json"):
+                out = json.dumps(compress_messages(json.loads(raw)["messages"], level=level).messages, sort_keys=True)
+            else:
+                out = compress_text(raw, level=level).text
+            h.update(out.encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def test_corpus_output_is_pinned_to_the_version() -> None:
+    assert COMPRESSION_VERSION.split("+")[0] == CORPUS_DIGEST[0]
+    assert _digest() == CORPUS_DIGEST[1]

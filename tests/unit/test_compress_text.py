@@ -1,0 +1,179 @@
+"""Prose, tables, JSON and repeats passes; the public API and its report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import firsttoken.compress as compress
+from firsttoken.compress import (
+    COMPRESSION_VERSION,
+    LEVELS,
+    PASSES,
+    compact_json,
+    compress_messages,
+    compress_text,
+)
+from firsttoken.errors import LocalProtocolError
+
+
+def test_public_surface() -> None:
+    assert sorted(compress.__all__) == sorted(
+        ["COMPRESSION_VERSION", "LEVELS", "PASSES", "PassSaving", "Report", "Compressed",
+         "CompressedMessages", "compress_text", "compress_messages", "compact_json"]
+    )
+    for name in compress.__all__:
+        assert hasattr(compress, name)
+    assert COMPRESSION_VERSION.startswith("1+py3.")
+    assert PASSES == ("json", "code", "docs", "tables", "whitespace", "repeats")
+    assert LEVELS["safe"] < LEVELS["balanced"] < LEVELS["max"]
+
+
+# ---- whitespace ---------------------------------------------------------------------
+
+
+def test_prose_whitespace() -> None:
+    text = "\n\n  Hello   there,  world.   \n\n\n\nNext  para.\t\n\n"
+    assert compress_text(text).text == "  Hello there, world.\n\nNext para."
+
+
+def test_inline_code_and_indented_code_keep_their_spaces() -> None:
+    text = "Use `a  b` and ``x ` y  z`` here  now.\n\n    indented   code  \n"
+    assert compress_text(text).text == "Use `a  b` and ``x ` y  z`` here now.\n\n    indented   code"
+
+
+def test_escaped_backtick_opens_no_code_span() -> None:
+    assert compress_text("a \\`  b  `c  d`").text == "a \\` b `c  d`"
+
+
+def test_tabs_inside_a_line_stay() -> None:
+    assert compress_text("a\t\tb  c").text == "a\t\tb c"
+
+
+def test_crlf_line_endings_are_kept() -> None:
+    assert compress_text("a  b  \r\n\r\n\r\n\r\nc\r\n").text == "a b\r\n\r\nc"
+
+
+# ---- tables -------------------------------------------------------------------------
+
+
+def test_table_padding_alignment_and_escaped_pipes() -> None:
+    text = "| Name     | Note          |  N |\n|:---------|:-------------:|---:|\n| a \\| b   | `x  |  y`     |  1 |\n"
+    assert compress_text(text).text == "| Name | Note | N |\n|:--|:-:|--:|\n| a \\| b | `x  |  y` | 1 |"
+
+
+def test_not_a_table_when_cell_counts_differ() -> None:
+    text = "a | b\n--|--|--\n"
+    assert compress_text(text, level="safe", passes={"whitespace": False}).text == text
+
+
+# ---- JSON ---------------------------------------------------------------------------
+
+
+def test_fenced_json_is_minified_token_for_token() -> None:
+    text = '```json\n{\n  "a": 1.50,\n  "a": 1e400,\n  "big": 123456789012345678901234567890,\n  "s": "x  y \\u00e9"\n}\n```'
+    out = compress_text(text).text
+    assert out == '```json\n{"a":1.50,"a":1e400,"big":123456789012345678901234567890,"s":"x  y \\u00e9"}\n```'
+
+
+def test_whole_message_json_and_unfenced_json_in_prose() -> None:
+    assert compress_text('  [\n  1,\n  {"a": [true, null]}\n]\n').text == '[1,{"a":[true,null]}]'
+    text = 'Response:\n{\n  "ok": true,\n  "msg": "a  b"\n}\nWhy?'
+    assert compress_text(text).text == 'Response:\n{"ok":true,"msg":"a  b"}\nWhy?'
+
+
+def test_not_json_stays() -> None:
+    for text in ("```json\n{not json}\n```", "```json\n{\n  // c\n  \"a\": 1\n}\n```", "{not json}  x"):
+        out = compress_text(text, passes={"whitespace": False}).text
+        assert out == text
+
+
+def test_compact_json() -> None:
+    assert compact_json({"b": [1, 2], "é": None}) == '{"b":[1,2],"é":null}'
+
+
+# ---- repeats ------------------------------------------------------------------------
+
+TEMPLATE = (
+    "You are a translator. Keep product names unchanged and use the formal register.\n\n"
+    "Return only the translation, without notes or quotes."
+)
+
+
+def test_repeated_template_in_user_turns_is_kept_once() -> None:
+    msgs = [
+        {"role": "system", "content": TEMPLATE},
+        {"role": "user", "content": TEMPLATE + "\n\nTent, 2 persons."},
+        {"role": "assistant", "content": TEMPLATE},
+        {"role": "user", "content": "Lamp, dimmable.\n\n" + TEMPLATE},
+    ]
+    out = compress_messages(msgs)
+    assert [m["content"] for m in out.messages] == [TEMPLATE, "Tent, 2 persons.", TEMPLATE, "Lamp, dimmable."]
+    assert out.reports[1].passes[-1].name == "repeats" and out.reports[1].passes[-1].chars > 0
+    assert out.reports[2].saved_chars == 0  # assistant text never loses repeats
+
+
+def test_short_repeats_and_whole_repeated_messages_stay() -> None:
+    msgs = [{"role": "user", "content": "Thanks!"}, {"role": "user", "content": "Thanks!"}]
+    assert compress_messages(msgs).messages == msgs
+    msgs = [{"role": "system", "content": TEMPLATE}, {"role": "user", "content": TEMPLATE}]
+    assert compress_messages(msgs).messages[1]["content"] == TEMPLATE
+
+
+def test_repeat_within_one_text() -> None:
+    para = "Always answer in English and cite the section of the policy you rely on."
+    assert compress_text(f"{para}\n\nQuestion one?\n\n{para}").text == f"{para}\n\nQuestion one?"
+
+
+def test_repeat_adjacent_to_a_paragraph_is_not_dropped() -> None:
+    para = "Always answer in English and cite the section of the policy you rely on."
+    text = f"{para}\n\nIntro line\n{para}"
+    assert compress_text(text).text == text
+
+
+# ---- messages and report ----------------------------------------------------------------
+
+
+def test_messages_only_text_is_touched_and_input_is_not_modified() -> None:
+    msgs = [
+        {"role": "user", "name": "dana", "content": [
+            {"type": "text", "text": "a  b"},
+            {"type": "image_url", "image_url": {"url": "data:  x"}},
+        ]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{\n  "a": 1\n}'}}]},
+        {"role": "tool", "tool_call_id": "1", "content": '{\n  "ok": true\n}'},
+    ]
+    snapshot = json.dumps(msgs)
+    out = compress_messages(msgs).messages
+    assert json.dumps(msgs) == snapshot
+    assert out[0]["content"][0] == {"type": "text", "text": "a b"}
+    assert out[0]["content"][1] is msgs[0]["content"][1] and out[0]["name"] == "dana"
+    assert out[1] == msgs[1]
+    assert out[2]["content"] == '{"ok":true}'
+
+
+def test_report_counts_chars_and_tokens_per_pass() -> None:
+    text = "```python\nx = 1  # c\n```\n\n\n\n| a   |\n|-----|\n"
+    r = compress_text(text, count=lambda s: len(s.split())).report
+    assert [p.name for p in r.passes] == ["json", "code", "tables", "whitespace", "repeats"]
+    assert r.saved_chars == len(text) - len(compress_text(text).text) == sum(p.chars for p in r.passes)
+    assert r.saved_tokens == sum(p.tokens for p in r.passes if p.tokens is not None)
+    d = r.to_dict()
+    assert d["version"] == COMPRESSION_VERSION and d["passes"][1]["name"] == "code"
+    assert compress_text(text).report.tokens_before is None
+
+
+def test_passes_switch_on_and_off() -> None:
+    text = "```python\nx = 1  # c\n```\n\na  b"
+    assert compress_text(text, passes={"code": False}).text == "```python\nx = 1  # c\n```\n\na b"
+    assert compress_text(text, level="safe", passes={"code": True, "whitespace": False}).text == (
+        "```python\nx = 1\n```\n\na  b"
+    )
+
+
+@pytest.mark.parametrize("kwargs", [{"level": "ultra"}, {"passes": {"gzip": True}}])
+def test_bad_options_raise_local_protocol_error(kwargs: dict) -> None:
+    with pytest.raises(LocalProtocolError):
+        compress_text("x", **kwargs)
