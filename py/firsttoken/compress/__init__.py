@@ -193,11 +193,14 @@ def compact_json(value: Any) -> str:
 class _Doc:
     """One text going through the passes before `repeats`."""
 
-    __slots__ = ("blocks", "snapshots", "untouched")
+    __slots__ = ("blocks", "snapshots", "untouched", "keep_text")
 
-    def __init__(self, text: str, on: frozenset[str]) -> None:
+    def __init__(self, text: str, on: frozenset[str], keep_text: bool) -> None:
         self.untouched: list[str] = []
-        self.snapshots: list[tuple[str, str]] = [("", text)]
+        # (pass, text after it) when tokens are counted, else (pass, length after it):
+        # joining the text after every pass would cost more than some passes.
+        self.keep_text = keep_text
+        self.snapshots: list[tuple[str, str | int]] = [("", text if keep_text else len(text))]
         self.blocks: list[Block] = split_blocks(text, json_regions="json" in on)
         if "json" in on:
             self._json()
@@ -221,7 +224,10 @@ class _Doc:
         return "".join(b.full() for b in self.blocks)
 
     def _snap(self, name: str) -> None:
-        self.snapshots.append((name, self.text()))
+        if self.keep_text:
+            self.snapshots.append((name, self.text()))
+        else:
+            self.snapshots.append((name, sum(len(b.full()) for b in self.blocks)))
 
     def _json(self) -> None:
         for b in self.blocks:
@@ -276,29 +282,34 @@ def _rstrip_line(line: str) -> str:
     return body.rstrip(" \t") + line[len(body) :]
 
 
+def _len(snap: str | int) -> int:
+    return snap if isinstance(snap, int) else len(snap)
+
+
 def _report(
     level: str,
-    snapshots: Sequence[tuple[str, str]],
+    snapshots: Sequence[tuple[str, str | int]],
     count: Callable[[str], int] | None,
     untouched: Sequence[str],
 ) -> Report:
     savings = []
     counts: list[int] = []
     if count is not None:
-        prev_text = None
+        prev_text: str | int | None = None
         for _, text in snapshots:
+            assert isinstance(text, str)
             counts.append(counts[-1] if text == prev_text else count(text))
             prev_text = text
     for i in range(1, len(snapshots)):
         name = snapshots[i][0]
-        chars = len(snapshots[i - 1][1]) - len(snapshots[i][1])
+        chars = _len(snapshots[i - 1][1]) - _len(snapshots[i][1])
         tokens = counts[i - 1] - counts[i] if counts else None
         savings.append(PassSaving(name, chars, tokens))
     return Report(
         level=level,
         passes=tuple(savings),
-        chars_before=len(snapshots[0][1]),
-        chars_after=len(snapshots[-1][1]),
+        chars_before=_len(snapshots[0][1]),
+        chars_after=_len(snapshots[-1][1]),
         tokens_before=counts[0] if counts else None,
         tokens_after=counts[-1] if counts else None,
         untouched=tuple(untouched),
@@ -319,12 +330,12 @@ def compress_text(
     unknown level or pass name, never because of the text.
     """
     on = _enabled(level, passes)
-    doc = _Doc(text, on)
+    doc = _Doc(text, on, keep_text=count is not None)
     snapshots = list(doc.snapshots)
-    out = snapshots[-1][1]
+    out = doc.text()
     if "repeats" in on:
         out = drop_repeats([(units_of(doc.blocks), True)])[0]
-        snapshots.append(("repeats", out))
+        snapshots.append(("repeats", out if count is not None else len(out)))
     return Compressed(out, _report(level, snapshots, count, doc.untouched))
 
 
@@ -353,18 +364,20 @@ def compress_messages(
             for j, part in enumerate(content):
                 if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
                     slots.append((i, j, part["text"], instructive))
-    docs = [_Doc(text, on) for _, _, text, _ in slots]
+    keep = count is not None
+    docs = [_Doc(text, on, keep) for _, _, text, _ in slots]
     snaps = [list(d.snapshots) for d in docs]
     if "repeats" in on:
         outs = drop_repeats([(units_of(d.blocks), s[3]) for d, s in zip(docs, slots)])
         for sn, out in zip(snaps, outs):
-            sn.append(("repeats", out))
+            sn.append(("repeats", out if keep else len(out)))
+    else:
+        outs = [d.text() for d in docs]
     per_slot = [_report(level, sn, count, d.untouched) for sn, d in zip(snaps, docs)]
 
     new: list[dict[str, Any]] = [dict(m) for m in messages]
     by_message: dict[int, list[Report]] = {}
-    for (i, j, _, _), sn, rep in zip(slots, snaps, per_slot):
-        out = sn[-1][1]
+    for (i, j, _, _), out, rep in zip(slots, outs, per_slot):
         if j is None:
             new[i]["content"] = out
         else:
