@@ -76,19 +76,30 @@ function protocolOf(url) {
   }
 }
 
-const CONFIG = {
+purify.setConfig({
   ALLOWED_TAGS: TAGS,
   ALLOWED_ATTR: ATTRS,
   ALLOWED_URI_REGEXP: URI,
   ALLOW_DATA_ATTR: false,
   ALLOW_ARIA_ATTR: false,
   SANITIZE_NAMED_PROPS: true,
-  RETURN_DOM_FRAGMENT: true, // nodes, not a string: nothing is parsed a second time
-};
+  // Sanitize a tree we parsed ourselves, in place: DOMPurify then neither re-parses
+  // its configuration nor builds a new document on every call (this runs every frame).
+  IN_PLACE: true,
+});
+
+// A document with no browsing context: what is parsed into it never loads or runs.
+const inert = document.implementation.createHTMLDocument('');
 
 /** Sanitized DOM for `html` (from marked), ready to insert into the page. */
 export function safeFragment(html) {
-  return purify.sanitize(html, CONFIG);
+  // A div as the context element: a stray `</div>` in model HTML cannot close it.
+  const root = inert.createElement('div');
+  root.innerHTML = html;
+  purify.sanitize(root);
+  const fragment = document.createDocumentFragment();
+  fragment.append(...root.childNodes); // adopted into the page, already clean
+  return fragment;
 }
 
 /** What the policy removed from the last call (for tests and debugging). */

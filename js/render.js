@@ -34,6 +34,7 @@ export class MarkdownStream {
     this.open = ''; // source not yet committed: the tail block, possibly a partial line
     this.links = Object.create(null); // reference definitions seen so far, for later blocks
     this.code = null; // {key, text, node}: the open fence painted as one growing text node
+    this.shown = null; // the source the tail shows, when its nodes are that block's final form
     this.cr = false; // the last chunk ended in \r: a \n starting the next one belongs to it
     this.blocks = 0; // finished blocks rendered (tests check that they are never redone)
     this.ended = false;
@@ -86,36 +87,52 @@ export class MarkdownStream {
     }
     if (final) return;
     const tail = tokens.slice(cut).filter((t) => t.type !== 'space');
+    tail.links = this.links;
     this.paintTail(tail);
   }
 
   commit(tokens) {
-    if (!tokens.some((t) => t.type !== 'space')) return;
-    tokens.links = this.links;
-    const fragment = safeFragment(Parser.parse(tokens, MARKED));
-    this.container.insertBefore(fragment, this.tailEl);
-    this.blocks += 1;
+    const blocks = tokens.filter((t) => t.type !== 'space');
+    if (!blocks.length) return;
+    if (blocks.length === 1 && this.showing(blocks[0])) {
+      // The tail already shows this block as it is final: keep those nodes.
+      const range = document.createRange();
+      range.selectNodeContents(this.tailEl);
+      this.container.insertBefore(range.extractContents(), this.tailEl);
+    } else {
+      blocks.links = this.links;
+      this.container.insertBefore(safeFragment(Parser.parse(blocks, MARKED)), this.tailEl);
+      this.tailEl.replaceChildren();
+    }
+    this.blocks += blocks.length;
     this.code = null;
-    this.tailEl.replaceChildren();
+    this.shown = null;
+  }
+
+  // Whether the tail's nodes are exactly what `block` renders to once finished.
+  showing(block) {
+    if (this.code) return block.type === 'code' && this.code.key === (block.lang || '') && this.code.text === block.text;
+    return this.shown !== null && this.shown === block.raw.trimEnd();
   }
 
   paintTail(tail) {
     const block = tail[0];
+    this.shown = null;
     if (tail.length === 1 && block.type === 'code' && FENCE.test(block.raw)) {
       this.paintCode(block);
       return;
     }
     this.code = null;
-    if (tail.length === 1 && block.type === 'paragraph' && PIPE_LINES.test(block.raw)) {
-      this.tailEl.replaceChildren(); // a table on its way: its header row has come alone
-      return;
-    }
-    if (!this.open.trim()) {
+    if (!block || (tail.length === 1 && block.type === 'paragraph' && PIPE_LINES.test(block.raw))) {
+      // Nothing yet, or a table on its way whose header row has come alone.
       this.tailEl.replaceChildren();
       return;
     }
-    const tokens = this.lex(remend(this.open, REMEND));
+    const healed = remend(this.open, REMEND);
+    const tokens = healed === this.open ? tail : this.lex(healed);
+    tokens.links = this.links;
     this.tailEl.replaceChildren(safeFragment(Parser.parse(tokens, MARKED)));
+    if (healed === this.open) this.shown = this.open.trimEnd();
   }
 
   paintCode(block) {
@@ -134,7 +151,7 @@ export class MarkdownStream {
     const lang = /^[\w+#.-]{1,40}$/.exec(key.split(/\s/)[0]);
     if (lang) el.className = `language-${lang[0]}`;
     const node = document.createTextNode(text);
-    el.append(node);
+    el.append(node, '\n'); // marked ends a code block with a newline too: same nodes either way
     pre.append(el);
     this.tailEl.replaceChildren(pre);
     this.code = { key, text, node };
