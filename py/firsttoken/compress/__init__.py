@@ -51,6 +51,31 @@ upload bytes rather than prompt tokens.
 
 The report counts characters always and tokens when a `count(text) -> int` callable is
 given (the page passes its exact tokenizer; this module imports none).
+
+Decisions, with the module that implements each:
+
+* What the levels keep (`code`): Python docstrings and Rust doc comments are part of
+  the program (`__doc__`, `#[doc]`), so only ``max`` drops them; Javadoc, JSDoc and
+  Doxygen comments are ordinary comments to their compilers and go at ``balanced``.
+  A leading licence header stays at ``balanced`` (it is what the file says about
+  itself) and goes at ``max``. Directives tools act on (`# noqa`, `//go:build`,
+  `/// <reference>`, `@ts-ignore`, HTML conditional comments, ...) always stay.
+* Where we refuse (`fences`, `code_*`): unknown languages, code `ast` cannot parse,
+  JSX, SQL whose dialect matters (backslashes in strings, `--x`, `#`), nested block
+  comments, C line comments continued by a backslash, cgo, terminal sessions in shell
+  fences, server-side code in HTML, and fences inside block quotes or lists. Refusal
+  keeps the block byte-for-byte and names the reason in `Report.untouched`.
+* Spaces inside code lines collapse between tokens (alignment padding) in every
+  language we lex except YAML, where unquoted scalars keep their inner spaces.
+* Prose (`prose`): indentation is never touched, lines indented four columns or by a
+  tab keep their inner spacing (indented code), tabs inside a line stay (TSV), inline
+  code spans are byte-identical, CRLF stays CRLF.
+* Repeats (`repeats`): units are paragraphs and whole blocks; a repeated run must hold
+  64 visible characters, sit between blank lines and leave the text non-empty;
+  assistant and tool messages are never changed by it nor count as a first
+  occurrence.
+* JSON (`json_pass`): token-level minification, never `json.dumps`, so duplicate keys,
+  `1.0e2` and `\u00e9` reach the model as written.
 """
 
 from __future__ import annotations
@@ -65,9 +90,11 @@ from ..errors import LocalProtocolError
 from .code import DOC, LICENSE, PLAIN
 from .fences import compress_fence_body
 from .json_pass import JSON_LANGS, minify, minify_region, parse_container
-from .markdown import FENCE, JSON, OPAQUE, PROSE, Block, split_blocks
+from .markdown import FENCE, JSON, PROSE, Block, split_blocks
+from . import report as _report_module
 from .prose import compress_prose, strip_final_newlines
 from .repeats import drop_repeats, units_of
+from .report import PassSaving, Report, make_report, sum_reports
 from .tables import compress_tables
 
 __all__ = [
@@ -86,6 +113,7 @@ __all__ = [
 #: Changes whenever the output for some input could change; caches key on it. The
 #: Python minor version is part of it (see the module docstring).
 COMPRESSION_VERSION = f"1+py{sys.version_info[0]}.{sys.version_info[1]}"
+_report_module.VERSION = COMPRESSION_VERSION
 
 #: Pass names, in the order they run.
 PASSES: tuple[str, ...] = ("json", "code", "docs", "tables", "whitespace", "repeats")
@@ -99,55 +127,6 @@ LEVELS: Mapping[str, frozenset[str]] = {
 
 #: Roles whose text may lose repeats and counts as a first occurrence.
 _INSTRUCTIVE = frozenset({"system", "developer", "user"})
-
-
-@dataclass(frozen=True, slots=True)
-class PassSaving:
-    """What one pass saved: characters, and tokens when a counter was given."""
-
-    name: str
-    chars: int
-    tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    """What compression did to one text, or summed over messages."""
-
-    level: str
-    passes: tuple[PassSaving, ...]
-    chars_before: int
-    chars_after: int
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-    #: why code blocks were left as they were (e.g. "python: does not parse ...")
-    untouched: tuple[str, ...] = ()
-    version: str = COMPRESSION_VERSION
-
-    @property
-    def saved_chars(self) -> int:
-        return self.chars_before - self.chars_after
-
-    @property
-    def saved_tokens(self) -> int | None:
-        if self.tokens_before is None or self.tokens_after is None:
-            return None
-        return self.tokens_before - self.tokens_after
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form for the message protocol."""
-        return {
-            "level": self.level,
-            "version": self.version,
-            "chars_before": self.chars_before,
-            "chars_after": self.chars_after,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "saved_chars": self.saved_chars,
-            "saved_tokens": self.saved_tokens,
-            "passes": [{"name": p.name, "chars": p.chars, "tokens": p.tokens} for p in self.passes],
-            "untouched": list(self.untouched),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,40 +261,6 @@ def _rstrip_line(line: str) -> str:
     return body.rstrip(" \t") + line[len(body) :]
 
 
-def _len(snap: str | int) -> int:
-    return snap if isinstance(snap, int) else len(snap)
-
-
-def _report(
-    level: str,
-    snapshots: Sequence[tuple[str, str | int]],
-    count: Callable[[str], int] | None,
-    untouched: Sequence[str],
-) -> Report:
-    savings = []
-    counts: list[int] = []
-    if count is not None:
-        prev_text: str | int | None = None
-        for _, text in snapshots:
-            assert isinstance(text, str)
-            counts.append(counts[-1] if text == prev_text else count(text))
-            prev_text = text
-    for i in range(1, len(snapshots)):
-        name = snapshots[i][0]
-        chars = _len(snapshots[i - 1][1]) - _len(snapshots[i][1])
-        tokens = counts[i - 1] - counts[i] if counts else None
-        savings.append(PassSaving(name, chars, tokens))
-    return Report(
-        level=level,
-        passes=tuple(savings),
-        chars_before=_len(snapshots[0][1]),
-        chars_after=_len(snapshots[-1][1]),
-        tokens_before=counts[0] if counts else None,
-        tokens_after=counts[-1] if counts else None,
-        untouched=tuple(untouched),
-    )
-
-
 def compress_text(
     text: str,
     *,
@@ -336,7 +281,7 @@ def compress_text(
     if "repeats" in on:
         out = drop_repeats([(units_of(doc.blocks), True)])[0]
         snapshots.append(("repeats", out if count is not None else len(out)))
-    return Compressed(out, _report(level, snapshots, count, doc.untouched))
+    return Compressed(out, make_report(level, snapshots, count, doc.untouched))
 
 
 def compress_messages(
@@ -373,7 +318,7 @@ def compress_messages(
             sn.append(("repeats", out if keep else len(out)))
     else:
         outs = [d.text() for d in docs]
-    per_slot = [_report(level, sn, count, d.untouched) for sn, d in zip(snaps, docs)]
+    per_slot = [make_report(level, sn, count, d.untouched) for sn, d in zip(snaps, docs)]
 
     new: list[dict[str, Any]] = [dict(m) for m in messages]
     by_message: dict[int, list[Report]] = {}
@@ -387,38 +332,6 @@ def compress_messages(
             part["text"] = out
             new[i]["content"][j] = part
         by_message.setdefault(i, []).append(rep)
-    empty = _report(level, [("", "")], None, ())
-    reports = tuple(_sum(level, by_message.get(i, [empty])) for i in range(len(messages)))
-    return CompressedMessages(new, _sum(level, list(reports) or [empty]), reports)
-
-
-def _sum(level: str, reports: Sequence[Report]) -> Report:
-    if len(reports) == 1:
-        return reports[0]
-    names: list[str] = []
-    chars: dict[str, int] = {}
-    tokens: dict[str, int | None] = {}
-    for r in reports:
-        for p in r.passes:
-            if p.name not in chars:
-                names.append(p.name)
-                chars[p.name] = 0
-                tokens[p.name] = 0
-            chars[p.name] += p.chars
-            t = tokens[p.name]
-            tokens[p.name] = None if t is None or p.tokens is None else t + p.tokens
-    have_tokens = all(r.tokens_before is not None for r in reports)
-    untouched: list[str] = []
-    for r in reports:
-        for u in r.untouched:
-            if u not in untouched:
-                untouched.append(u)
-    return Report(
-        level=level,
-        passes=tuple(PassSaving(n, chars[n], tokens[n] if have_tokens else None) for n in names),
-        chars_before=sum(r.chars_before for r in reports),
-        chars_after=sum(r.chars_after for r in reports),
-        tokens_before=sum(r.tokens_before or 0 for r in reports) if have_tokens else None,
-        tokens_after=sum(r.tokens_after or 0 for r in reports) if have_tokens else None,
-        untouched=tuple(untouched),
-    )
+    empty = make_report(level, [("", "")], None, ())
+    reports = tuple(sum_reports(level, by_message.get(i, [empty])) for i in range(len(messages)))
+    return CompressedMessages(new, sum_reports(level, list(reports) or [empty]), reports)

@@ -1,0 +1,131 @@
+"""The compression report: characters (and tokens, given a counter) saved per pass."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PassSaving", "Report", "make_report", "sum_reports"]
+
+#: set by the package to its COMPRESSION_VERSION
+VERSION = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PassSaving:
+    """What one pass saved: characters, and tokens when a counter was given."""
+
+    name: str
+    chars: int
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What compression did to one text, or summed over messages."""
+
+    level: str
+    passes: tuple[PassSaving, ...]
+    chars_before: int
+    chars_after: int
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    #: why code blocks were left as they were (e.g. "python: does not parse ...")
+    untouched: tuple[str, ...] = ()
+    version: str = ""
+
+    @property
+    def saved_chars(self) -> int:
+        return self.chars_before - self.chars_after
+
+    @property
+    def saved_tokens(self) -> int | None:
+        if self.tokens_before is None or self.tokens_after is None:
+            return None
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for the message protocol."""
+        return {
+            "level": self.level,
+            "version": self.version,
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved_chars": self.saved_chars,
+            "saved_tokens": self.saved_tokens,
+            "passes": [{"name": p.name, "chars": p.chars, "tokens": p.tokens} for p in self.passes],
+            "untouched": list(self.untouched),
+        }
+
+
+def _len(snap: str | int) -> int:
+    return snap if isinstance(snap, int) else len(snap)
+
+
+def make_report(
+    level: str,
+    snapshots: Sequence[tuple[str, str | int]],
+    count: Callable[[str], int] | None,
+    untouched: Sequence[str],
+) -> Report:
+    """The report of one text from its snapshots: (pass, text or length after it)."""
+    savings = []
+    counts: list[int] = []
+    if count is not None:
+        prev_text: str | int | None = None
+        for _, text in snapshots:
+            assert isinstance(text, str)
+            counts.append(counts[-1] if text == prev_text else count(text))
+            prev_text = text
+    for i in range(1, len(snapshots)):
+        name = snapshots[i][0]
+        chars = _len(snapshots[i - 1][1]) - _len(snapshots[i][1])
+        tokens = counts[i - 1] - counts[i] if counts else None
+        savings.append(PassSaving(name, chars, tokens))
+    return Report(
+        level=level,
+        passes=tuple(savings),
+        chars_before=_len(snapshots[0][1]),
+        chars_after=_len(snapshots[-1][1]),
+        tokens_before=counts[0] if counts else None,
+        tokens_after=counts[-1] if counts else None,
+        untouched=tuple(untouched),
+        version=VERSION,
+    )
+
+
+def sum_reports(level: str, reports: Sequence[Report]) -> Report:
+    """Reports of several texts added up, pass by pass."""
+    if len(reports) == 1:
+        return reports[0]
+    names: list[str] = []
+    chars: dict[str, int] = {}
+    tokens: dict[str, int | None] = {}
+    for r in reports:
+        for p in r.passes:
+            if p.name not in chars:
+                names.append(p.name)
+                chars[p.name] = 0
+                tokens[p.name] = 0
+            chars[p.name] += p.chars
+            t = tokens[p.name]
+            tokens[p.name] = None if t is None or p.tokens is None else t + p.tokens
+    have_tokens = all(r.tokens_before is not None for r in reports)
+    untouched: list[str] = []
+    for r in reports:
+        for u in r.untouched:
+            if u not in untouched:
+                untouched.append(u)
+    return Report(
+        level=level,
+        passes=tuple(PassSaving(n, chars[n], tokens[n] if have_tokens else None) for n in names),
+        chars_before=sum(r.chars_before for r in reports),
+        chars_after=sum(r.chars_after for r in reports),
+        tokens_before=sum(r.tokens_before or 0 for r in reports) if have_tokens else None,
+        tokens_after=sum(r.tokens_after or 0 for r in reports) if have_tokens else None,
+        untouched=tuple(untouched),
+        version=VERSION,
+    )
