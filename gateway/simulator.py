@@ -15,6 +15,8 @@ Faults, by the same header:
     stall_ms=N        stall N ms, after `stall_after` content chunks (default 0)
     stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk, for
                       measuring chunk-to-paint latency in benchmarks
+    echo=1            answer with the last user message verbatim (in word pieces, paced
+                      as above), so that tests can make the model say given text
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class SimParams:
     stall_ms: float = 0.0
     stall_after: int = 0
     stamp: bool = False
+    echo: bool = False
 
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -63,6 +66,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "stall_ms": (0, 600_000),
     "stall_after": (0, 1_000_000),
     "stamp": (0, 1),
+    "echo": (0, 1),
 }
 
 
@@ -277,7 +281,11 @@ class Simulator:
 
     def _answer(self, req: ChatRequest, params: SimParams) -> tuple[list[str], str, dict[str, int]]:
         n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
-        pieces = answer_pieces(req.messages, n)
+        if params.echo:
+            prompt = next((message_text(m) for m in reversed(req.messages) if m.get("role") == "user"), "")
+            pieces = _PIECE.findall(prompt)
+        else:
+            pieces = answer_pieces(req.messages, n)
         finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
         prompt_tokens = self.count_tokens(req.messages, req.model)
         usage = {
