@@ -68,3 +68,13 @@ def test_model_info_reports_the_chat_rule() -> None:
     assert tokens.model_info("gpt-4-turbo").chat_format.func_init == 10
     assert not tokens.model_info("gpt-5").chat_format.verified
     assert not tokens.model_info("llama-3").known
+
+
+def test_context_windows_by_family_and_default() -> None:
+    from firsttoken import tokens
+
+    assert tokens.context_window("gpt-4o-mini-2024-07-18") == (128_000, True)
+    assert tokens.context_window("openai/gpt-4.1-nano") == (1_047_576, True)
+    assert tokens.context_window("gpt-4-0613") == (8_192, True)
+    assert tokens.context_window("gpt-3.5-turbo") == (16_385, True)
+    assert tokens.context_window("llama-3-70b") == (tokens.DEFAULT_CONTEXT_WINDOW, False)

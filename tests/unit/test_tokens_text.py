@@ -16,7 +16,7 @@ from tests.corpus.tokens.golden import ENCODINGS, corpus_texts
 
 PUBLIC_API = {
     "count", "decode", "encode", "truncate",
-    "ModelInfo", "encoding_for_model", "model_info", "resolve_encoding",
+    "ModelInfo", "DEFAULT_CONTEXT_WINDOW", "context_window", "encoding_for_model", "model_info", "resolve_encoding",
     "ChatCount", "FitResult", "TruncatedMessage", "count_chat", "count_chat_detailed",
     "fit_messages", "IMAGE_TOKENS_DEFAULT", "IMAGE_TOKENS_LOW", "TOOL_CALL_OVERHEAD",
     "Calibration",
