@@ -32,6 +32,8 @@ VENDOR = {
     "marked": "marked/lib",
     "dompurify": "dompurify/dist",
     "remend": "remend/dist",
+    # Only the vocabularies (rank -> token): js/tokenizer.mjs has its own encoder.
+    "gpt-tokenizer": "gpt-tokenizer/esm/bpeRanks",
 }
 
 

@@ -1,0 +1,284 @@
+// Exact BPE token counting for o200k_base and cl100k_base, in plain JavaScript.
+//
+// The ids must equal tiktoken's (OpenAI's tokenizer, Rust) for every string, because
+// firsttoken budgets prompts with them. Only the vocabularies come from npm
+// `gpt-tokenizer` (its `esm/bpeRanks/<encoding>.js`: an array whose index is the rank and
+// whose value is the token as a string, or as a byte array when the bytes are not a
+// string). Its encoder is not used: as shipped (4.0.0) it differs from tiktoken on
+//   * U+FEFF: the 8–9 tokens that begin with the bytes EF BB BF are stored as byte
+//     arrays, but its lookup of a byte slice decodes valid UTF-8 to a string first
+//     (with a TextDecoder that drops a leading BOM) and only searches the string map;
+//   * the split pattern: JavaScript's `\s` includes U+FEFF and lacks U+0085, where the
+//     Rust regex crate's `\s` is Unicode White_Space; tiktoken's `(?i:'s|…)` also
+//     matches "'ſ" (U+017F folds to s); and its cl100k_base pattern is not the one in
+//     tiktoken's data file.
+// Here every token whose bytes are valid UTF-8 and do not begin with a BOM is keyed by
+// its string, every other token by a "byte string" (one char per byte), and the split
+// patterns are tiktoken's (npm tiktoken `encoders/<name>.json`, `pat_str`) rewritten for
+// JavaScript with the same meaning.
+//
+// Unicode versions: the pattern classifies characters by Unicode properties, so the JS
+// engine's tables must match those tiktoken was built with (Unicode 16.0). Engines with
+// Unicode 17 know 4,803 more characters and moved U+0295 from Ll to Lo; with the `v` flag
+// (Chromium 112+, Safari 17+, Firefox 116+) the classes below subtract those, so Unicode
+// 16 and 17 engines both split exactly like tiktoken. Older engines fall back to plain
+// classes and may differ on characters their tables do not know.
+
+// Code points assigned in Unicode 17.0 (unassigned in 16.0): computed by comparing
+// Python 3.14's unicodedata (16.0.0) with V8/ICU 78 (17.0) over all code points
+// (see tests/corpus/tokens/unicode_after_16.mjs).
+const NEW_IN_17 = [
+  [0x88f, 0x88f], [0xc5c, 0xc5c], [0xcdc, 0xcdc], [0x1acf, 0x1add], [0x1ae0, 0x1aeb],
+  [0x20c1, 0x20c1], [0x2b96, 0x2b96], [0xa7ce, 0xa7cf], [0xa7d2, 0xa7d2], [0xa7d4, 0xa7d4],
+  [0xa7f1, 0xa7f1], [0xfbc3, 0xfbd2], [0xfd90, 0xfd91], [0xfdc8, 0xfdce], [0x10940, 0x10959],
+  [0x10ec5, 0x10ec7], [0x10ed0, 0x10ed8], [0x10efa, 0x10efb], [0x11b60, 0x11b67],
+  [0x11db0, 0x11ddb], [0x11de0, 0x11de9], [0x16ea0, 0x16eb8], [0x16ebb, 0x16ed3],
+  [0x16ff2, 0x16ff6], [0x187f8, 0x187ff], [0x18d09, 0x18d1e], [0x18d80, 0x18df2],
+  [0x1ccfa, 0x1ccfc], [0x1ceba, 0x1ced0], [0x1cee0, 0x1cef0], [0x1e6c0, 0x1e6de],
+  [0x1e6e0, 0x1e6f5], [0x1e6fe, 0x1e6ff], [0x1f6d8, 0x1f6d8], [0x1f777, 0x1f77a],
+  [0x1f8d0, 0x1f8d8], [0x1fa54, 0x1fa57], [0x1fa8a, 0x1fa8a], [0x1fa8e, 0x1fa8e],
+  [0x1fac8, 0x1fac8], [0x1facd, 0x1facd], [0x1faea, 0x1faea], [0x1faef, 0x1faef],
+  [0x1fbfa, 0x1fbfa], [0x2b73a, 0x2b73f], [0x2cea2, 0x2cead], [0x323b0, 0x33479],
+];
+// Lowercase in Unicode 16 (tiktoken), other letter (Lo) in Unicode 17.
+const LL_IN_16 = 0x295;
+
+const hex = (c) => `\\u{${c.toString(16)}}`;
+const NEW = NEW_IN_17.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join('');
+
+// Character classes as tiktoken sees them, for a `v`-flag pattern (set operations) or,
+// failing that, a `u`-flag one.
+function classes(setOps) {
+  if (!setOps) {
+    return {
+      L: '\\p{L}', N: '\\p{N}', M: '\\p{M}', Lu: '\\p{Lu}', Lt: '\\p{Lt}', Lm: '\\p{Lm}',
+      Lo: '\\p{Lo}', Ll: '\\p{Ll}',
+    };
+  }
+  const minus = (p) => `[\\p{${p}}--[${NEW}]]`;
+  return {
+    L: minus('L'), N: minus('N'), M: minus('M'), Lu: minus('Lu'), Lt: minus('Lt'),
+    Lm: minus('Lm'), Lo: `[\\p{Lo}--[${NEW}${hex(LL_IN_16)}]]`, Ll: `[${minus('Ll')}${hex(LL_IN_16)}]`,
+  };
+}
+
+// Rust's `(?i:…)` folds case with Unicode simple case folding: only s has a non-ASCII
+// fold (U+017F LATIN SMALL LETTER LONG S) among these letters.
+const CONTRACTION = "'[sS\\u{17f}]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]";
+
+// tiktoken's pat_str, alternative by alternative; `\s` is White_Space there.
+const PATTERNS = {
+  o200k_base: ({ L, N, M, Lu, Lt, Lm, Lo, Ll }) => [
+    `[^\\r\\n${L}${N}]?[${Lu}${Lt}${Lm}${Lo}${M}]*[${Ll}${Lm}${Lo}${M}]+(?:${CONTRACTION})?`,
+    `[^\\r\\n${L}${N}]?[${Lu}${Lt}${Lm}${Lo}${M}]+[${Ll}${Lm}${Lo}${M}]*(?:${CONTRACTION})?`,
+    `${N}{1,3}`,
+    ` ?[^\\p{White_Space}${L}${N}]+[\\r\\n\\/]*`,
+    '\\p{White_Space}*[\\r\\n]+',
+    '\\p{White_Space}+(?!\\P{White_Space})',
+    '\\p{White_Space}+',
+  ],
+  cl100k_base: ({ L, N }) => [
+    `(?:${CONTRACTION})`,
+    `[^\\r\\n${L}${N}]?${L}+`,
+    `${N}{1,3}`,
+    ` ?[^\\p{White_Space}${L}${N}]+[\\r\\n]*`,
+    '\\p{White_Space}*[\\r\\n]+',
+    '\\p{White_Space}+(?!\\P{White_Space})',
+    '\\p{White_Space}+',
+  ],
+};
+
+/** The split pattern of `encoding` as a global RegExp. */
+export function splitPattern(encoding) {
+  const build = PATTERNS[encoding];
+  if (!build) throw new Error(`no split pattern for ${encoding}`);
+  try {
+    return new RegExp(build(classes(true)).join('|'), 'gv');
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    return new RegExp(build(classes(false)).join('|'), 'gu');
+  }
+}
+
+export const ENCODINGS = Object.freeze(Object.keys(PATTERNS));
+
+const BOM = 0xfeff;
+const NO_RANK = 0x7fffffff;
+// Pieces that are not one token are merged once and remembered; text repeats (code,
+// markup, a conversation counted again each turn). Cleared when full rather than kept in
+// LRU order, which would cost a delete and a set on every hit.
+const CACHE_LIMIT = 1 << 16;
+const ASCII = /^[\x00-\x7f]*$/;
+
+export class Encoding {
+  /**
+   * @param {string} name
+   * @param {(string | number[])[]} table index = rank; a string, or the bytes when they
+   *   are not valid UTF-8 (or begin with a BOM, which a TextDecoder would drop)
+   */
+  constructor(name, table) {
+    this.name = name;
+    this.size = table.length;
+    this.table = table;
+    this.regex = splitPattern(name);
+    this.ranks = new Map();
+    this.byteRanks = new Map();
+    for (let rank = 0; rank < table.length; rank++) {
+      const token = table[rank];
+      if (typeof token === 'string') this.ranks.set(token, rank);
+      else this.byteRanks.set(String.fromCharCode(...token), rank);
+    }
+    this.cache = new Map();
+    this.utf8 = new Uint8Array(256);
+    this.unitAt = new Int32Array(257);
+    this.encoder = new TextEncoder();
+    this.tokenBytes = null;
+  }
+
+  /** Number of tokens in `text` (special-token text is ordinary text). */
+  count(text) {
+    if (!text.isWellFormed()) text = text.toWellFormed();
+    const { ranks, regex } = this;
+    let n = 0;
+    regex.lastIndex = 0;
+    let match;
+    while ((match = regex.exec(text)) !== null) {
+      const piece = match[0];
+      n += ranks.has(piece) ? 1 : this.merge(piece).length;
+    }
+    return n;
+  }
+
+  /** Token ids of `text`, as an Int32Array. */
+  encode(text) {
+    if (!text.isWellFormed()) text = text.toWellFormed();
+    const { ranks, regex } = this;
+    let out = new Int32Array(Math.max(16, text.length >> 1));
+    let n = 0;
+    regex.lastIndex = 0;
+    let match;
+    while ((match = regex.exec(text)) !== null) {
+      const piece = match[0];
+      const rank = ranks.get(piece);
+      const ids = rank === undefined ? this.merge(piece) : null;
+      const need = n + (ids === null ? 1 : ids.length);
+      if (need > out.length) {
+        const bigger = new Int32Array(Math.max(need, out.length * 2));
+        bigger.set(out.subarray(0, n));
+        out = bigger;
+      }
+      if (ids === null) out[n++] = rank;
+      else for (let i = 0; i < ids.length; i++) out[n++] = ids[i];
+    }
+    return out.subarray(0, n);
+  }
+
+  /** The bytes that `ids` stand for; throws on an id that is not a rank. */
+  decodeBytes(ids) {
+    if (this.tokenBytes === null) {
+      this.tokenBytes = this.table.map((t) => (typeof t === 'string' ? this.encoder.encode(t) : Uint8Array.from(t)));
+    }
+    const parts = this.tokenBytes;
+    let size = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const part = parts[ids[i]];
+      if (part === undefined) throw new RangeError(`${this.name}: ${ids[i]} is not a token id`);
+      size += part.length;
+    }
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (let i = 0; i < ids.length; i++) {
+      out.set(parts[ids[i]], at);
+      at += parts[ids[i]].length;
+    }
+    return out;
+  }
+
+  // A piece that is not one token: tiktoken's byte-pair merge (repeatedly join the
+  // adjacent pair of lowest rank; the first such pair wins ties).
+  merge(piece) {
+    const cached = this.cache.get(piece);
+    if (cached !== undefined) return cached;
+    const ids = ASCII.test(piece) ? this.mergeAscii(piece) : this.mergeUtf8(piece);
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+    this.cache.set(piece, ids);
+    return ids;
+  }
+
+  // ASCII: a byte is a char, so slices of the piece are the keys.
+  mergeAscii(piece) {
+    const { ranks } = this;
+    return bytePairMerge(piece.length, (a, b) => ranks.get(piece.slice(a, b)) ?? NO_RANK);
+  }
+
+  // Otherwise work on the UTF-8 bytes. A slice that starts and ends on character
+  // boundaries is a string (unless it starts with a BOM); any other is a byte string.
+  mergeUtf8(piece) {
+    if (this.utf8.length < piece.length * 3) {
+      this.utf8 = new Uint8Array(piece.length * 3);
+      this.unitAt = new Int32Array(piece.length * 3 + 1);
+    }
+    const { written } = this.encoder.encodeInto(piece, this.utf8);
+    const bytes = this.utf8;
+    const unitAt = this.unitAt; // UTF-16 index of each byte that starts a character, else -1
+    let unit = 0;
+    for (let i = 0; i < written; i++) {
+      const b = bytes[i];
+      if ((b & 0xc0) === 0x80) unitAt[i] = -1;
+      else {
+        unitAt[i] = unit;
+        unit += b >= 0xf0 ? 2 : 1;
+      }
+    }
+    unitAt[written] = unit;
+    const { ranks, byteRanks } = this;
+    const rankOf = (a, b) => {
+      const from = unitAt[a];
+      const to = unitAt[b];
+      if (from >= 0 && to >= 0 && piece.charCodeAt(from) !== BOM) return ranks.get(piece.slice(from, to)) ?? NO_RANK;
+      return byteRanks.get(String.fromCharCode(...bytes.subarray(a, b))) ?? NO_RANK;
+    };
+    return bytePairMerge(written, rankOf);
+  }
+}
+
+// n parts of one byte each; rankOf(a, b) is the rank of bytes [a, b) or NO_RANK.
+// Returns the ranks of the final parts. Quadratic in n, like tiktoken's own loop for the
+// short pieces a split pattern makes.
+function bytePairMerge(n, rankOf) {
+  const starts = new Array(n + 1);
+  const pairRanks = new Array(n);
+  for (let i = 0; i <= n; i++) starts[i] = i;
+  for (let i = 0; i < n - 1; i++) pairRanks[i] = rankOf(i, i + 2);
+  pairRanks[n - 1] = NO_RANK;
+  let parts = n; // starts has parts + 1 entries, pairRanks has parts
+  while (parts > 1) {
+    let best = NO_RANK;
+    let at = -1;
+    for (let i = 0; i < parts - 1; i++) {
+      if (pairRanks[i] < best) {
+        best = pairRanks[i];
+        at = i;
+      }
+    }
+    if (at < 0) break;
+    starts.splice(at + 1, 1);
+    pairRanks.splice(at + 1, 1);
+    parts--;
+    pairRanks[at] = at + 2 <= parts ? rankOf(starts[at], starts[at + 2]) : NO_RANK;
+    if (at > 0) pairRanks[at - 1] = rankOf(starts[at - 1], starts[at + 1]);
+  }
+  const ids = new Array(parts);
+  for (let i = 0; i < parts; i++) ids[i] = rankOf(starts[i], starts[i + 1]);
+  return ids;
+}
+
+/**
+ * Load an encoding's vocabulary (a module under `ranksURL`, e.g. the page's
+ * vendor/gpt-tokenizer/) and build its Encoding.
+ */
+export async function loadEncoding(name, ranksURL) {
+  if (!PATTERNS[name]) throw new Error(`unsupported encoding ${name}`);
+  const { default: table } = await import(new URL(`${name}.js`, ranksURL).href);
+  return new Encoding(name, table);
+}
