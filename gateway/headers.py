@@ -3,8 +3,13 @@
 - COOP `same-origin` + COEP `require-corp` make the page cross-origin isolated, which a
   PyScript worker needs for SharedArrayBuffer (its synchronous bridge to the page).
 - CORP `same-origin` lets our own assets load under COEP.
-- The Content-Security-Policy allows scripts from this origin only, plus
-  'wasm-unsafe-eval' (Pyodide compiles WebAssembly; nothing else is evaluated). Images
+- The Content-Security-Policy allows scripts from this origin only: no inline script,
+  so markup in a model's answer can never bring script of its own. 'wasm-unsafe-eval'
+  lets Pyodide compile WebAssembly. 'unsafe-eval' is there because PyScript's worker
+  start-up (`import pyscript`, stdlib context.py) builds its `js_import` helper with
+  `window.Function(...)` on the main thread; blocked, that EvalError intermittently
+  failed the whole boot (seen in about one reload in three under load). It lets only
+  code that already runs here evaluate strings; drop it once PyScript stops doing so. Images
   only from this origin, data: and blob:, so model output cannot leak data through an
   image URL. connect-src is configurable: the page may talk to an upstream directly.
 """
@@ -18,7 +23,7 @@ def content_security_policy(connect_src: str, frame_ancestors: str) -> str:
     return "; ".join(
         [
             "default-src 'self'",
-            "script-src 'self' 'wasm-unsafe-eval'",
+            "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
             "worker-src 'self' blob:",
             f"connect-src {connect_src}",
             "img-src 'self' data: blob:",
