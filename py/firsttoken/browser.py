@@ -11,6 +11,7 @@ import asyncio
 from typing import Any, AsyncIterator, Mapping
 
 from . import IN_PYODIDE
+from ._browser_tokens import install as install_page_tokenizer
 from .client import AbortSignal, HTTPRequest
 from .errors import Aborted, TransportError
 
@@ -97,6 +98,7 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
         raise RuntimeError("firsttoken.browser.start() runs only inside Pyodide")
     from .core import Core
 
+    install_page_tokenizer(xworker=xworker)  # tokens' "js" backend; fetches nothing until ensure_encoder
     core = Core(post=xworker.postMessage, transport=FetchTransport(), clock=now_ms, sleep=asyncio.sleep, boot=boot)
     tasks: set[asyncio.Task] = set()
 
