@@ -9,6 +9,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 CHROMIUM ?= /usr/bin/chromium
 export PYTHONDONTWRITEBYTECODE := 1
+# py/ holds the browser-side package `firsttoken`, which the gateway uses too (exact
+# prompt counts in the built-in model's usage).
+export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
 .PHONY: run test deps browser lock clean bench-%
 
