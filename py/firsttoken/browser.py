@@ -99,7 +99,17 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
     from .core import Core
 
     install_page_tokenizer(xworker=xworker)  # tokens' "js" backend; fetches nothing until ensure_encoder
-    core = Core(post=xworker.postMessage, transport=FetchTransport(), clock=now_ms, sleep=asyncio.sleep, boot=boot)
+    from ._browser_tokens import ensure_encoder
+
+    core = Core(
+        post=xworker.postMessage,
+        transport=FetchTransport(),
+        clock=now_ms,
+        sleep=asyncio.sleep,
+        boot=boot,
+        # Counting needs the page's encoder, which loads on first use (never at boot).
+        prepare_encoder=ensure_encoder,
+    )
     tasks: set[asyncio.Task] = set()
 
     def on_message(event: Any) -> None:
