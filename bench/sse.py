@@ -1,6 +1,6 @@
-"""Benchmark: decoding a chat-completion SSE stream, ours against httpx-sse, same run.
+"""Benchmark: decoding a chat-completion SSE stream, ours against a peer, same run.
 
-    .venv/bin/python bench/sse.py [--events N] [--repeat R]
+    .venv/bin/python bench/sse.py [--events N] [--repeat R] [--page-repeat R]
 
 Builds a realistic `chat.completion.chunk` stream, cuts it the way a network would
 (random 1-16 KiB reads, fixed seed), and decodes it to events with
@@ -9,10 +9,18 @@ Builds a realistic `chat.completion.chunk` stream, cuts it the way a network wou
 `SSELineDecoder`, then `SSEDecoder`, through the same chain of generators), minus the
 `httpx.Response` plumbing, which would only add per-chunk cost to httpx-sse's side.
 
+Then in the page, where the decoder really runs: the same bytes, cut into the same
+chunks, decoded by `SSEDecoder` in Pyodide and by npm `eventsource-parser` (behind a
+streaming `TextDecoder`, since it takes strings and fetch() gives bytes), interleaved in
+one headless Chromium page (bench/sse_page.mjs, served by bench/harness.py). Each side
+is timed over decoding alone, chunk by chunk, counting events; the chunks are handed
+over once before any timing. Both must agree event for event first.
+
 Prints a few human lines, then LAST one JSON line:
-    {"events", "bytes", "cpython_events_per_s", "httpx_sse_events_per_s", "ratio", ...}
-`ratio` is ours / httpx-sse. The in-page benchmark adds its figures to that line, reusing
-`build_stream()` and `split_like_network()` from this module.
+    {"events", "bytes", "cpython_events_per_s", "httpx_sse_events_per_s", "ratio",
+     "pyodide_events_per_s", "eventsource_parser_events_per_s", "pyodide_ratio"}
+`ratio` is ours / httpx-sse on CPython; `pyodide_ratio` is ours in Pyodide /
+eventsource-parser, same page. Speeds are from medians of the repetitions.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 _PY = str(Path(__file__).resolve().parents[1] / "py")
 if _PY not in sys.path:  # run as a script from the repository root, py/ is not on the path
@@ -157,10 +166,26 @@ def _long_line_seconds(size: int, piece: int = 64 * 1024) -> float:
     return time.perf_counter() - start
 
 
+def run_in_page(data: bytes, chunks: list[bytes], repeat: int) -> dict[str, Any]:
+    """Time both in-page decoders on `chunks` (of `data`); the page's raw result."""
+    from harness import bench_page  # Playwright and the gateway: only for this part
+
+    assert b"".join(chunks) == data
+    files = {
+        "stream.bin": data,
+        "chunk_lengths.json": json.dumps([len(c) for c in chunks]).encode(),
+    }
+    with bench_page(files) as page:
+        result: dict[str, Any] = page.run(f"/bench/sse_page.html?repeat={repeat}")
+        result["chromium"] = page.browser_version
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--page-repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
 
@@ -206,12 +231,27 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         f"general path (id: line per event, CRLF): firsttoken {general_ours * 1e3:.1f} ms, "
         f"httpx-sse {general_theirs * 1e3:.1f} ms, ratio {general_theirs / general_ours:.2f}"
     )
+
+    page = run_in_page(data, chunks, args.page_repeat)
+    assert page["events"] == len(ours), "the page decoded another number of events"
+    pyodide_s = statistics.median(page["pyodide_ms"]) / 1e3
+    parser_s = statistics.median(page["eventsource_parser_ms"]) / 1e3
+    print(
+        f"in the page (Chromium {page['chromium']}, "
+        f"Python {page['python']}, boot {page['boot_ms'] / 1e3:.1f} s): "
+        f"firsttoken in Pyodide {pyodide_s * 1e3:.1f} ms, eventsource-parser "
+        f"{parser_s * 1e3:.1f} ms, medians of {args.page_repeat}"
+    )
+
     result = {
         "events": len(ours),
         "bytes": len(data),
         "cpython_events_per_s": round(len(ours) / ours_s),
         "httpx_sse_events_per_s": round(len(theirs) / theirs_s),
         "ratio": round(theirs_s / ours_s, 2),
+        "pyodide_events_per_s": round(page["events"] / pyodide_s),
+        "eventsource_parser_events_per_s": round(page["events"] / parser_s),
+        "pyodide_ratio": round(parser_s / pyodide_s, 2),
     }
     print(json.dumps(result))
     return result
