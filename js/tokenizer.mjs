@@ -13,94 +13,14 @@
 //     matches "'ſ" (U+017F folds to s); and its cl100k_base pattern is not the one in
 //     tiktoken's data file.
 // Here every token whose bytes are valid UTF-8 and do not begin with a BOM is keyed by
-// its string, every other token by a "byte string" (one char per byte), and the split
-// patterns are tiktoken's (npm tiktoken `encoders/<name>.json`, `pat_str`) rewritten for
-// JavaScript with the same meaning.
+// its string, every other token by a "byte string" (one char per byte), and texts are
+// split as tiktoken's own patterns split them.
 //
-// Unicode versions: the pattern classifies characters by Unicode properties, so the JS
-// engine's tables must match those tiktoken was built with (Unicode 16.0). Engines with
-// Unicode 17 know 4,803 more characters and moved U+0295 from Ll to Lo; with the `v` flag
-// (Chromium 112+, Safari 17+, Firefox 116+) the classes below subtract those, so Unicode
-// 16 and 17 engines both split exactly like tiktoken. Older engines fall back to plain
-// classes and may differ on characters their tables do not know.
+// Splitting (the pre-tokenizer) is js/tokenizer_split.mjs.
 
-// Code points assigned in Unicode 17.0 (unassigned in 16.0): computed by comparing
-// Python 3.14's unicodedata (16.0.0) with V8/ICU 78 (17.0) over all code points
-// (see tests/corpus/tokens/unicode_after_16.mjs).
-const NEW_IN_17 = [
-  [0x88f, 0x88f], [0xc5c, 0xc5c], [0xcdc, 0xcdc], [0x1acf, 0x1add], [0x1ae0, 0x1aeb],
-  [0x20c1, 0x20c1], [0x2b96, 0x2b96], [0xa7ce, 0xa7cf], [0xa7d2, 0xa7d2], [0xa7d4, 0xa7d4],
-  [0xa7f1, 0xa7f1], [0xfbc3, 0xfbd2], [0xfd90, 0xfd91], [0xfdc8, 0xfdce], [0x10940, 0x10959],
-  [0x10ec5, 0x10ec7], [0x10ed0, 0x10ed8], [0x10efa, 0x10efb], [0x11b60, 0x11b67],
-  [0x11db0, 0x11ddb], [0x11de0, 0x11de9], [0x16ea0, 0x16eb8], [0x16ebb, 0x16ed3],
-  [0x16ff2, 0x16ff6], [0x187f8, 0x187ff], [0x18d09, 0x18d1e], [0x18d80, 0x18df2],
-  [0x1ccfa, 0x1ccfc], [0x1ceba, 0x1ced0], [0x1cee0, 0x1cef0], [0x1e6c0, 0x1e6de],
-  [0x1e6e0, 0x1e6f5], [0x1e6fe, 0x1e6ff], [0x1f6d8, 0x1f6d8], [0x1f777, 0x1f77a],
-  [0x1f8d0, 0x1f8d8], [0x1fa54, 0x1fa57], [0x1fa8a, 0x1fa8a], [0x1fa8e, 0x1fa8e],
-  [0x1fac8, 0x1fac8], [0x1facd, 0x1facd], [0x1faea, 0x1faea], [0x1faef, 0x1faef],
-  [0x1fbfa, 0x1fbfa], [0x2b73a, 0x2b73f], [0x2cea2, 0x2cead], [0x323b0, 0x33479],
-];
-// Lowercase in Unicode 16 (tiktoken), other letter (Lo) in Unicode 17.
-const LL_IN_16 = 0x295;
+import { Splitter } from './tokenizer_split.mjs';
 
-const hex = (c) => `\\u{${c.toString(16)}}`;
-const NEW = NEW_IN_17.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join('');
-
-// Character classes as tiktoken sees them, for a `v`-flag pattern (set operations) or,
-// failing that, a `u`-flag one.
-function classes(setOps) {
-  if (!setOps) {
-    return {
-      L: '\\p{L}', N: '\\p{N}', M: '\\p{M}', Lu: '\\p{Lu}', Lt: '\\p{Lt}', Lm: '\\p{Lm}',
-      Lo: '\\p{Lo}', Ll: '\\p{Ll}',
-    };
-  }
-  const minus = (p) => `[\\p{${p}}--[${NEW}]]`;
-  return {
-    L: minus('L'), N: minus('N'), M: minus('M'), Lu: minus('Lu'), Lt: minus('Lt'),
-    Lm: minus('Lm'), Lo: `[\\p{Lo}--[${NEW}${hex(LL_IN_16)}]]`, Ll: `[${minus('Ll')}${hex(LL_IN_16)}]`,
-  };
-}
-
-// Rust's `(?i:…)` folds case with Unicode simple case folding: only s has a non-ASCII
-// fold (U+017F LATIN SMALL LETTER LONG S) among these letters.
-const CONTRACTION = "'[sS\\u{17f}]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]";
-
-// tiktoken's pat_str, alternative by alternative; `\s` is White_Space there.
-const PATTERNS = {
-  o200k_base: ({ L, N, M, Lu, Lt, Lm, Lo, Ll }) => [
-    `[^\\r\\n${L}${N}]?[${Lu}${Lt}${Lm}${Lo}${M}]*[${Ll}${Lm}${Lo}${M}]+(?:${CONTRACTION})?`,
-    `[^\\r\\n${L}${N}]?[${Lu}${Lt}${Lm}${Lo}${M}]+[${Ll}${Lm}${Lo}${M}]*(?:${CONTRACTION})?`,
-    `${N}{1,3}`,
-    ` ?[^\\p{White_Space}${L}${N}]+[\\r\\n\\/]*`,
-    '\\p{White_Space}*[\\r\\n]+',
-    '\\p{White_Space}+(?!\\P{White_Space})',
-    '\\p{White_Space}+',
-  ],
-  cl100k_base: ({ L, N }) => [
-    `(?:${CONTRACTION})`,
-    `[^\\r\\n${L}${N}]?${L}+`,
-    `${N}{1,3}`,
-    ` ?[^\\p{White_Space}${L}${N}]+[\\r\\n]*`,
-    '\\p{White_Space}*[\\r\\n]+',
-    '\\p{White_Space}+(?!\\P{White_Space})',
-    '\\p{White_Space}+',
-  ],
-};
-
-/** The split pattern of `encoding` as a global RegExp. */
-export function splitPattern(encoding) {
-  const build = PATTERNS[encoding];
-  if (!build) throw new Error(`no split pattern for ${encoding}`);
-  try {
-    return new RegExp(build(classes(true)).join('|'), 'gv');
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error;
-    return new RegExp(build(classes(false)).join('|'), 'gu');
-  }
-}
-
-export const ENCODINGS = Object.freeze(Object.keys(PATTERNS));
+export const ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base']);
 
 const BOM = 0xfeff;
 const NO_RANK = 0x7fffffff;
@@ -120,7 +40,7 @@ export class Encoding {
     this.name = name;
     this.size = table.length;
     this.table = table;
-    this.regex = splitPattern(name);
+    this.splitter = new Splitter(name);
     this.ranks = new Map();
     this.byteRanks = new Map();
     for (let rank = 0; rank < table.length; rank++) {
@@ -138,12 +58,11 @@ export class Encoding {
   /** Number of tokens in `text` (special-token text is ordinary text). */
   count(text) {
     if (!text.isWellFormed()) text = text.toWellFormed();
-    const { ranks, regex } = this;
+    const { ranks, splitter } = this;
     let n = 0;
-    regex.lastIndex = 0;
-    let match;
-    while ((match = regex.exec(text)) !== null) {
-      const piece = match[0];
+    for (let i = 0, end = 0; i < text.length; i = end) {
+      end = splitter.next(text, i);
+      const piece = text.slice(i, end);
       n += ranks.has(piece) ? 1 : this.merge(piece).length;
     }
     return n;
@@ -152,13 +71,12 @@ export class Encoding {
   /** Token ids of `text`, as an Int32Array. */
   encode(text) {
     if (!text.isWellFormed()) text = text.toWellFormed();
-    const { ranks, regex } = this;
+    const { ranks, splitter } = this;
     let out = new Int32Array(Math.max(16, text.length >> 1));
     let n = 0;
-    regex.lastIndex = 0;
-    let match;
-    while ((match = regex.exec(text)) !== null) {
-      const piece = match[0];
+    for (let i = 0, end = 0; i < text.length; i = end) {
+      end = splitter.next(text, i);
+      const piece = text.slice(i, end);
       const rank = ranks.get(piece);
       const ids = rank === undefined ? this.merge(piece) : null;
       const need = n + (ids === null ? 1 : ids.length);
@@ -278,7 +196,7 @@ function bytePairMerge(n, rankOf) {
  * vendor/gpt-tokenizer/) and build its Encoding.
  */
 export async function loadEncoding(name, ranksURL) {
-  if (!PATTERNS[name]) throw new Error(`unsupported encoding ${name}`);
+  if (!ENCODINGS.includes(name)) throw new Error(`unsupported encoding ${name}`);
   const { default: table } = await import(new URL(`${name}.js`, ranksURL).href);
   return new Encoding(name, table);
 }
