@@ -16,9 +16,26 @@ both cl100k_base and o200k_base. MB/s are 10^6 bytes of UTF-8 per second, median
 `--repeat` runs. Also printed (human lines only): cold start of our encoder and counts in
 4096-character pieces, where per-call overhead shows.
 
+In the page (headless Chromium, bench/tokens_page.html: Pyodide in a worker with the
+app's files and headers, `firsttoken._browser_tokens` installed as the app installs it):
+
+* `page_mb_s`: the same corpus through `firsttoken.tokens.count(corpus, "o200k_base")`
+  inside Pyodide, timed in Python from the call to the result (so it includes handing the
+  text to the tokenizer's worker and waiting for the answer); median of `--repeat` runs
+  after one untimed run. `page_first_mb_s` is that first run: a freshly built encoder,
+  its cache of merged pieces empty, V8 not warmed up.
+* `ratio`: page_mb_s / cpython_tiktoken_mb_s (measured in this same run).
+* `page_init_ms`: on a fresh page with a warm HTTP cache (a new page in a browser context
+  that has loaded everything once), how long `await ensure_encoder("o200k_base")` takes
+  in Python: start the tokenizer's worker, fetch (304) and build the vocabulary. Median
+  over `--pages` fresh pages. `page_cold_init_ms` is the first one, with an empty cache.
+* `exact` is also false unless the page's ids equal tiktoken's on the whole corpus, in
+  both encodings.
+
 Prints a few human lines, then LAST one JSON line:
-    {"bytes", "exact", "cpython_tiktoken_mb_s", "firsttoken_cpython_mb_s", ...}
-The in-page benchmark adds `page_mb_s`, `ratio`, `page_init_ms`, reusing `build_corpus()`.
+    {"bytes", "exact", "cpython_tiktoken_mb_s", "firsttoken_cpython_mb_s", ...,
+     "page_mb_s", "ratio", "page_init_ms", ...}
+`--no-page` skips the page (no Chromium needed).
 """
 
 from __future__ import annotations
@@ -37,6 +54,7 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "py"))
+sys.path.insert(0, str(ROOT))
 
 from firsttoken import tokens  # noqa: E402
 
@@ -97,10 +115,75 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+PAGE_ENSURE = """
+import json, time
+from firsttoken import _browser_tokens as bt
+start = time.perf_counter()
+await bt.ensure_encoder("o200k_base")
+json.dumps((time.perf_counter() - start) * 1000)
+"""
+
+PAGE_IDS = """
+import json
+from firsttoken import tokens
+from firsttoken import _browser_tokens as bt
+await bt.ensure_encoder("cl100k_base")
+json.dumps({enc: tokens.encode(ARG, enc) for enc in ("o200k_base", "cl100k_base")})
+"""
+
+PAGE_COUNT = """
+import gc, json, time
+from firsttoken import tokens
+times, counts = [], []
+for _ in range(REPEAT + 1):
+    gc.collect()
+    start = time.perf_counter()
+    counts.append(tokens.count(ARG, "o200k_base"))
+    times.append(time.perf_counter() - start)
+json.dumps({"times": times, "counts": counts})
+"""
+
+
+def page_figures(corpus: str, repeat: int, pages: int, reference: dict[str, list[int]]) -> dict[str, Any]:
+    """Counting in headless Chromium through the page's Python API (see the docstring)."""
+    from playwright.sync_api import sync_playwright
+
+    from bench.tokens_page import CHROMIUM, CHROMIUM_ARGS, load, serve
+
+    mb = len(corpus.encode("utf-8")) / 1e6
+    with serve() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        context = browser.new_context()  # one HTTP cache for every page below
+        page = load(context.new_page(), url)
+        cold_init_ms = json.loads(page.run(PAGE_ENSURE))
+        ids = page.run_json(PAGE_IDS, corpus)
+        exact = all(ids[enc] == reference[enc] for enc in reference)
+        run = page.run_json(PAGE_COUNT.replace("REPEAT", str(repeat)), corpus)
+        counts_ok = set(run["counts"]) == {len(reference["o200k_base"])}
+        page.page.close()
+        init_ms = []
+        for _ in range(pages):
+            fresh = load(context.new_page(), url)
+            init_ms.append(json.loads(fresh.run(PAGE_ENSURE)))
+            fresh.page.close()
+        browser.close()
+    first, timed = run["times"][0], run["times"][1:]
+    return {
+        "exact": exact and counts_ok,
+        "page_mb_s": mb / statistics.median(timed),
+        "page_first_mb_s": mb / first,
+        "page_init_ms": statistics.median(init_ms),
+        "page_cold_init_ms": cold_init_ms,
+        "init_runs": init_ms,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bytes", type=int, default=1_048_576)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pages", type=int, default=5, help="fresh pages for page_init_ms")
+    parser.add_argument("--no-page", action="store_true", help="CPython figures only")
     args = parser.parse_args()
 
     corpus = build_corpus(args.bytes)
@@ -111,6 +194,7 @@ def main() -> None:
 
     exact = True
     results: dict[str, dict[str, float]] = {}
+    reference_ids: dict[str, list[int]] = {}
     for encoding in ENCODINGS:
         tokens.clear_encoder_cache()
         start = time.perf_counter()
@@ -120,6 +204,7 @@ def main() -> None:
 
         ours_ids = tokens.encode(corpus, encoding)
         raw_ids = raw.encode_ordinary(corpus)
+        reference_ids[encoding] = raw_ids
         same = ours_ids == raw_ids
         exact &= same
 
@@ -142,18 +227,31 @@ def main() -> None:
         )
 
     main_encoding = ENCODINGS[0]
-    print(
-        json.dumps(
-            {
-                "bytes": n_bytes,
-                "exact": exact,
-                "cpython_tiktoken_mb_s": round(results[main_encoding]["raw"], 3),
-                "firsttoken_cpython_mb_s": round(results[main_encoding]["ours"], 3),
-                "encoding": main_encoding,
-                "firsttoken_cpython_init_ms": round(results[main_encoding]["init_ms"], 1),
-            }
+    figures: dict[str, Any] = {
+        "bytes": n_bytes,
+        "exact": exact,
+        "cpython_tiktoken_mb_s": round(results[main_encoding]["raw"], 3),
+        "firsttoken_cpython_mb_s": round(results[main_encoding]["ours"], 3),
+        "encoding": main_encoding,
+        "firsttoken_cpython_init_ms": round(results[main_encoding]["init_ms"], 1),
+    }
+    if not args.no_page:
+        page = page_figures(corpus, args.repeat, args.pages, reference_ids)
+        print(
+            f"page ({main_encoding}): {page['page_mb_s']:.2f} MB/s (first run {page['page_first_mb_s']:.2f}),"
+            f" ids {'identical' if page['exact'] else 'DIFFER'} in both encodings;"
+            f" ensure_encoder {page['page_init_ms']:.0f} ms warm (runs {[round(t) for t in page['init_runs']]}),"
+            f" {page['page_cold_init_ms']:.0f} ms cold"
         )
-    )
+        figures.update(
+            exact=exact and page["exact"],
+            page_mb_s=round(page["page_mb_s"], 3),
+            ratio=round(page["page_mb_s"] / results[main_encoding]["raw"], 3),
+            page_init_ms=round(page["page_init_ms"], 1),
+            page_first_mb_s=round(page["page_first_mb_s"], 3),
+            page_cold_init_ms=round(page["page_cold_init_ms"], 1),
+        )
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

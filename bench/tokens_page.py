@@ -14,6 +14,7 @@ and its "run Python" request exists only here.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import threading
@@ -35,7 +36,15 @@ from gateway import static  # noqa: E402
 from gateway.app import GatewayConfig  # noqa: E402
 from gateway.headers import SecurityHeaders, content_security_policy  # noqa: E402
 
-__all__ = ["PAGE", "TokensPage", "open_page", "serve"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "PAGE", "TokensPage", "load", "open_page", "serve"]
+
+CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
+# As in tests/e2e/conftest.py: Chromium must not reach for Google's hosts (no network
+# here but the registries; shared FACTS).
+CHROMIUM_ARGS = (
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+)
 
 PAGE = "/bench/tokens_page.html"
 FILES = {
