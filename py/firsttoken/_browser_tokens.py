@@ -32,7 +32,7 @@ from typing import Any, Protocol, Sequence
 
 from . import IN_PYODIDE
 from ._bpe_data import KNOWN_VOCABULARIES
-from ._tokens_encoders import Encoder, get_encoder, register_backend, resolve_encoding
+from ._tokens_encoders import Encoder, clear_encoder_cache, get_encoder, register_backend, resolve_encoding
 from .errors import TokenizerError
 
 __all__ = [
@@ -172,6 +172,10 @@ class WorkerBridge:  # pragma: no cover - needs a browser; tests/e2e/test_tokens
         self._worker.onerror = self._on_error
         self._worker.postMessage(js.Array.of("init", self._control, self._out, self._input))
 
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
     def _message(self, event: Any) -> None:
         data = event.data
         future = self._waiting.pop(int(data.id), None)
@@ -212,7 +216,10 @@ class WorkerBridge:  # pragma: no cover - needs a browser; tests/e2e/test_tokens
         self._worker.postMessage(js.Array.of(*request))
         while True:
             if js.Atomics.wait(control, 0, _PENDING, CALL_TIMEOUT_MS) == "timed-out":
-                raise TokenizerError(f"the tokenizer did not answer {request[0]} in {CALL_TIMEOUT_MS} ms")
+                # Hung or dead: give up on this worker; ensure_encoder starts a new one.
+                self._broken = f"the tokenizer did not answer {request[0]} in {CALL_TIMEOUT_MS} ms"
+                self._worker.terminate()
+                raise TokenizerError(self._broken)
             state, value = int(control[0]), int(control[1])
             if state != _SHORT:
                 break
@@ -304,6 +311,8 @@ async def ensure_encoder(model_or_encoding: str = "o200k_base") -> Encoder:
     encoding = resolve_encoding(model_or_encoding)
     if encoding not in SPECIAL_TOKENS:
         raise TokenizerError(f"the page counts o200k_base and cl100k_base, not {encoding}")
+    if _Page.bridge is not None and _Page.bridge.broken:
+        _Page.loaded.clear()
     if encoding not in _Page.loaded:
         future = _Page.loading.get(encoding)
         if future is None:
@@ -320,6 +329,11 @@ async def _load(encoding: str) -> None:  # pragma: no cover - Pyodide only
     if not IN_PYODIDE:
         raise TokenizerError("the JavaScript tokenizer runs only in the page (Pyodide)")
     started = time.perf_counter()
+    if _Page.bridge is not None and _Page.bridge.broken:
+        # Its encoders are dead too: forget them, and start over with a new worker.
+        _Page.bridge = None
+        _Page.loaded.clear()
+        clear_encoder_cache()
     if _Page.bridge is None:
         _Page.bridge = WorkerBridge(str(js.URL.new("js/tokenizer_worker.mjs", _page_base()).href))
     worker_ms = await _Page.bridge.load(encoding)

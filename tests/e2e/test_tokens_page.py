@@ -262,3 +262,42 @@ json.dumps(out)
     assert "not p50k_base" in answer["unsupported"]
     # Published in the OpenAI cookbook (independent of our data and golden.json).
     assert answer["cookbook"] == [8930, 9697, 243, 128225, 8930, 17693, 4344, 48669]
+
+
+def test_a_dead_tokenizer_worker_fails_fast_and_is_replaced(tokens_page: TokensPage) -> None:
+    """(Last: it kills the page's tokenizer worker, then checks the page recovers.)"""
+    answer = tokens_page.run_json("""
+import json, time
+from firsttoken import tokens
+from firsttoken import _browser_tokens as bt
+from firsttoken.errors import TokenizerError
+out = {}
+def attempt(name, call):
+    start = time.perf_counter()
+    try:
+        out[name] = ["no error", call()]
+    except TokenizerError as exc:
+        out[name] = [str(exc)]
+    out[name].append(round((time.perf_counter() - start) * 1000))
+bt._Page.bridge._worker.terminate()
+saved, bt.CALL_TIMEOUT_MS = bt.CALL_TIMEOUT_MS, 300
+try:
+    attempt("hung", lambda: tokens.count("hello", "gpt-4o"))
+    attempt("broken", lambda: tokens.count("hello", "gpt-4o"))
+finally:
+    bt.CALL_TIMEOUT_MS = saved
+await bt.ensure_encoder("gpt-4o")
+attempt("recovered", lambda: tokens.count("hello world", "gpt-4o"))
+missing = bt.WorkerBridge(bt._Page.base_url + "js/no-such-worker.mjs")
+try:
+    await missing.load("o200k_base")
+    out["missing"] = "loaded"
+except TokenizerError as exc:
+    out["missing"] = str(exc)
+await bt.ensure_encoder("cl100k_base")
+json.dumps(out)
+""")
+    assert "did not answer count in 300 ms" in answer["hung"][0]
+    assert "did not answer" in answer["broken"][0] and answer["broken"][-1] < 100  # no second wait
+    assert answer["recovered"][:2] == ["no error", 2]
+    assert answer["missing"] and answer["missing"] != "loaded"
