@@ -24,7 +24,10 @@ app's files and headers, `firsttoken._browser_tokens` installed as the app insta
   text to the tokenizer's worker and waiting for the answer); median of `--repeat` runs
   after one untimed run. `page_first_mb_s` is that first run: a freshly built encoder,
   its cache of merged pieces empty, V8 not warmed up.
-* `ratio`: page_mb_s / cpython_tiktoken_mb_s (measured in this same run).
+* `ratio`: page_mb_s / cpython_tiktoken_mb_s (measured in this same run, before the
+  page). This machine's load swings with other work, so the page's runs alternate with
+  CPython tiktoken runs on the same corpus: `ratio_interleaved` is page_mb_s over their
+  median (`cpython_tiktoken_interleaved_mb_s`), the two sides timed under the same load.
 * `page_init_ms`: on a fresh page with a warm HTTP cache (a new page in a browser context
   that has loaded everything once), how long `await ensure_encoder("o200k_base")` takes
   in Python: start the tokenizer's worker, fetch (304) and build the vocabulary. Median
@@ -131,20 +134,25 @@ await bt.ensure_encoder("cl100k_base")
 json.dumps({enc: tokens.encode(ARG, enc) for enc in ("o200k_base", "cl100k_base")})
 """
 
+PAGE_PUT = """
+import builtins
+builtins.BENCH_CORPUS = ARG
+"ok"
+"""
+
 PAGE_COUNT = """
-import gc, json, time
+import builtins, gc, json, time
 from firsttoken import tokens
-times, counts = [], []
-for _ in range(REPEAT + 1):
-    gc.collect()
-    start = time.perf_counter()
-    counts.append(tokens.count(ARG, "o200k_base"))
-    times.append(time.perf_counter() - start)
-json.dumps({"times": times, "counts": counts})
+gc.collect()
+start = time.perf_counter()
+n = tokens.count(builtins.BENCH_CORPUS, "o200k_base")
+json.dumps([time.perf_counter() - start, n])
 """
 
 
-def page_figures(corpus: str, repeat: int, pages: int, reference: dict[str, list[int]]) -> dict[str, Any]:
+def page_figures(
+    corpus: str, repeat: int, pages: int, reference: dict[str, list[int]], peer: Callable[[], object]
+) -> dict[str, Any]:
     """Counting in headless Chromium through the page's Python API (see the docstring)."""
     from playwright.sync_api import sync_playwright
 
@@ -158,8 +166,17 @@ def page_figures(corpus: str, repeat: int, pages: int, reference: dict[str, list
         cold_init_ms = json.loads(page.run(PAGE_ENSURE))
         ids = page.run_json(PAGE_IDS, corpus)
         exact = all(ids[enc] == reference[enc] for enc in reference)
-        run = page.run_json(PAGE_COUNT.replace("REPEAT", str(repeat)), corpus)
-        counts_ok = set(run["counts"]) == {len(reference["o200k_base"])}
+        page.run(PAGE_PUT, corpus)
+        times, counts, peer_times = [], [], []
+        for _ in range(repeat + 1):  # the first page run is reported apart
+            seconds, n = page.run_json(PAGE_COUNT)
+            times.append(seconds)
+            counts.append(n)
+            gc.collect()
+            start = time.perf_counter()
+            peer()
+            peer_times.append(time.perf_counter() - start)
+        counts_ok = set(counts) == {len(reference["o200k_base"])}
         page.page.close()
         init_ms = []
         for _ in range(pages):
@@ -167,10 +184,11 @@ def page_figures(corpus: str, repeat: int, pages: int, reference: dict[str, list
             init_ms.append(json.loads(fresh.run(PAGE_ENSURE)))
             fresh.page.close()
         browser.close()
-    first, timed = run["times"][0], run["times"][1:]
+    first, timed = times[0], times[1:]
     return {
         "exact": exact and counts_ok,
         "page_mb_s": mb / statistics.median(timed),
+        "peer_mb_s": mb / statistics.median(peer_times[1:]),
         "page_first_mb_s": mb / first,
         "page_init_ms": statistics.median(init_ms),
         "page_cold_init_ms": cold_init_ms,
@@ -236,18 +254,24 @@ def main() -> None:
         "firsttoken_cpython_init_ms": round(results[main_encoding]["init_ms"], 1),
     }
     if not args.no_page:
-        page = page_figures(corpus, args.repeat, args.pages, reference_ids)
+        raw = raw_tiktoken_encoding(main_encoding)
+        page = page_figures(
+            corpus, args.repeat, args.pages, reference_ids, lambda: len(raw.encode_ordinary(corpus))
+        )
         print(
             f"page ({main_encoding}): {page['page_mb_s']:.2f} MB/s (first run {page['page_first_mb_s']:.2f}),"
             f" ids {'identical' if page['exact'] else 'DIFFER'} in both encodings;"
             f" ensure_encoder {page['page_init_ms']:.0f} ms warm (runs {[round(t) for t in page['init_runs']]}),"
-            f" {page['page_cold_init_ms']:.0f} ms cold"
+            f" {page['page_cold_init_ms']:.0f} ms cold; CPython tiktoken between the page's runs"
+            f" {page['peer_mb_s']:.2f} MB/s"
         )
         figures.update(
             exact=exact and page["exact"],
             page_mb_s=round(page["page_mb_s"], 3),
             ratio=round(page["page_mb_s"] / results[main_encoding]["raw"], 3),
             page_init_ms=round(page["page_init_ms"], 1),
+            cpython_tiktoken_interleaved_mb_s=round(page["peer_mb_s"], 3),
+            ratio_interleaved=round(page["page_mb_s"] / page["peer_mb_s"], 3),
             page_first_mb_s=round(page["page_first_mb_s"], 3),
             page_cold_init_ms=round(page["page_cold_init_ms"], 1),
         )
