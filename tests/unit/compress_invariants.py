@@ -1,9 +1,12 @@
 """Invariant checks for firsttoken.compress, shared by the tests and bench/compress.py.
 
 They are written apart from the compressor on purpose: fences are found by a separate
-small splitter, Python is judged by `ast`, JSON by `json.loads`, and string literals in
-other languages by Pygments' lexers (a test dependency, never shipped), so that a
-mistake in our own lexers cannot vouch for itself.
+small splitter, Python is judged by `ast`, JSON by `json.loads`, and other languages by
+Pygments' lexers (a test dependency, never shipped): their string literals must stay
+byte-identical and, with comments blanked out and backslash-newline splices joined,
+their code must hold the same words, so that whitespace changes (indentation,
+alignment, blank lines) may never glue or split a token. YAML must instead keep the
+indentation of every content line. A mistake in our own lexers cannot vouch for itself.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pygments.lexers import get_lexer_by_name
-from pygments.token import String
+from pygments.token import Comment, Operator, String
 from pygments.util import ClassNotFound
 
 from firsttoken.compress import compress_text
@@ -78,6 +81,51 @@ def _pyg_strings(lang: str, code: str) -> str:
     lexer = get_lexer_by_name(_PYGMENTS[lang], stripnl=False, stripall=False, ensurenl=False)
     # String.Doc is how Pygments lexes Rust `///` doc comments: comments to us.
     return "".join(v for t, v in lexer.get_tokens(code) if t in String and t not in String.Doc)
+
+
+# Markup comments render as nothing, so a removed one leaves nothing; elsewhere a
+# comment separates tokens like a space.
+_NO_GAP = {"html", "xml"}
+# A backslash before a line ending joins the two lines (C, shell, Dockerfile): only an
+# odd run of backslashes does.
+_SPLICE = re.compile(r"(\\*)\\\r?\n")
+_PREPROC = (Comment.Preproc, Comment.PreprocFile)
+
+
+def _pyg_words(lang: str, code: str) -> list[str]:
+    lexer = get_lexer_by_name(_PYGMENTS[lang], stripnl=False, stripall=False, ensurenl=False)
+    gap = "" if _PYGMENTS[lang] in _NO_GAP else " "
+    parts: list[str] = []
+    prev = ("", "")
+    line_comment = False
+    for t, v in lexer.get_tokens(code):
+        if line_comment:
+            # Pygments' SCSS lexer reads `// …` inside a rule as two `/` operators and
+            # words; it is a comment to Sass: blank it up to the line end.
+            line_comment = "\n" not in v
+            parts.append(gap)
+            prev = ("", "")
+            continue
+        if lang == "scss" and t in Operator and v == "/" and prev == (Operator, "/"):
+            parts[-1] = gap
+            line_comment = True
+            continue
+        prev = (t, v)
+        # Pygments files C preprocessor lines under Comment: they are code to us.
+        comment = (t in Comment and not any(t in p for p in _PREPROC)) or t in String.Doc
+        parts.append(gap if comment else v)
+    text = _SPLICE.sub(lambda m: m.group(0) if len(m.group(1)) % 2 else m.group(1), "".join(parts))
+    return text.split()
+
+
+def _content_indents(code: str) -> list[str]:
+    """The indentation of every YAML line that is neither blank nor only a comment."""
+    out = []
+    for line in code.split("\n"):
+        body = line.lstrip(" \t")
+        if body.strip() and not body.startswith("#"):
+            out.append(line[: len(line) - len(body)])
+    return out
 
 
 def _json_struct(text: str) -> Any:
@@ -159,8 +207,17 @@ def _check_block(lang: str, a: str, b: str, level: str) -> list[str]:
             return [] if a == b else ["non-JSON fence changed"]
         return [] if _json_struct(b) == ja else ["json value changed"]
     if lang in _PYGMENTS and a != b:
+        problems = []
         if _pyg_strings(lang, a) != _pyg_strings(lang, b):
-            return [f"{lang} strings changed"]
+            problems.append(f"{lang} strings changed")
+        if _PYGMENTS[lang] == "yaml":
+            # Pygments' YAML lexer reads a comment line after a plain scalar as more of
+            # the scalar, so its words would mislead; indentation is what YAML risks.
+            if _content_indents(a) != _content_indents(b):
+                problems.append("yaml indentation changed")
+        elif _pyg_words(lang, a) != _pyg_words(lang, b):
+            problems.append(f"{lang} code words changed")
+        return problems
     return []
 
 
