@@ -162,7 +162,7 @@ def test_java_text_block_kept() -> None:
 
 def test_inner_runs_collapse_outside_strings_only() -> None:
     assert run("go", 'type T struct {\n\tName    string `json:"name"`\n\tS  = "a    b"\n}\n') == (
-        'type T struct {\n\tName string `json:"name"`\n\tS = "a    b"\n}\n'
+        'type T struct {\nName string `json:"name"`\nS = "a    b"\n}\n'
     )
 
 
@@ -225,6 +225,89 @@ def test_html_comments_pre_and_conditional() -> None:
 def test_css_url_with_slashes_and_strings() -> None:
     body = 'a { background: url(//cdn.x/a.png); content: "/* no */"; } /* c */\n'
     assert run("scss", body) == 'a { background: url(//cdn.x/a.png); content: "/* no */"; }\n'
+
+
+# ---- indentation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lang", "body", "expected"),
+    [
+        ("c", "int f(void) {\n    if (x) {\n        return 1;\n    }\n}\n", "int f(void) {\nif (x) {\nreturn 1;\n}\n}\n"),
+        ("cpp", "  #include <a>\n\tint x;\n", "#include <a>\nint x;\n"),
+        ("java", "class A {\n    void f() {\n        g();\n    }\n}\n", "class A {\nvoid f() {\ng();\n}\n}\n"),
+        ("go", "func f() {\n\tif x {\n\t\treturn\n\t}\n}\n", "func f() {\nif x {\nreturn\n}\n}\n"),
+        ("ts", "function f(): void {\n  const a = 1;\n    return;\n}\n", "function f(): void {\nconst a = 1;\nreturn;\n}\n"),
+        ("rust", "impl A {\n    /// Doc.\n    fn f() {}\n}\n", "impl A {\n/// Doc.\nfn f() {}\n}\n"),
+        ("css", "a {\n    color: red;\n}\n", "a {\ncolor: red;\n}\n"),
+        ("scss", ".a {\n  &:hover {\n    color: red;\n  }\n}\n", ".a {\n&:hover {\ncolor: red;\n}\n}\n"),
+        ("sql", "SELECT a\n    FROM t\n   WHERE b = 1;\n", "SELECT a\nFROM t\nWHERE b = 1;\n"),
+        ("toml", "[a]\n  b = 1\n  c = [\n    2,\n  ]\n", "[a]\nb = 1\nc = [\n2,\n]\n"),
+        ("html", "<ul>\n  <li>a</li>\n    text\n</ul>\n", "<ul>\n<li>a</li>\ntext\n</ul>\n"),
+        ("bash", "if true; then\n    echo hi\nfi\n", "if true; then\necho hi\nfi\n"),
+        ("dockerfile", "FROM x\n  RUN y\n", "FROM x\nRUN y\n"),
+    ],
+)
+def test_indentation_goes_where_the_language_ignores_it(lang: str, body: str, expected: str) -> None:
+    assert run(lang, body) == expected
+    assert run(lang, expected) == expected
+
+
+def test_indentation_stays_in_python_and_yaml() -> None:
+    py = "def f():\n    if x:\n        return 1\n"
+    assert run("python", py) == py
+    yaml = "a:\n  b:\n    - c\n"
+    assert run("yaml", yaml) == yaml
+
+
+@pytest.mark.parametrize(
+    ("lang", "body", "expected"),
+    [
+        ("c", '  s = R"(\n    kept\n)";\n', 's = R"(\n    kept\n)";\n'),
+        ("c", '  s = "a\\\n    kept";\n', 's = "a\\\n    kept";\n'),
+        ("js", "  t = `a\n    kept ${x}\n  too`;\n", "t = `a\n    kept ${x}\n  too`;\n"),
+        ("go", "\tx := `a\n\t\tkept`\n", "x := `a\n\t\tkept`\n"),
+        ("rust", '    let s = "a\n        kept";\n', 'let s = "a\n        kept";\n'),
+        ("java", '    String s = """\n        kept\n        """;\n', 'String s = """\n        kept\n        """;\n'),
+        ("bash", "  echo 'a\n    kept'\n  cat <<-EOF\n\t\tkept\n\tEOF\n", "echo 'a\n    kept'\ncat <<-EOF\n\t\tkept\n\tEOF\n"),
+        ("sql", "  AS $$\n    BEGIN\n    END\n  $$;\n", "AS $$\n    BEGIN\n    END\n  $$;\n"),
+        (
+            "html",
+            "<div>\n  <pre>\n    kept\n  </pre>\n  <textarea>\n  kept</textarea>\n  <script>\n    f();\n  </script>\n</div>\n",
+            "<div>\n<pre>\n    kept\n  </pre>\n<textarea>\n  kept</textarea>\n<script>\n    f();\n  </script>\n</div>\n",
+        ),
+    ],
+)
+def test_lines_starting_inside_a_string_keep_their_indentation(lang: str, body: str, expected: str) -> None:
+    assert run(lang, body) == expected
+    assert run(lang, expected) == expected
+
+
+def test_continued_line_keeps_one_space() -> None:
+    assert run("c", "#define M(a) \\\n    ((a) + 1)\n") == "#define M(a) \\\n ((a) + 1)\n"
+    assert run("bash", "docker run\\\n    -p 80:80 \\\n    img\n") == "docker run\\\n -p 80:80 \\\n img\n"
+    assert run("dockerfile", "RUN a &&\\\n    b\n") == "RUN a &&\\\n b\n"
+    # An escaped backslash ends the line: nothing is continued.
+    assert run("bash", "echo a\\\\\n    b\n") == "echo a\\\\\nb\n"
+
+
+def test_directive_comment_keeps_its_indentation() -> None:
+    assert run("go", "func f() {\n\t//go:noinline\n\tg()\n}\n") == "func f() {\n\t//go:noinline\ng()\n}\n"
+    assert run("ts", "  // @ts-ignore\n  f();\n") == "  // @ts-ignore\nf();\n"
+
+
+def test_kept_multiline_comment_keeps_its_inner_lines() -> None:
+    body = "  /*\n   * Copyright 2024 Acme\n   *   indented\n   */\n  int x;\n"
+    assert run("c", body) == "/*\n   * Copyright 2024 Acme\n   *   indented\n   */\nint x;\n"
+
+
+def test_indented_fence_dedents_within_its_own_indent() -> None:
+    text = "1. Step:\n   ```c\n   int f() {\n       return 1;\n   }\n   ```"
+    assert compress_text(text).text == "1. Step:\n   ```c\n   int f() {\n   return 1;\n   }\n   ```"
+
+
+def test_dedent_keeps_crlf() -> None:
+    assert run("java", "class A {\r\n    int x;\r\n}\r\n") == "class A {\r\nint x;\r\n}\r\n"
 
 
 # ---- fences ---------------------------------------------------------------------------

@@ -10,7 +10,8 @@ pass       what goes
 json       whitespace in pretty JSON (fenced, a whole message, or a `{`/`[` block in
            prose); tokens stay byte-identical, duplicates and number spellings too
 code       comments, trailing whitespace and blank lines in fenced code of a known
-           language; string literals stay byte-identical, indentation stays
+           language, and indentation where the language ignores it; string literals
+           stay byte-identical, Python and YAML keep their indentation
 docs       documentation comments, Python docstrings, leading licence headers
 tables     padding in GFM tables, and long delimiter rows
 whitespace trailing spaces, runs of spaces, extra blank lines in prose; never inside
@@ -67,6 +68,22 @@ Decisions, with the module that implements each:
   keeps the block byte-for-byte and names the reason in `Report.untouched`.
 * Spaces inside code lines collapse between tokens (alignment padding) in every
   language we lex except YAML, where unquoted scalars keep their inner spaces.
+* Indentation (`code`, `fences`): it goes entirely in C/C++, Java, Go, Rust,
+  JavaScript/TypeScript, CSS/SCSS/Less, SQL, TOML, HTML/XML, shell and Dockerfile,
+  whose grammars read leading whitespace as a mere separator (Go and JavaScript end
+  statements at line breaks, which stay). It stays in Python and YAML, where it is
+  syntax. In o200k a run of spaces is a token of its own and only one space or one
+  tab merges with the word after it, so most indented lines pay a token for their
+  indentation. On the corpus's code blocks in those languages, with comments and
+  blank lines already gone, the count was 8489 tokens with indentation as written,
+  8446 with one tab per level, 8182 with one space per level, 7756 with any
+  indentation cut to one space and 7680 with none: none it is. What keeps its bytes:
+  a line that starts inside a string literal (a multi-line string, template or raw
+  string, a heredoc body, a dollar-quoted SQL body, `<pre>`, `<textarea>`,
+  `<script>`, `<style>`) or inside a kept multi-line comment, and the indentation
+  before a directive comment (Go's `//go:` lines act only in column 0). A line
+  continued by a backslash keeps one space, since C, shell and Dockerfile join it to
+  the line before.
 * Prose (`prose`): indentation is never touched, lines indented four columns or by a
   tab keep their inner spacing (indented code), tabs inside a line stay (TSV), inline
   code spans are byte-identical, CRLF stays CRLF.
@@ -112,7 +129,7 @@ __all__ = [
 
 #: Changes whenever the output for some input could change; caches key on it. The
 #: Python minor version is part of it (see the module docstring).
-COMPRESSION_VERSION = f"1+py{sys.version_info[0]}.{sys.version_info[1]}"
+COMPRESSION_VERSION = f"2+py{sys.version_info[0]}.{sys.version_info[1]}"
 _report_module.VERSION = COMPRESSION_VERSION
 
 #: Pass names, in the order they run.

@@ -7,8 +7,9 @@ Every language goes through the same three steps:
    comments of a block as `Span`s, or None when it meets something it is not sure
    about, and then the block stays untouched;
 2. `rebuild` cuts the comments a pass may remove and drops trailing whitespace and
-   blank lines, never inside a string span (a multi-line string, a heredoc body, a
-   YAML block scalar, a `<pre>` element);
+   blank lines (and, where the language ignores it, indentation), never inside a
+   string span (a multi-line string, a heredoc body, a YAML block scalar, a `<pre>`
+   element);
 3. a self-check: the output is lexed again and must yield the same string literals,
    byte for byte, and the same words once removable comments are blanked out
    (Python: `ast.dump` equal). Any difference, or any exception, leaves the block
@@ -63,6 +64,8 @@ class Language:
     #: may a run of spaces between two tokens become one space? (not in YAML, where
     #: an unquoted scalar's inner spaces are its content)
     inner_runs: bool = True
+    #: may leading indentation go? (only where the grammar ignores it; see `rebuild`)
+    dedent: bool = False
 
 
 def classify_leading_license(text: str, spans: list[Span]) -> None:
@@ -131,11 +134,20 @@ def rebuild(
     squeeze: bool,
     may_drop: Callable[[list[str], int], bool] | None = None,
     inner_runs: bool = False,
+    dedent: bool = False,
 ) -> str:
     """`text` without the comments whose category is in `remove`.
 
     With `squeeze`, also without trailing whitespace and blank lines; otherwise only the
     lines a cut touched lose their trailing whitespace, or go if nothing else is left.
+
+    With `squeeze` and `dedent`, a line also loses its leading whitespace when that
+    whitespace is code: not when the line starts inside a string literal or a kept
+    comment (a multi-line string keeps its inner line starts), nor before a directive
+    comment (an indented `//go:noinline` is a remark, one in column 0 an instruction).
+    A line continued from the one before (which ends in an odd number of backslashes:
+    C, shell and Dockerfile join the two) keeps one space, since the joined text would
+    otherwise glue two words together.
     """
     # Decide from the last comment back, so each decision sees the text after it as it
     # will be: "is the rest of this line blank once later comments are gone" is what
@@ -153,7 +165,7 @@ def rebuild(
         blank, first = _tail_state(code, blank, first)
         body = text[sp.start : sp.end]
         if sp.kind == "s" or sp.cat not in remove:
-            pieces.append(("s" if sp.kind == "s" else "keep", body))
+            pieces.append(("s" if sp.kind == "s" else "dir" if sp.cat == DIRECTIVE else "keep", body))
             blank, first = _tail_state(body, blank, first)
             cursor = sp.start
             continue
@@ -201,7 +213,7 @@ def rebuild(
     pieces.reverse()
     if squeeze and inner_runs:
         _squeeze_runs(pieces)
-    return _lines(pieces, squeeze, may_drop)
+    return _lines(pieces, squeeze, may_drop, squeeze and dedent)
 
 
 # A run of spaces after a visible character (not a backslash: "\ " escapes a space in
@@ -224,24 +236,32 @@ def _squeeze_runs(pieces: list[tuple[str, str]]) -> None:
 
 
 def _lines(
-    pieces: list[tuple[str, str]], squeeze: bool, may_drop: Callable[[list[str], int], bool] | None
+    pieces: list[tuple[str, str]],
+    squeeze: bool,
+    may_drop: Callable[[list[str], int], bool] | None,
+    dedent: bool,
 ) -> str:
     # Forward: cut the output into lines, knowing for each whether its end lies inside a
-    # string (then it is kept as it is), whether it holds a string, and whether a cut
-    # touched it.
+    # string (then it is kept as it is), whether it holds a string, whether a cut
+    # touched it, and how much of its leading whitespace is code (`lead`).
     contents: list[str] = []
     endings: list[str] = []
     protected: list[bool] = []
     has_str: list[bool] = []
     touched: list[bool] = []
+    lead: list[int] = []
     cur: list[str] = []
     cur_str = False
     cur_touch = False
+    cur_lead = 0
+    lead_open = dedent  # still reading the line's leading whitespace
     for kind, piece in pieces:
         if kind == "cut":
             cur_touch = True
             if piece:
                 cur.append(piece)
+                if lead_open:
+                    cur_lead, lead_open = _leading(kind, piece, cur_lead)
             continue
         if kind == "s":
             cur_str = True
@@ -249,24 +269,34 @@ def _lines(
         while True:
             nl = piece.find("\n", start)
             if nl < 0:
-                cur.append(piece[start:])
+                seg = piece[start:]
+                cur.append(seg)
+                if lead_open and seg:
+                    cur_lead, lead_open = _leading(kind, seg, cur_lead)
                 break
-            cur.append(piece[start:nl])
+            seg = piece[start:nl]
+            cur.append(seg)
+            if lead_open and seg:
+                cur_lead, lead_open = _leading(kind, seg, cur_lead)
             contents.append("".join(cur))
             endings.append("\n")
             protected.append(kind == "s")
             has_str.append(cur_str)
             touched.append(cur_touch)
+            lead.append(cur_lead)
             cur = []
             # The next line starts inside this string only if the string goes on.
             cur_str = kind == "s" and nl + 1 < len(piece)
             cur_touch = False
+            cur_lead = 0
+            lead_open = dedent
             start = nl + 1
     contents.append("".join(cur))
     endings.append("")
     protected.append(False)
     has_str.append(cur_str)
     touched.append(cur_touch)
+    lead.append(cur_lead)
 
     out: list[str] = []
     cont = False  # the previous kept line ends with a line-joining backslash
@@ -281,6 +311,9 @@ def _lines(
             s = line.rstrip(" \t")
             if not (s.endswith("\\") and len(s) < len(line)):
                 line = s
+        if lead[i]:
+            rest = line[lead[i] :]
+            line = " " + rest if cont and rest else rest
         drop = (
             not protected[i]
             and not has_str[i]
@@ -300,6 +333,17 @@ def _lines(
         else:
             cont = False
     return "".join(out)
+
+
+def _leading(kind: str, seg: str, lead: int) -> tuple[int, bool]:
+    """(code whitespace at the line start so far, whether it may still grow) after the
+    non-empty segment `seg` of a piece of `kind` joins the line."""
+    if kind == "code" or kind == "cut":
+        rest = seg.lstrip(" \t")
+        return lead + len(seg) - len(rest), not rest
+    if kind == "dir":
+        return 0, False
+    return lead, False
 
 
 _WS = re.compile(r"[ \t\r\n\f\v]+")

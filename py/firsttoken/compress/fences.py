@@ -38,13 +38,15 @@ _ALIASES = {
 #: info-string language (lower case) → language family
 LANGUAGE_ALIASES: dict[str, str] = {a: fam for fam, names in _ALIASES.items() for a in names.split()}
 
+# Every family but YAML (and Python, which has its own path) ignores indentation, so
+# there it goes: see the package docstring.
 _LANGUAGES: dict[str, Language] = {
-    name: Language(name, LEXERS[name]) for name in ("c", "java", "go", "rust", "css", "scss", "toml", "sql")
+    name: Language(name, LEXERS[name], dedent=True)
+    for name in ("c", "java", "go", "rust", "css", "scss", "toml", "sql", "js")
 }
-_LANGUAGES["js"] = Language("js", LEXERS["js"])
-_LANGUAGES["shell"] = Language("shell", lex_shell)
-_LANGUAGES["dockerfile"] = Language("dockerfile", lex_dockerfile)
-_LANGUAGES["markup"] = Language("markup", lex_markup, gap="")
+_LANGUAGES["shell"] = Language("shell", lex_shell, dedent=True)
+_LANGUAGES["dockerfile"] = Language("dockerfile", lex_dockerfile, dedent=True)
+_LANGUAGES["markup"] = Language("markup", lex_markup, gap="", dedent=True)
 _LANGUAGES["yaml"] = Language("yaml", lex_yaml, may_drop=may_drop, inner_runs=False)
 
 
@@ -58,7 +60,14 @@ def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool)
     if spans is None:
         return None, f"{family}: lexer gave up"
     out = rebuild(
-        body, spans, remove, gap=lang.gap, squeeze=squeeze, may_drop=lang.may_drop, inner_runs=lang.inner_runs
+        body,
+        spans,
+        remove,
+        gap=lang.gap,
+        squeeze=squeeze,
+        may_drop=lang.may_drop,
+        inner_runs=lang.inner_runs,
+        dedent=lang.dedent,
     )
     if out == body:
         return body, ""
