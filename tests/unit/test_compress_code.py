@@ -301,6 +301,11 @@ def test_kept_multiline_comment_keeps_its_inner_lines() -> None:
     assert run("c", body) == "/*\n   * Copyright 2024 Acme\n   *   indented\n   */\nint x;\n"
 
 
+def test_multiline_tag_loses_attribute_indentation_values_stay() -> None:
+    body = '<View\n    android:id="@+id/a"\n    title=\'a\n    b\'\n    />\n'
+    assert run("xml", body) == '<View\nandroid:id="@+id/a"\ntitle=\'a\n    b\'\n/>\n'
+
+
 def test_indented_fence_dedents_within_its_own_indent() -> None:
     text = "1. Step:\n   ```c\n   int f() {\n       return 1;\n   }\n   ```"
     assert compress_text(text).text == "1. Step:\n   ```c\n   int f() {\n   return 1;\n   }\n   ```"

@@ -83,7 +83,8 @@ Decisions, with the module that implements each:
   `<script>`, `<style>`) or inside a kept multi-line comment, and the indentation
   before a directive comment (Go's `//go:` lines act only in column 0). A line
   continued by a backslash keeps one space, since C, shell and Dockerfile join it to
-  the line before.
+  the line before. A tag written over several lines loses the indentation of its
+  attribute lines; the values stay.
 * Prose (`prose`): indentation is never touched, lines indented four columns or by a
   tab keep their inner spacing (indented code), tabs inside a line stay (TSV), inline
   code spans are byte-identical, CRLF stays CRLF.

@@ -3,7 +3,9 @@
 Comments are `<!-- … -->` (WHATWG HTML §13.1.6; XML 1.0 §2.5). Tags, with their quoted
 attribute values, are kept whole, as are CDATA sections, processing instructions and
 the raw-text or whitespace-significant elements `script`, `style`, `pre` and
-`textarea`, whose content is not markup at all. Inter-element blank lines are
+`textarea`, whose content is not markup at all. A tag written over several lines
+keeps only its quoted attribute values whole: the whitespace between attributes is
+insignificant. Inter-element blank lines are
 whitespace that HTML collapses; a removed comment leaves nothing behind, since it
 renders as nothing.
 
@@ -29,6 +31,9 @@ _MARKUP = re.compile(
     r"|(?P<bad><!--|<!\[CDATA\[|</?[A-Za-z])",
     re.I,
 )
+_TAG = re.compile(r"</?[A-Za-z]")
+# Inside a tag the grammar above lets quotes occur only around attribute values.
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 _DIRECTIVE = re.compile(r"<!--(?:\[|#|\s*/?ko\b|\s*(?:build:|endbuild|htmlmin|prettier-ignore|inject|endinject|!))", re.I)
 
 
@@ -48,6 +53,12 @@ def lex_markup(text: str) -> list[Span] | None:
         if g == "c":
             body = m.group()
             spans.append(Span(m.start(), m.end(), "c", DIRECTIVE if _DIRECTIVE.match(body) else "plain"))
+        elif g == "s" and "\n" in m.group() and _TAG.match(text, m.start()):
+            # A tag over several lines: the whitespace between its attributes is
+            # markup (XML 1.0 §3.1 "S"), so only the quoted values are kept as they are,
+            # and the attribute lines may lose their indentation.
+            for v in _QUOTED.finditer(text, m.start(), m.end()):
+                spans.append(Span(v.start(), v.end(), "s"))
         else:
             spans.append(Span(m.start(), m.end(), "s"))
         pos = m.end()
