@@ -73,6 +73,12 @@ SPECIAL_TOKENS: dict[str, dict[str, int]] = {
 CALL_TIMEOUT_MS = 30_000
 #: Longest loading one encoding may take.
 LOAD_TIMEOUT_S = 60.0
+#: Counts are remembered per text up to this many characters in all (then forgotten at
+#: once), for texts of at most `COUNT_CACHE_TEXT` characters: the page counts the same
+#: conversation again on every change, message by message, and each count otherwise
+#: costs a round trip to the worker (~0.1 ms) however short the text.
+COUNT_CACHE_CHARS = 4_000_000
+COUNT_CACHE_TEXT = 65_536
 
 
 class Bridge(Protocol):
@@ -120,7 +126,7 @@ def utf8_like_tiktoken(text: str) -> bytes:
 class JsEncoder:
     """An `Encoder` whose work is done by the JavaScript tokenizer, through a `Bridge`."""
 
-    __slots__ = ("_bridge", "_n_ranks", "_name", "_specials")
+    __slots__ = ("_bridge", "_cached_chars", "_counts", "_n_ranks", "_name", "_specials")
 
     def __init__(self, name: str, bridge: Bridge) -> None:
         if name not in SPECIAL_TOKENS:
@@ -129,6 +135,8 @@ class JsEncoder:
         self._bridge = bridge
         self._n_ranks = KNOWN_VOCABULARIES[name].n_ranks
         self._specials = {rank: text.encode() for text, rank in SPECIAL_TOKENS[name].items()}
+        self._counts: dict[str, int] = {}
+        self._cached_chars = 0
 
     @property
     def name(self) -> str:
@@ -138,7 +146,16 @@ class JsEncoder:
         return self._bridge.encode(self._name, text)
 
     def count(self, text: str) -> int:
-        return self._bridge.count(self._name, text)
+        n = self._counts.get(text)
+        if n is None:
+            n = self._bridge.count(self._name, text)
+            if len(text) <= COUNT_CACHE_TEXT:
+                if self._cached_chars + len(text) > COUNT_CACHE_CHARS:
+                    self._counts.clear()
+                    self._cached_chars = 0
+                self._counts[text] = n
+                self._cached_chars += len(text)
+        return n
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         parts = split_specials(ids, self._n_ranks, self._specials, self._name)

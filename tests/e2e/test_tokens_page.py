@@ -282,12 +282,13 @@ def attempt(name, call):
 bt._Page.bridge._worker.terminate()
 saved, bt.CALL_TIMEOUT_MS = bt.CALL_TIMEOUT_MS, 300
 try:
-    attempt("hung", lambda: tokens.count("hello", "gpt-4o"))
-    attempt("broken", lambda: tokens.count("hello", "gpt-4o"))
+    # (Texts never counted before: counts are remembered, and would not cross.)
+    attempt("hung", lambda: tokens.count(f"hung {time.time()}", "gpt-4o"))
+    attempt("broken", lambda: tokens.count(f"broken {time.time()}", "gpt-4o"))
 finally:
     bt.CALL_TIMEOUT_MS = saved
 await bt.ensure_encoder("gpt-4o")
-attempt("recovered", lambda: tokens.count("hello world", "gpt-4o"))
+attempt("recovered", lambda: tokens.count("hello world, again", "gpt-4o"))
 missing = bt.WorkerBridge(bt._Page.base_url + "js/no-such-worker.mjs")
 try:
     await missing.load("o200k_base")
@@ -299,5 +300,5 @@ json.dumps(out)
 """)
     assert "did not answer count in 300 ms" in answer["hung"][0]
     assert "did not answer" in answer["broken"][0] and answer["broken"][-1] < 100  # no second wait
-    assert answer["recovered"][:2] == ["no error", 2]
+    assert answer["recovered"][:2] == ["no error", 4]
     assert answer["missing"] and answer["missing"] != "loaded"

@@ -114,3 +114,20 @@ def test_install_makes_js_active_and_counts_only_after_loading(restore_backend: 
         assert ("count", "o200k_base", "hello world") in bridge.calls  # count, not len(encode)
     finally:
         bt._Page.loaded.pop("o200k_base")
+
+
+def test_counts_are_remembered_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bt, "COUNT_CACHE_CHARS", 100)
+    monkeypatch.setattr(bt, "COUNT_CACHE_TEXT", 40)
+    bridge = TiktokenBridge()
+    encoder = bt.JsEncoder("o200k_base", bridge)
+    crossings = lambda: sum(1 for c in bridge.calls if c[0] == "count")  # noqa: E731
+    assert [encoder.count("user"), encoder.count("user"), encoder.count("hello world")] == [1, 1, 2]
+    assert crossings() == 2
+    long = "word " * 10  # 50 characters: over COUNT_CACHE_TEXT, never remembered
+    assert encoder.count(long) == encoder.count(long) == 11  # the last space is a token
+    assert crossings() == 4
+    for i in range(12):  # 12 x 10 characters: past COUNT_CACHE_CHARS, the memory starts over
+        encoder.count(f"text {i:05d}")
+    assert crossings() == 16
+    assert encoder.count("user") == 1 and crossings() == 17
