@@ -4,8 +4,26 @@
 // with a `type` and, for requests, an `id`. Messages sent before Python is ready are
 // queued and go out the moment it answers `hello`, so the page never waits on Python
 // to accept input.
+//
+// Boot: PyScript loads Pyodide through js/boot-pyodide.js (pyscript.toml's
+// `interpreter`), which restores a memory snapshot when one is stored. That module
+// reports each stage as a `boot.progress` message; `ready` carries the timings
+// (`boot`), to which this link adds its own view (`worker_ms`, `ready_ms`). Once
+// Python is ready, the service worker (sw.js) is registered so that the next visit
+// loads with no network at all; doing it later keeps its precaching off the
+// first visit's critical path.
 
 const PROTOCOL = 1;
+
+// What the page shows for each boot stage reported by js/boot-pyodide.js.
+const STAGE_TEXT = {
+  runtime: 'Loading Python…',
+  snapshot: 'Restoring Python…',
+  wasm: 'Starting Python…',
+  interpreter: 'Python started, loading firsttoken…',
+};
+
+const now = () => performance.timeOrigin + performance.now();
 
 export class CoreLink extends EventTarget {
   constructor() {
@@ -13,16 +31,25 @@ export class CoreLink extends EventTarget {
     this.ready = false;
     this.worker = null;
     this.queue = [];
-    this.bootStarted = performance.timeOrigin + performance.now();
+    this.boot = null; // the `boot` field of `ready`, once it arrived
+    this.stages = {}; // boot stage → ms since bootStarted
+    this.bootStarted = now();
   }
 
   // Start the worker. PyScript is imported here, after the shell has painted.
-  async start({ pyscript = 'vendor/pyscript/core.js', entry = 'py/boot.py', config = 'pyscript.toml' } = {}) {
+  async start({
+    pyscript = 'vendor/pyscript/core.js', entry = 'py/boot.py', config = 'pyscript.toml',
+    serviceWorker = 'sw.js',
+  } = {}) {
     const base = document.baseURI;
-    this.progress('Loading runtime…');
+    this.serviceWorker = serviceWorker && new URL(serviceWorker, base).href;
+    this.progress('Loading runtime…', 'pyscript');
     try {
-      addEventListener('py:progress', (e) => this.progress(String(e.detail)));
-      const [{ PyWorker }, toml] = await Promise.all([
+      // PyScript's own progress texts, until js/boot-pyodide.js reports its stages.
+      addEventListener('py:progress', (e) => {
+        if (!this.ready && !Object.keys(this.stages).length) this.progress(String(e.detail));
+      });
+      const [core, toml] = await Promise.all([
         import(new URL(pyscript, base).href),
         fetch(new URL(config, base)).then((r) => {
           if (!r.ok) throw new Error(`${config}: HTTP ${r.status}`);
@@ -31,22 +58,32 @@ export class CoreLink extends EventTarget {
       ]);
       const interpreter = /^\s*interpreter\s*=\s*"([^"]+)"/m.exec(toml);
       if (!interpreter) throw new Error(`${config} names no interpreter`);
+      // PyScript hands the worker over only once Python has run py/boot.py: too late
+      // to hear how the boot went. So js/boot-pyodide.js reports its stages on a
+      // BroadcastChannel whose name, unique to this page, travels as the fragment of
+      // the interpreter's URL (`#<name>/`: js/boot-pyodide.js says why the slash); a
+      // fragment reaches neither the server nor any cache key.
+      const channel = `firsttoken-boot-${typeof crypto.randomUUID === 'function' ? crypto.randomUUID() : Math.random().toString(36).slice(2)}`;
+      if (typeof BroadcastChannel === 'function') {
+        this.bootChannel = new BroadcastChannel(channel);
+        this.bootChannel.onmessage = (event) => this.receive(event.data);
+      }
       // The config goes as text (PyScript parses it), so it is fetched once.
-      const worker = await PyWorker(new URL(entry, base).href, {
+      const worker = await core.PyWorker(new URL(entry, base).href, {
         config: toml,
-        version: new URL(interpreter[1], base).href,
+        version: `${new URL(interpreter[1], base).href}#${channel}/`,
       });
       this.worker = worker;
-      worker.onmessage = (event) => this.receive(event.data);
-      this.progress('Python started, saying hello…');
+      worker.addEventListener('message', (event) => this.receive(event.data));
+      this.progress('Python started, saying hello…', 'hello');
       worker.postMessage(JSON.stringify({ v: PROTOCOL, type: 'hello', id: 'hello' }));
     } catch (error) {
       this.emit('failed', { message: String(error && error.message || error) });
     }
   }
 
-  progress(text) {
-    this.emit('progress', { text });
+  progress(text, stage = null) {
+    this.emit('progress', { text, stage });
   }
 
   emit(type, detail) {
@@ -54,19 +91,59 @@ export class CoreLink extends EventTarget {
   }
 
   receive(data) {
+    // Protocol messages are JSON text; PyScript's own channel carries other values.
+    if (typeof data !== 'string') return;
     let msg;
     try {
-      msg = typeof data === 'string' ? JSON.parse(data) : data;
+      msg = JSON.parse(data);
     } catch {
-      return; // not ours (PyScript's own channel messages are filtered before this)
+      return;
     }
     if (!msg || typeof msg.type !== 'string') return;
-    if (msg.type === 'ready' && !this.ready) {
+    if (msg.type === 'boot.progress') {
+      this.stages[msg.stage] = Math.round(now() - this.bootStarted);
+      // User Timing marks: tests and benchmarks wait on them (e.g. the snapshot stored).
+      performance.mark(`firsttoken:boot:${msg.stage}`, { detail: msg });
+      if (STAGE_TEXT[msg.stage] && !this.ready) this.progress(STAGE_TEXT[msg.stage], msg.stage);
+      if (msg.stage === 'snapshot.failed') console.warn('firsttoken: no snapshot was made:', msg.error);
+    } else if (msg.type === 'ready' && !this.ready) {
       this.ready = true;
-      msg.boot = { ...(msg.boot || {}), ready_ms: performance.timeOrigin + performance.now() - this.bootStarted };
+      // Stage times arrive relative to the loader's start in the worker; shift them to
+      // the page's own boot start so that every *_ms but import_ms reads "this long
+      // after the page began starting Python" (bridge/PROTOCOL.md, `ready`).
+      const boot = { ...(msg.boot || {}) };
+      if (typeof boot.worker_start === 'number') {
+        const shift = boot.worker_start - this.bootStarted;
+        boot.worker_ms = Math.round(shift);
+        for (const key of ['assets_ms', 'snapshot_ms', 'wasm_ms', 'interpreter_ms', 'loader_ms']) {
+          if (typeof boot[key] === 'number') boot[key] = Math.round(boot[key] + shift);
+        }
+      }
+      delete boot.worker_start;
+      boot.ready_ms = now() - this.bootStarted;
+      msg.boot = this.boot = boot;
+      // A User Timing mark: benchmarks and tests read the boot record from it.
+      performance.mark('firsttoken:python-ready', { detail: boot });
       for (const queued of this.queue.splice(0)) this.worker.postMessage(queued);
+      this.bootChannel?.close();
+      this.progress('Python ready', 'ready');
+      this.registerServiceWorker();
+      if (boot.snapshot !== 'restored') this.makeSnapshot();
     }
     this.emit('message', msg);
+  }
+
+  // One line for the page's metrics: how long Python took, and where the time went.
+  bootSummary() {
+    const b = this.boot;
+    if (!b) return '';
+    const ms = (v) => (typeof v === 'number' ? `${Math.round(v)}` : '–');
+    const parts = [`snapshot ${b.snapshot ?? 'none'}`];
+    for (const [key, label] of [['worker_ms', 'worker'], ['assets_ms', 'assets'], ['wasm_ms', 'wasm'],
+      ['interpreter_ms', 'interpreter'], ['import_ms', 'firsttoken']]) {
+      if (b[key] != null) parts.push(`${label} ${ms(b[key])}`);
+    }
+    return `Python ready in ${ms(b.ready_ms)} ms (${parts.join(' · ')})`;
   }
 
   // Send a request; queued until Python is ready.
@@ -74,5 +151,33 @@ export class CoreLink extends EventTarget {
     const text = JSON.stringify({ v: PROTOCOL, ...msg });
     if (this.ready) this.worker.postMessage(text);
     else this.queue.push(text);
+  }
+
+  // Have the interpreter's memory snapshot made for the next visit, in a worker of its
+  // own (js/boot-snapshot-worker.js), while this page's Python serves the page. Its
+  // `boot.progress` (snapshot.stored / snapshot.failed) is relayed like the boot's.
+  makeSnapshot() {
+    if (this.snapshotMaker || typeof caches === 'undefined') return;
+    const maker = new Worker(new URL('./boot-snapshot-worker.js', import.meta.url), { type: 'module' });
+    this.snapshotMaker = maker;
+    const end = () => { maker.terminate(); this.snapshotMaker = null; };
+    maker.addEventListener('message', (event) => {
+      this.receive(event.data);
+      end();
+    });
+    maker.addEventListener('error', (event) => {
+      console.warn('firsttoken: the snapshot maker failed to start:', event.message);
+      end();
+    });
+  }
+
+  // Offline after the first visit (sw.js). Failure only costs the offline copy.
+  async registerServiceWorker() {
+    if (!this.serviceWorker || !('serviceWorker' in navigator)) return;
+    try {
+      await navigator.serviceWorker.register(this.serviceWorker, { scope: new URL('./', this.serviceWorker).href });
+    } catch (error) {
+      console.warn('firsttoken: service worker not registered:', error && error.message || error);
+    }
   }
 }

@@ -101,7 +101,11 @@ function paint(frameTime) {
 
 // ---- the core -------------------------------------------------------------------
 const core = new CoreLink();
-core.addEventListener('progress', (e) => { els.boot.textContent = e.detail.text; });
+core.addEventListener('progress', (e) => {
+  els.boot.textContent = e.detail.text;
+  // A prompt sent early shows how far Python's boot has got while it waits.
+  if (!core.ready) for (const r of live.values()) note(r.el, 'note', `Waiting for Python: ${e.detail.text}`);
+});
 core.addEventListener('failed', (e) => {
   document.documentElement.dataset.python = 'failed';
   els.boot.textContent = `Python failed to start: ${e.detail.message}`;
@@ -111,7 +115,7 @@ core.addEventListener('message', (e) => onCoreMessage(e.detail));
 function onCoreMessage(msg) {
   if (msg.type === 'ready') {
     document.documentElement.dataset.python = 'ready';
-    els.metrics.textContent = `Python ready in ${Math.round(msg.boot.ready_ms)} ms`;
+    els.metrics.textContent = core.bootSummary(); // e.g. Python ready in 420 ms (snapshot restored · …)
     for (const r of live.values()) note(r.el, 'note', 'Sending…');
     return;
   }
