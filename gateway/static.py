@@ -21,6 +21,8 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .offline import OfflineManifest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # URL name → directory inside node_modules.
@@ -76,6 +78,9 @@ class PackageZip:
             self._key = key
         return self._zip, self._etag
 
+    def etag(self) -> str:
+        return self._current()[1]
+
     async def endpoint(self, request: Request) -> Response:
         data, etag = self._current()
         headers = {"etag": etag, "cache-control": "no-cache"}
@@ -95,14 +100,26 @@ def page_file(name: str, media_type: str):
 
 def routes(node_modules: Path | None = None) -> list[BaseRoute]:
     node_modules = node_modules or ROOT / "node_modules"
+    package = PackageZip(ROOT / "py" / "firsttoken")
     result: list[BaseRoute] = [
         Route("/", page_file("index.html", "text/html; charset=utf-8")),
         Route("/index.html", page_file("index.html", "text/html; charset=utf-8")),
         Route("/pyscript.toml", page_file("pyscript.toml", "application/toml")),
         Route("/py/boot.py", page_file("py/boot.py", "text/x-python; charset=utf-8")),
-        Route("/py/firsttoken.zip", PackageZip(ROOT / "py" / "firsttoken").endpoint),
+        Route("/py/firsttoken.zip", package.endpoint),
         Mount("/js", app=Assets(directory=ROOT / "js"), name="js"),
     ]
     for name, sub in VENDOR.items():
         result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
+    result.append(Route("/sw.js", offline_manifest(node_modules, package).service_worker))
     return result
+
+
+def offline_manifest(node_modules: Path, package: PackageZip) -> OfflineManifest:
+    """What the service worker keeps, over the same URL space as the routes above."""
+    return OfflineManifest(
+        ROOT,
+        files={name: ROOT / name for name in ("index.html", "pyscript.toml", "py/boot.py")},
+        mounts={"js": ROOT / "js", **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()}},
+        package=("py/firsttoken.zip", package.etag),
+    )

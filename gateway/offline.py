@@ -1,0 +1,168 @@
+"""The service worker (`/sw.js`) and the list of files it keeps: the page offline.
+
+After a first visit, the page must load with no network at all. The service worker
+(`sw.js` in the repository root, served at the root so that its scope is the whole
+page) precaches every file the page needs to boot Python and chat, under a cache
+named after a build id, and serves them from there.
+
+What it keeps is found, not listed by hand, so that a module added to the page next
+week is kept too: starting from index.html, pyscript.toml (its `interpreter` module
+and its `[files]`) and py/boot.py, every relative module specifier in `import`/`export`
+statements and `import()` calls is followed, in our JavaScript and in the vendored
+packages alike; Pyodide's runtime files, which Pyodide fetches by computed URLs, are
+named explicitly. Data fetched on demand (tokenizer vocabularies) is not precached:
+the service worker keeps it when it is first fetched.
+
+The build id is a SHA-256 over every kept file's path and content. It is written into
+the service worker script itself, so a new release changes the script's bytes, which
+is what makes browsers install the new worker (a byte-identical script is never
+reinstalled): https://w3c.github.io/ServiceWorker/#update-algorithm
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+import tomllib
+from pathlib import Path
+from typing import Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+# Fetched by Pyodide itself (pyodide.mjs computes these URLs), so no import names them.
+PYODIDE_RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+
+# Relative module specifiers: `from "./x.js"`, `import "./x.js"`, `import("./x.js")`,
+# minified or not. Bare specifiers (`import("micropip")`) are not files and are skipped.
+_SPECIFIER = re.compile(r"""(?:\bfrom|\bimport)\s*\(?\s*(["'])(\.{1,2}/[^"'\s]+?)\1""")
+_HTML_REF = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"':]+)["']""")
+
+
+class OfflineManifest:
+    """Finds the files to keep and the build id; serves `/sw.js` with both inside.
+
+    It knows the gateway's URL space as the gateway's routes define it: `files` maps a
+    page-relative URL path to a file (`pyscript.toml`), `mounts` a path prefix to a
+    directory (`vendor/pyodide` → node_modules/pyodide), and `package` is the
+    firsttoken zip, which is built rather than read (its URL path and a function
+    giving its current ETag).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        files: dict[str, Path],
+        mounts: dict[str, Path],
+        package: tuple[str, Callable[[], str]],
+    ) -> None:
+        self.root = root
+        self.files = files
+        self.mounts = mounts
+        self.package_path, self.package = package
+        self._key: tuple | None = None
+        self._manifest: dict = {}
+
+    def resolve(self, path: str) -> Path | None:
+        """The file served at page-relative `path`, or None."""
+        if path in self.files:
+            return self.files[path]
+        prefix, _, rest = path.rpartition("/")
+        while prefix:
+            if prefix in self.mounts:
+                directory = self.mounts[prefix].resolve()
+                file = (directory / rest).resolve()
+                return file if file.is_file() and file.is_relative_to(directory) else None
+            prefix, _, head = prefix.rpartition("/")
+            rest = f"{head}/{rest}"
+        return None
+
+    # ---- what to keep ----------------------------------------------------------
+    def assets(self) -> list[str]:
+        """Page-relative URL paths to precache, the page itself first (as `./`)."""
+        found: set[str] = set()
+        pending: list[str] = []
+
+        def add(path: str) -> None:
+            path = posixpath.normpath(path).lstrip("/")
+            if path in found or path.startswith(".."):
+                return
+            if path != self.package_path and self.resolve(path) is None:
+                return  # not something this gateway serves; the page would fail online too
+            found.add(path)
+            if path.endswith((".js", ".mjs")):
+                pending.append(path)
+
+        html = self.files["index.html"].read_text(encoding="utf-8")
+        for ref in _HTML_REF.findall(html):
+            if not ref.startswith(("data", "#")):
+                add(ref)
+        config = tomllib.loads(self.files["pyscript.toml"].read_text(encoding="utf-8"))
+        add("pyscript.toml")
+        add("py/boot.py")
+        if isinstance(config.get("interpreter"), str):
+            add(config["interpreter"])
+        for source in (config.get("files") or {}):
+            if not source.startswith("{"):
+                add(source)
+        for name in PYODIDE_RUNTIME:
+            add(f"vendor/pyodide/{name}")
+        while pending:
+            path = pending.pop()
+            file = self.resolve(path)
+            if file is None:
+                continue
+            text = file.read_text(encoding="utf-8", errors="replace")
+            for _, spec in _SPECIFIER.findall(text):
+                add(posixpath.join(posixpath.dirname(path), spec.split("?")[0].split("#")[0]))
+        return ["./", *sorted(found - {"index.html"})]
+
+    def manifest(self) -> dict:
+        """{"build": id, "assets": [...]}, recomputed only when a kept file changed."""
+        assets = self.assets()
+        files = {a: self.resolve("index.html" if a == "./" else a) for a in assets}
+        key = tuple(
+            (a, self.package() if a == self.package_path else _stat(files[a])) for a in assets
+        )
+        if key != self._key:
+            digest = hashlib.sha256()
+            for a in assets:
+                digest.update(a.encode() + b"\0")
+                if a == self.package_path:
+                    digest.update(self.package().encode())
+                else:
+                    digest.update(_file_digest(files[a]))  # type: ignore[arg-type]
+            self._manifest = {"build": digest.hexdigest()[:20], "assets": assets}
+            self._key = key
+        return self._manifest
+
+    # ---- the worker script -----------------------------------------------------
+    async def service_worker(self, request: Request) -> Response:
+        prelude = "self.FIRSTTOKEN_BUILD = " + json.dumps(self.manifest(), separators=(",", ":")) + ";\n"
+        body = prelude + (self.root / "sw.js").read_text(encoding="utf-8")
+        etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:32] + '"'
+        headers = {"etag": etag, "cache-control": "no-cache"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="text/javascript; charset=utf-8", headers=headers)
+
+
+def _stat(path: Path | None) -> tuple:
+    if path is None:
+        return ()
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns)
+
+
+_digests: dict[tuple, bytes] = {}
+
+
+def _file_digest(path: Path) -> bytes:
+    """SHA-256 of a file, remembered per (path, size, mtime): the runtime is 15 MB."""
+    key = (str(path), *_stat(path))
+    if key not in _digests:
+        _digests[key] = hashlib.sha256(path.read_bytes()).digest()
+    return _digests[key]
