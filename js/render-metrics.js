@@ -112,6 +112,7 @@ export class ReplyMetrics {
       send_to_first_delta_ms: span(this.sent, t.first_delta),
       send_to_first_paint_ms: span(this.sent, this.firstPaint),
       first_byte_to_first_paint_ms: span(t.first_byte, this.firstPaint),
+      completion_tokens: tokens ?? null,
       tokens_per_s: tokens && t.first_delta != null && t.done > t.first_delta
         ? round(tokens / ((t.done - t.first_delta) / 1000)) : null,
       chunk_clock: this.clock,

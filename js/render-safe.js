@@ -66,6 +66,7 @@ purify.addHook('afterSanitizeAttributes', (node) => {
       node.setAttribute('disabled', '');
       break;
   }
+  if (node.nodeName !== 'IMG' && node.hasAttribute?.('src')) node.removeAttribute('src');
 });
 
 function protocolOf(url) {
@@ -80,6 +81,9 @@ purify.setConfig({
   ALLOWED_TAGS: TAGS,
   ALLOWED_ATTR: ATTRS,
   ALLOWED_URI_REGEXP: URI,
+  // DOMPurify checks every attribute it does not know as safe against the URI pattern;
+  // these carry no URL, and the strict pattern above would drop them.
+  ADD_URI_SAFE_ATTR: ['align', 'start', 'type', 'checked', 'disabled', 'colspan', 'rowspan', 'open'],
   ALLOW_DATA_ATTR: false,
   ALLOW_ARIA_ATTR: false,
   SANITIZE_NAMED_PROPS: true,

@@ -15,14 +15,34 @@
 //   - a table whose delimiter row has not arrived yet is held back rather than shown
 //     as a paragraph of pipes for a frame.
 
-import { Lexer, Parser } from '../vendor/marked/marked.esm.js';
+import { Lexer, Parser, Renderer } from '../vendor/marked/marked.esm.js';
 import remend from '../vendor/remend/index.js';
 import { safeFragment } from './render-safe.js';
 
-const MARKED = { gfm: true, breaks: false, async: false };
+// Raw HTML in an answer is shown as text, except bare formatting tags (`<br>`, `<b>`,
+// `<sup>`, `<details>`…, with no attributes at all). Markup the model writes never reaches
+// the HTML parser with an attribute: DOMPurify would remove it anyway, but Chromium checks
+// an `on…` or `style` attribute against the CSP as soon as it is parsed, even in an inert
+// document, and reports a violation for nothing.
+const BARE_TAG = /^<\/?(?:b|i|em|strong|u|s|del|ins|mark|small|sub|sup|kbd|samp|q|abbr|code|br|hr|p|div|span|details|summary|blockquote|ul|ol|li|dl|dt|dd|table|thead|tbody|tfoot|tr|th|td|h[1-6])\s*\/?>$/i;
+const ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHTML = (text) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+
+class AnswerRenderer extends Renderer {
+  html({ text, block }) {
+    const tags = text.match(/<!--[\s\S]*?-->|<[^>]*>?/g) || [];
+    if (tags.every((tag) => tag.startsWith('<!--') || BARE_TAG.test(tag))) return text;
+    return block ? `<p>${escapeHTML(text.trim())}</p>\n` : escapeHTML(text);
+  }
+}
+
+const MARKED = { gfm: true, breaks: false, async: false, renderer: new AnswerRenderer() };
 const REMEND = { linkMode: 'text-only', images: false, katex: false, inlineKatex: false };
 const FENCE = /^ {0,3}(?:`{3,}|~{3,})/;
 const PIPE_LINES = /^(?: {0,3}\|.*(?:\n|$))+$/;
+// `?render=text` paints answers as plain text, as the page did before markdown: the
+// render benchmark runs it as the peer that shows what markdown costs on top.
+const PLAIN = new URLSearchParams(location.search).get('render') === 'text';
 
 export class MarkdownStream {
   /** Renders into `container` (whose children it owns from now on). */
@@ -31,11 +51,17 @@ export class MarkdownStream {
     this.tailEl = document.createElement('div');
     this.tailEl.className = 'md-tail';
     container.replaceChildren(this.tailEl);
+    if (PLAIN) {
+      container.classList.add('md-plain');
+      this.plain = document.createTextNode('');
+      this.tailEl.append(this.plain);
+    }
     this.open = ''; // source not yet committed: the tail block, possibly a partial line
     this.links = Object.create(null); // reference definitions seen so far, for later blocks
     this.code = null; // {key, text, node}: the open fence painted as one growing text node
     this.shown = null; // the source the tail shows, when its nodes are that block's final form
     this.cr = false; // the last chunk ended in \r: a \n starting the next one belongs to it
+    this.newline = false; // a line was completed since the last look for finished blocks
     this.blocks = 0; // finished blocks rendered (tests check that they are never redone)
     this.ended = false;
   }
@@ -43,13 +69,23 @@ export class MarkdownStream {
   /** Add streamed text and repaint the tail. */
   append(text) {
     if (!text || this.ended) return;
-    this.open += this.normalize(text);
+    if (this.plain) {
+      this.plain.appendData(text);
+      return;
+    }
+    const normal = this.normalize(text);
+    this.open += normal;
+    if (normal.includes('\n')) this.newline = true;
     this.render(false);
   }
 
   /** The answer is complete: everything becomes a finished block. */
   end() {
     if (this.ended) return;
+    if (this.plain) {
+      this.ended = true;
+      return;
+    }
     this.render(true);
     this.ended = true;
     this.tailEl.remove();
@@ -70,23 +106,30 @@ export class MarkdownStream {
   }
 
   render(final) {
-    const tokens = this.lex(this.open);
-    Object.assign(this.links, tokens.links);
-    let last = tokens.length - 1;
-    while (last >= 0 && tokens[last].type === 'space') last--;
-    const cut = final ? tokens.length : Math.max(0, last);
-    if (cut > 0) {
+    let tail = null; // the open source's tokens, when the commit check lexed all of it
+    if (final || this.newline) {
+      this.newline = false;
+      // Only complete lines decide what is finished: a partial line can still become
+      // anything (`  8` may yet be an item that continues the list above it).
+      const complete = final ? this.open.length : this.open.lastIndexOf('\n') + 1;
+      const tokens = this.lex(this.open.slice(0, complete));
+      Object.assign(this.links, tokens.links);
+      let last = tokens.length - 1;
+      while (last >= 0 && tokens[last].type === 'space') last--;
+      const cut = final ? tokens.length : Math.max(0, last);
       const done = tokens.slice(0, cut);
       const raw = done.map((t) => t.raw).join('');
       // Should marked ever not account for every character, commit nothing: the tail
       // then just stays longer, which is slower but never wrong.
-      if (this.open.startsWith(raw)) {
+      if (cut > 0 && this.open.startsWith(raw)) {
         this.commit(done);
         this.open = this.open.slice(raw.length);
+        if (complete === raw.length + this.open.length) tail = tokens.slice(cut);
       }
+      if (final) return;
     }
-    if (final) return;
-    const tail = tokens.slice(cut).filter((t) => t.type !== 'space');
+    tail ??= this.lex(this.open);
+    tail = tail.filter((t) => t.type !== 'space');
     tail.links = this.links;
     this.paintTail(tail);
   }
@@ -100,13 +143,19 @@ export class MarkdownStream {
       range.selectNodeContents(this.tailEl);
       this.container.insertBefore(range.extractContents(), this.tailEl);
     } else {
-      blocks.links = this.links;
-      this.container.insertBefore(safeFragment(Parser.parse(blocks, MARKED)), this.tailEl);
+      // One block at a time, as the tail was: markup left open in one block (an
+      // unclosed `<details>`) must not swallow the blocks after it.
+      for (const block of blocks) this.container.insertBefore(this.html([block]), this.tailEl);
       this.tailEl.replaceChildren();
     }
     this.blocks += blocks.length;
     this.code = null;
     this.shown = null;
+  }
+
+  html(tokens) {
+    tokens.links = this.links;
+    return safeFragment(Parser.parse(tokens, MARKED));
   }
 
   // Whether the tail's nodes are exactly what `block` renders to once finished.
@@ -130,8 +179,7 @@ export class MarkdownStream {
     }
     const healed = remend(this.open, REMEND);
     const tokens = healed === this.open ? tail : this.lex(healed);
-    tokens.links = this.links;
-    this.tailEl.replaceChildren(safeFragment(Parser.parse(tokens, MARKED)));
+    this.tailEl.replaceChildren(this.html(tokens));
     if (healed === this.open) this.shown = this.open.trimEnd();
   }
 
@@ -153,7 +201,7 @@ export class MarkdownStream {
     const node = document.createTextNode(text);
     el.append(node, '\n'); // marked ends a code block with a newline too: same nodes either way
     pre.append(el);
-    this.tailEl.replaceChildren(pre);
+    this.tailEl.replaceChildren(pre, '\n');
     this.code = { key, text, node };
   }
 }
@@ -161,7 +209,38 @@ export class MarkdownStream {
 /** Render a whole answer at once (a reply restored from history). */
 export function renderMarkdown(container, text) {
   const stream = new MarkdownStream(container);
+  if (stream.plain) {
+    stream.append(text);
+    return stream;
+  }
   stream.open = stream.normalize(text);
   stream.end();
   return stream;
 }
+
+// The first answer would otherwise pay for compiling marked, remend and DOMPurify in the
+// middle of streaming (on a throttled phone CPU, a first frame of a second or more).
+// While the page is idle (Python takes seconds to boot), stream a small sample covering
+// every block kind into a detached element, a few pieces per idle slice.
+const WARM_UP = [
+  '# Warm up\n\nSome *emphasis*, **strong**, `code`, ~~struck~~ and a [link](https://example.com/).\n\n',
+  '- one\n- two\n  - nested\n\n1. first\n2. second\n\n> quoted\n\n',
+  '```python\ndef f(x):\n    return x + 1\n```\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n',
+  'Raw <b>html</b> and ![image](https://example.com/x.png).\n\n---\n\nDone.',
+].join('');
+
+function warmUp() {
+  const stream = new MarkdownStream(document.createElement('div'));
+  const pieces = WARM_UP.match(/\s*\S+|\s+/g);
+  let i = 0;
+  const step = (deadline) => {
+    do stream.append(pieces[i++]); // at least one piece, even when the slice timed out
+    while (i < pieces.length && deadline.timeRemaining() > 2);
+    if (i < pieces.length) requestIdleCallback(step, { timeout: 2000 });
+    else stream.end();
+  };
+  requestIdleCallback(step, { timeout: 2000 });
+}
+
+if (typeof requestIdleCallback === 'function' && !PLAIN) warmUp();
+

@@ -1,0 +1,226 @@
+"""Benchmark: from a chunk leaving the gateway to its paint, on a slow phone.
+
+    .venv/bin/python bench/render.py [--runs N] [--tokens N] [--rates 50,500]
+
+The real page (index.html, its CSP, the Python core in its worker) against the real
+gateway on a loopback socket, in Debian's headless Chromium with a mobile profile
+(Pixel 7: viewport, touch, device scale factor, mobile user agent) and 4x CPU throttling
+(CDP `Emulation.setCPUThrottlingRate`, applied once Python is up, as on a phone that has
+already opened the app). The built-in model answers `--tokens` tokens of markdown
+(headings, lists, emphasis, inline code, python fences, tables) at each rate, one token
+per chunk, each chunk stamped with its send time (`stamp=1`).
+
+Per reply, measured by the page itself (js/render-metrics.js) and read from its
+`firsttoken:metrics` event:
+  - chunk_to_paint: gateway send stamp to the end of the frame that painted the chunk
+    (a message posted from the requestAnimationFrame callback that changed the DOM runs
+    once that frame's style, layout and paint are done). p50 and p95 over all chunks;
+  - first_byte_to_first_paint: the worker's first byte to the first such paint.
+Per reply, measured by Chromium:
+  - longest_task_ms: the longest main-thread task between Send and the reply's end,
+    from a trace (category `toplevel`), so tasks under 50 ms are seen too;
+  - input_latency_*: while the answer streams, a key is typed into the composer every
+    60 ms (real input events via CDP); Event Timing reports each one's time from the
+    key to the next paint.
+A short warm-up reply runs first in each page (then the conversation is cleared), so
+that figures are of a page in use, not of its first JIT.
+
+Peer, same run: the same page painting answers as plain text (`/?render=text`, one text
+node, as before markdown), to show what markdown adds and what the machine allows at all.
+
+Each case is `--runs` replies (a fresh page each); the JSON holds medians over runs.
+Prints human lines, then LAST one JSON line:
+    {"cases": [{"tps", "cpu_throttle", "chunk_to_paint_p50_ms", "chunk_to_paint_p95_ms",
+                "first_byte_to_first_paint_ms", "longest_task_ms", …}, …], "answer_tokens"}
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.async_api import Browser, async_playwright  # noqa: E402
+
+from tests.e2e.conftest import ARGS, CHROMIUM  # noqa: E402
+from tests.servers import gateway  # noqa: E402
+
+THROTTLE = 4
+DEVICE = "Pixel 7"
+BOOT_TIMEOUT_MS = 120_000
+PROMPT = "Explain frame pacing with code and a table"
+# Event Timing for key presses, collected from the start (an init script, so before the
+# page's own CSP applies to anything we add).
+OBSERVE_INPUT = """
+window.__inputLatency = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    if (e.name === 'keydown' || e.name === 'keypress' || e.name === 'input' || e.name === 'keyup') {
+      window.__inputLatency.push(e.duration);
+    }
+  }
+}).observe({ type: 'event', durationThreshold: 16, buffered: true });
+"""
+WAIT_METRICS = """() => new Promise((resolve) => {
+  addEventListener('firsttoken:metrics', (e) => resolve(e.detail), { once: true });
+  document.getElementById('send').click();
+})"""
+
+
+def settings_script(sim: str) -> str:
+    settings = json.dumps({"headers": {"x-firsttoken-sim": sim}})
+    return f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})"
+
+
+def longest_task_ms(trace: bytes) -> float:
+    """The longest top-level task on the page's main thread in the trace."""
+    data = json.loads(trace)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    main = {
+        (e["pid"], e["tid"]) for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"
+    }
+    durations = [
+        e.get("dur", 0) / 1000 for e in events
+        if (e.get("pid"), e.get("tid")) in main and e.get("ph") == "X" and e.get("name") == "ThreadControllerImpl::RunTask"
+    ]
+    return max(durations, default=0.0)
+
+
+async def type_while_streaming(page: Any, done: asyncio.Event) -> int:
+    typed = 0
+    while not done.is_set() and typed < 400:
+        await page.keyboard.press("x")
+        typed += 1
+        await asyncio.sleep(0.06)
+    return typed
+
+
+async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens: int, plain: bool) -> dict[str, Any]:
+    context = await browser.new_context(**devices[DEVICE])
+    try:
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.add_init_script(OBSERVE_INPUT)
+        await page.add_init_script(settings_script(f"ttft_ms=300,tps={tps},chunk=1,tokens={tokens},stamp=1"))
+        await page.goto(url + ("/?render=text" if plain else "/"))
+        await page.wait_for_selector('html[data-python="ready"]', state="attached", timeout=BOOT_TIMEOUT_MS)
+        # Warm-up at full speed, then a clean conversation.
+        await page.fill("#prompt", "warm up")
+        await page.evaluate(WAIT_METRICS)
+        await page.evaluate("() => document.getElementById('clear').click()")  # inside closed Settings
+
+        cdp = await context.new_cdp_session(page)
+        await cdp.send("Emulation.setCPUThrottlingRate", {"rate": THROTTLE})
+        clock_skew = await page.evaluate("() => Date.now() - (performance.timeOrigin + performance.now())")
+        await page.evaluate("() => { window.__inputLatency.length = 0; }")
+        await page.fill("#prompt", PROMPT)
+        await page.focus("#prompt")
+        await browser.start_tracing(page=page, categories=["toplevel"])
+        done = asyncio.Event()
+        metrics_task = asyncio.ensure_future(page.evaluate(WAIT_METRICS))
+        metrics_task.add_done_callback(lambda _: done.set())
+        typed = await type_while_streaming(page, done)
+        metrics = await metrics_task
+        trace = await browser.stop_tracing()
+        await cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+        inputs = await page.evaluate("() => window.__inputLatency")
+        state = await page.get_attribute('.msg[data-role="assistant"]', "data-state")
+        paints = await page.get_attribute('.msg[data-role="assistant"]', "data-paints")
+        if errors or state != "done" or metrics.get("chunk_clock") != "server":
+            raise RuntimeError(f"reply failed: state={state} errors={errors} metrics={metrics}")
+        return {
+            **metrics,
+            "paints": int(paints or 0),
+            "longest_task_ms": round(longest_task_ms(trace), 1),
+            "keys_typed": typed,
+            "input_latency_ms": sorted(inputs),
+            "clock_skew_ms": round(clock_skew, 2),
+        }
+    finally:
+        await context.close()
+
+
+def median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 1) if present else None
+
+
+def summarize(tps: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = [x for r in runs for x in r["input_latency_ms"]]
+    keys.sort()
+    return {
+        "tps": tps,
+        "cpu_throttle": THROTTLE,
+        "chunk_to_paint_p50_ms": median([r["chunk_to_paint_ms"]["p50"] for r in runs]),
+        "chunk_to_paint_p95_ms": median([r["chunk_to_paint_ms"]["p95"] for r in runs]),
+        "first_byte_to_first_paint_ms": median([r["first_byte_to_first_paint_ms"] for r in runs]),
+        "longest_task_ms": median([r["longest_task_ms"] for r in runs]),
+        "longest_task_max_ms": max(r["longest_task_ms"] for r in runs),
+        "measured_tps": median([r["tokens_per_s"] for r in runs]),
+        "frames_painted": median([r["paints"] for r in runs]),
+        "chunks": median([r["chunks"] for r in runs]),
+        # Event Timing only reports events slower than 16 ms: count them, and the worst.
+        "slow_key_events": len(keys),
+        "key_events_typed": sum(r["keys_typed"] for r in runs),
+        "input_latency_max_ms": keys[-1] if keys else 0,
+        "runs": len(runs),
+    }
+
+
+def describe(label: str, tps: int, i: int, run: dict[str, Any]) -> str:
+    c2p = run["chunk_to_paint_ms"]
+    return (
+        f"{label} tps={tps} run {i}: chunk→paint p50 {c2p['p50']} p95 {c2p['p95']} max {c2p['max']} ms "
+        f"over {run['chunks']} chunks, {run['paints']} frames; first byte→paint "
+        f"{run['first_byte_to_first_paint_ms']} ms; longest task {run['longest_task_ms']} ms; "
+        f"{run['tokens_per_s']} tok/s; send→first paint {run['send_to_first_paint_ms']} ms; "
+        f"keys over 16 ms {len(run['input_latency_ms'])}/{run['keys_typed']}; clock skew {run['clock_skew_ms']} ms"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--rates", default="50,500")
+    parser.add_argument("--no-peer", action="store_true", help="skip the plain-text peer")
+    args = parser.parse_args()
+    rates = [int(r) for r in args.rates.split(",")]
+    modes = [("markdown", False)] + ([] if args.no_peer else [("plain text", True)])
+
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in modes}
+    answer_tokens = None
+    with gateway("--rpm", "100000", "--tpm", "100000000") as url:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            try:
+                for label, plain in modes:
+                    for tps in rates:
+                        runs = []
+                        for i in range(1, args.runs + 1):
+                            run = await one_reply(browser, pw.devices, url, tps, args.tokens, plain)
+                            runs.append(run)
+                            answer_tokens = run["completion_tokens"]
+                            print(describe(label, tps, i, run), flush=True)
+                        results[label].append(summarize(tps, runs))
+            finally:
+                await browser.close()
+    print(json.dumps({
+        "cases": results["markdown"],
+        "answer_tokens": answer_tokens,
+        "device": DEVICE,
+        "peer_plain_text": results.get("plain text", []),
+    }))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

