@@ -1,0 +1,317 @@
+"""Python's boot in real Chromium: memory snapshot made, restored, thrown away when bad;
+the page offline after a first visit; a new release replacing the offline copy.
+
+One browser context plays one returning visitor for the whole module: its first visit
+(a normal boot, then a snapshot made in the background and the service worker
+installed) is done once, by the `visitor` fixture, and every test leaves the context as
+it found it: a valid snapshot stored, the service worker active. The gateway serves a
+copy of the working tree, so that a test can ship a "new release" by editing the copy,
+and so that edits elsewhere in the checkout cannot change the package mid-module.
+
+Nothing sleeps: tests wait on the page's User Timing marks (`firsttoken:python-ready`,
+`firsttoken:boot:<stage>`) through PerformanceObserver, and on DOM markers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Response
+
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSWER = '.msg[data-role="assistant"]'
+
+# Resolves once the named mark exists (at once if it already does); rejects when the
+# page reports the opposite outcome (`fail`) or after `timeout` ms.
+WAIT_MARK = """([name, fail, timeout]) => new Promise((resolve, reject) => {
+  const seen = (list) => {
+    const ok = list.getEntriesByName(name)[0];
+    if (ok) return resolve(ok.detail ?? ok.startTime), true;
+    const bad = fail && list.getEntriesByName(fail)[0];
+    if (bad) return reject(new Error(`${fail}: ${JSON.stringify(bad.detail)}`)), true;
+    return false;
+  };
+  if (seen(performance)) return;
+  const observer = new PerformanceObserver((list) => { if (seen(list)) observer.disconnect(); });
+  observer.observe({ type: 'mark' });
+  setTimeout(() => reject(new Error(`no ${name} after ${timeout} ms`)), timeout);
+})"""
+SNAPSHOT_KEYS = """async () => {
+  const cache = await caches.open('firsttoken-snapshot');
+  return (await cache.keys()).map((r) => r.url);
+}"""
+# Damage the stored snapshot the way a disk, a quota eviction or another build would.
+DAMAGE = """async (mode) => {
+  const cache = await caches.open('firsttoken-snapshot');
+  const [request] = await cache.keys();
+  const stored = await cache.match(request);
+  const headers = new Headers(stored.headers);
+  let bytes = new Uint8Array(await stored.arrayBuffer());
+  if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 65536);
+  if (mode === 'corrupt') bytes[bytes.length >> 1] ^= 0x5a;
+  if (mode === 'other-build') {
+    // Pyodide writes its BUILD_ID in header words 4..11; change it, and relabel the
+    // entry so that it passes our own length and digest checks: only Pyodide objects.
+    new Uint32Array(bytes.buffer, 16, 8)[0] ^= 1;
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    headers.set('x-firsttoken-sha256', Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join(''));
+  }
+  await cache.put(request, new Response(bytes, { headers }));
+}"""
+
+
+# ---- a gateway over a copy of the tree ---------------------------------------------
+@contextmanager
+def gateway_over(tree: Path) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "--port", "0", "--ttft-ms", "0", "--tps", "500"],
+        cwd=tree, env={**os.environ, "PYTHONPATH": f"{tree / 'py'}{os.pathsep}{tree}"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:  # blocks until the gateway prints its URL, or exits
+            seen.append(line)
+            match = re.search(r"listening on (http://\S+?)/?$", line.strip())
+            if match:
+                break
+        else:
+            raise RuntimeError("gateway exited before it was ready:\n" + "".join(seen))
+        # Keep draining its output: a full pipe would block it.
+        drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+        drain.start()
+        yield match.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if "drain" in locals():
+            drain.join(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("boot") / "tree"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
+    (copy / "node_modules").symlink_to(ROOT / "node_modules")
+    return copy
+
+
+@pytest.fixture(scope="module")
+def boot_url(tree: Path) -> Iterator[str]:
+    with gateway_over(tree) as url:
+        yield url
+
+
+# ---- the returning visitor -----------------------------------------------------------
+class Visitor:
+    """One browser context (one user's profile) and what its pages printed."""
+
+    def __init__(self, context: BrowserContext, url: str) -> None:
+        self.context = context
+        self.url = url
+        self.console = Console()
+        self.first_boot: dict[str, Any] = {}
+
+    @contextmanager
+    def visit(self) -> Iterator[Page]:
+        """A page on the app, open until the block ends; Python is ready at entry."""
+        page = self.context.new_page()
+        page.on("console", self.console.on_console)
+        page.on("pageerror", self.console.on_error)
+        try:
+            page.goto(self.url + "/", wait_until="domcontentloaded")
+            page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]',
+                                   state="attached", timeout=BOOT_TIMEOUT_MS)
+            assert page.get_attribute("html", "data-python") == "ready", page.inner_text("#boot")
+            yield page
+        finally:
+            page.close()
+        assert not self.console.page_errors, f"uncaught errors in the page: {self.console.page_errors}"
+        assert not [m for m in self.console.messages if "Content Security Policy" in m]
+
+    @staticmethod
+    def boot(page: Page) -> dict[str, Any]:
+        """The `boot` record of this page's `ready`."""
+        return page.evaluate(WAIT_MARK, ["firsttoken:python-ready", None, BOOT_TIMEOUT_MS])
+
+    @staticmethod
+    def wait_snapshot_stored(page: Page) -> None:
+        page.evaluate(WAIT_MARK, ["firsttoken:boot:snapshot.stored", "firsttoken:boot:snapshot.failed", BOOT_TIMEOUT_MS * 2])
+
+    @staticmethod
+    def wait_service_worker(page: Page) -> None:
+        page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
+
+
+@pytest.fixture(scope="module")
+def visitor(browser: Browser, boot_url: str) -> Iterator[Visitor]:
+    context = browser.new_context()
+    v = Visitor(context, boot_url)
+    with v.visit() as page:
+        v.first_boot = v.boot(page)
+        v.wait_snapshot_stored(page)
+        v.wait_service_worker(page)
+    yield v
+    context.close()
+
+
+def chat(page: Page, prompt: str) -> str:
+    """Send `prompt`; the whole answer as the page stored it (markdown source)."""
+    page.fill("#prompt", prompt)
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}:last-of-type[data-state="done"]', timeout=60_000)
+    history = json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')") or "[]")
+    return history[-1]["content"]
+
+
+def expected_answer(url: str, prompt: str) -> str:
+    r = httpx.post(url + "/v1/chat/completions", headers={"x-firsttoken-sim": "ttft_ms=0"}, timeout=30,
+                   json={"model": "firsttoken-sim", "messages": [{"role": "user", "content": prompt}]})
+    return r.json()["choices"][0]["message"]["content"]
+
+
+# ---- tests ---------------------------------------------------------------------------
+def test_first_visit_boots_normally_and_the_next_restores_the_snapshot(visitor: Visitor) -> None:
+    # The first visit had nothing to restore: a plain boot, a snapshot made afterwards.
+    assert visitor.first_boot["snapshot"] == "none"
+    assert visitor.first_boot["import_ms"] > 0
+
+    with visitor.visit() as page:
+        boot = visitor.boot(page)
+        assert boot["snapshot"] == "restored"
+        assert boot["snapshot_bytes"] > 10_000_000
+        # The heap already has firsttoken imported: py/boot.py's import is a lookup.
+        assert boot["import_ms"] < visitor.first_boot["import_ms"]
+        # Stages arrive in order, on one timeline (ms since the page began starting Python).
+        assert 0 <= boot["worker_ms"] <= boot["wasm_ms"] <= boot["interpreter_ms"] <= boot["ready_ms"]
+        assert boot["snapshot_ms"] <= boot["interpreter_ms"]
+        stages = page.evaluate("""() => performance.getEntriesByType('mark')
+            .filter((m) => m.name.startsWith('firsttoken:boot:')).map((m) => m.name.slice(16))""")
+        assert [s for s in stages if s in ("runtime", "snapshot", "interpreter")] == ["runtime", "snapshot", "interpreter"]
+        metrics = page.inner_text("#metrics")
+        assert re.search(r"Python ready in \d+ ms \(snapshot restored · .*interpreter \d+", metrics), metrics
+        # The restored interpreter is a working one: a whole reply goes through it.
+        assert chat(page, "restored?") == expected_answer(visitor.url, "restored?")
+
+
+@pytest.mark.parametrize(("damage", "reason"), [
+    ("corrupt", "corrupt"),
+    ("truncated", "truncated"),
+    ("other-build", "restore"),
+])
+def test_a_bad_snapshot_is_thrown_away_and_python_boots_normally(visitor: Visitor, damage: str, reason: str) -> None:
+    with visitor.visit() as page:
+        page.evaluate(DAMAGE, damage)
+
+    with visitor.visit() as page:
+        boot = visitor.boot(page)
+        assert boot["snapshot"] == f"rejected:{reason}"
+        assert f"snapshot rejected:{reason}" in page.inner_text("#metrics")
+        # Thrown away, and a good one made in its place, for the next visit.
+        visitor.wait_snapshot_stored(page)
+        assert len(page.evaluate(SNAPSHOT_KEYS)) == 1
+
+    with visitor.visit() as page:
+        assert visitor.boot(page)["snapshot"] == "restored"
+
+
+def test_second_visit_loads_and_boots_with_the_network_cut(visitor: Visitor) -> None:
+    responses: list[Response] = []
+
+    def seen(response: Response) -> None:
+        responses.append(response)
+
+    visitor.context.set_offline(True)
+    visitor.context.on("response", seen)
+    try:
+        with visitor.visit() as page:
+            assert visitor.boot(page)["snapshot"] == "restored"
+            assert page.evaluate("crossOriginIsolated")  # cached responses kept COOP/COEP
+            assert page.evaluate("document.activeElement.id") == "prompt"
+            page.keyboard.type("offline")
+            assert page.input_value("#prompt") == "offline"
+    finally:
+        visitor.context.remove_listener("response", seen)
+        visitor.context.set_offline(False)
+    same_origin = [r for r in responses if r.url.startswith(visitor.url)]
+    assert same_origin, "the page loaded nothing?"
+    assert all(r.from_service_worker for r in same_origin), [r.url for r in same_origin if not r.from_service_worker]
+
+
+def test_service_worker_script_names_the_build_and_every_file_it_keeps(boot_url: str) -> None:
+    sw = httpx.get(boot_url + "/sw.js")
+    assert sw.status_code == 200
+    assert sw.headers["content-type"].startswith("text/javascript")
+    assert sw.headers["cache-control"] == "no-cache"
+    prelude = sw.text.split("\n", 1)[0]
+    build = json.loads(prelude.removeprefix("self.FIRSTTOKEN_BUILD = ").removesuffix(";"))
+    assert re.fullmatch(r"[0-9a-f]{20}", build["build"])
+    assets = build["assets"]
+    for must in ("./", "pyscript.toml", "py/boot.py", "py/firsttoken.zip", "js/shell.js", "js/boot-pyodide.js",
+                 "vendor/pyscript/core.js", "vendor/pyodide/pyodide.asm.wasm", "vendor/pyodide/python_stdlib.zip"):
+        assert must in assets
+    with httpx.Client(base_url=boot_url) as client:
+        for asset in assets:
+            r = client.get("/" + asset.removeprefix("./"))
+            assert r.status_code == 200, asset
+            assert r.headers["cross-origin-embedder-policy"] == "require-corp", asset
+
+
+def test_a_new_release_replaces_the_offline_copy_and_its_snapshot(visitor: Visitor, tree: Path) -> None:
+    """Runs last: it leaves the module's tree changed (consistently)."""
+    old_build = httpx.get(visitor.url + "/sw.js").text.split("\n", 1)[0]
+    old_keys = None
+    init = tree / "py" / "firsttoken" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8") + "\n# release 2\n", encoding="utf-8")
+    assert httpx.get(visitor.url + "/sw.js").text.split("\n", 1)[0] != old_build
+
+    with visitor.visit() as page:
+        # Still the old release, whole: its files, and the snapshot made for them.
+        assert visitor.boot(page)["snapshot"] == "restored"
+        old_keys = page.evaluate(SNAPSHOT_KEYS)
+        # The new worker installs (all of the new files, or none) and waits for this page.
+        assert page.evaluate("""async () => {
+          const registration = await navigator.serviceWorker.getRegistration();
+          await registration.update();
+          const worker = registration.installing || registration.waiting;
+          if (worker.state !== 'installed') {
+            await new Promise((resolve, reject) => worker.addEventListener('statechange', () => {
+              if (worker.state === 'installed') resolve();
+              if (worker.state === 'redundant') reject(new Error('install failed'));
+            }));
+          }
+          return Boolean(registration.waiting) && navigator.serviceWorker.controller !== registration.waiting;
+        }""")
+
+    # No page runs the old release any more: the next one gets the new release whole.
+    with visitor.visit() as page:
+        boot = visitor.boot(page)
+        assert boot["snapshot"] == "none"  # the old snapshot's package hash no longer matches
+        caches = page.evaluate("() => caches.keys()")
+        assert len([c for c in caches if c.startswith("firsttoken-assets-")]) == 1  # the old build's copy is gone
+        visitor.wait_snapshot_stored(page)
+        new_keys = page.evaluate(SNAPSHOT_KEYS)
+        assert len(new_keys) == 1 and new_keys != old_keys
+
+    with visitor.visit() as page:
+        assert visitor.boot(page)["snapshot"] == "restored"
