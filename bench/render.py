@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -79,19 +80,34 @@ def settings_script(sim: str) -> str:
     return f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})"
 
 
-def longest_task_ms(trace: bytes) -> float:
-    """The longest top-level task on the page's main thread in the trace."""
+def main_thread_tasks(trace: bytes) -> tuple[list[dict], list[dict]]:
+    """The page's main-thread events in the trace: (top-level tasks, all complete events)."""
     data = json.loads(trace)
     events = data["traceEvents"] if isinstance(data, dict) else data
     main = {
         (e["pid"], e["tid"]) for e in events
         if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"
     }
-    durations = [
-        e.get("dur", 0) / 1000 for e in events
-        if (e.get("pid"), e.get("tid")) in main and e.get("ph") == "X" and e.get("name") == "ThreadControllerImpl::RunTask"
-    ]
-    return max(durations, default=0.0)
+    complete = [e for e in events if (e.get("pid"), e.get("tid")) in main and e.get("ph") == "X"]
+    return [e for e in complete if e.get("name") == "ThreadControllerImpl::RunTask"], complete
+
+
+def describe_task(task: dict, events: list[dict]) -> str:
+    """What a long task ran: its script entry points and rendering steps (with --diagnose)."""
+    start, end = task["ts"], task["ts"] + task.get("dur", 0)
+    inside: dict[str, float] = {}
+    for e in events:
+        if start <= e["ts"] < end and e is not task:
+            data = e.get("args", {}).get("data", {})
+            name = e["name"]
+            if name == "FunctionCall" and data.get("functionName") is not None:
+                name = f"{data.get('functionName') or '(anonymous)'} {data.get('url', '').rsplit('/', 1)[-1]}:{data.get('lineNumber')}"
+            elif name not in ("EventDispatch", "TimerFire", "FireAnimationFrame", "Layout", "Paint", "UpdateLayoutTree",
+                              "HandlePostMessage", "MinorGC", "MajorGC", "V8.GC_MARK_COMPACTOR", "ParseHTML"):
+                continue
+            inside[name] = inside.get(name, 0) + e.get("dur", 0) / 1000
+    top = sorted(inside.items(), key=lambda kv: -kv[1])[:5]
+    return f"{task.get('dur', 0) / 1000:.0f} ms: " + ", ".join(f"{k} {v:.0f}" for k, v in top)
 
 
 async def type_while_streaming(page: Any, done: asyncio.Event) -> int:
@@ -103,7 +119,8 @@ async def type_while_streaming(page: Any, done: asyncio.Event) -> int:
     return typed
 
 
-async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens: int, plain: bool) -> dict[str, Any]:
+async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens: int, plain: bool,
+                    diagnose: bool = False) -> dict[str, Any]:
     context = await browser.new_context(**devices[DEVICE])
     try:
         page = await context.new_page()
@@ -124,7 +141,8 @@ async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens:
         await page.evaluate("() => { window.__inputLatency.length = 0; }")
         await page.fill("#prompt", PROMPT)
         await page.focus("#prompt")
-        await browser.start_tracing(page=page, categories=["toplevel"])
+        categories = ["toplevel"] + (["devtools.timeline", "v8"] if diagnose else [])
+        await browser.start_tracing(page=page, categories=categories)
         done = asyncio.Event()
         metrics_task = asyncio.ensure_future(page.evaluate(WAIT_METRICS))
         metrics_task.add_done_callback(lambda _: done.set())
@@ -137,10 +155,15 @@ async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens:
         paints = await page.get_attribute('.msg[data-role="assistant"]', "data-paints")
         if errors or state != "done" or metrics.get("chunk_clock") != "server":
             raise RuntimeError(f"reply failed: state={state} errors={errors} metrics={metrics}")
+        tasks, events = main_thread_tasks(trace)
+        tasks.sort(key=lambda e: -e.get("dur", 0))
+        if diagnose:
+            for task in tasks[:5]:
+                print("   long task", describe_task(task, events), flush=True)
         return {
             **metrics,
             "paints": int(paints or 0),
-            "longest_task_ms": round(longest_task_ms(trace), 1),
+            "longest_task_ms": round(tasks[0].get("dur", 0) / 1000 if tasks else 0.0, 1),
             "keys_typed": typed,
             "input_latency_ms": sorted(inputs),
             "clock_skew_ms": round(clock_skew, 2),
@@ -193,12 +216,14 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--rates", default="50,500")
     parser.add_argument("--no-peer", action="store_true", help="skip the plain-text peer")
+    parser.add_argument("--diagnose", action="store_true", help="name what the longest tasks ran (heavier trace)")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     modes = [("markdown", False)] + ([] if args.no_peer else [("plain text", True)])
 
     results: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in modes}
     answer_tokens = None
+    load_before = os.getloadavg()
     with gateway("--rpm", "100000", "--tpm", "100000000") as url:
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -207,7 +232,7 @@ async def main() -> None:
                     for tps in rates:
                         runs = []
                         for i in range(1, args.runs + 1):
-                            run = await one_reply(browser, pw.devices, url, tps, args.tokens, plain)
+                            run = await one_reply(browser, pw.devices, url, tps, args.tokens, plain, args.diagnose)
                             runs.append(run)
                             answer_tokens = run["completion_tokens"]
                             print(describe(label, tps, i, run), flush=True)
@@ -219,6 +244,8 @@ async def main() -> None:
         "answer_tokens": answer_tokens,
         "device": DEVICE,
         "peer_plain_text": results.get("plain text", []),
+        # 1-minute load average of this (shared) machine before and after: 2 cores.
+        "load_avg": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
     }))
 
 

@@ -2,10 +2,14 @@
 // costs the same whether the answer is ten words or ten pages long.
 //
 // The text is split into finished blocks and one open block, the tail. marked's lexer
-// tells where blocks end: every top-level token followed by another token is finished
-// (CommonMark blocks only end when the next one starts), so only the source from the
-// last finished block on is ever lexed again. A finished block is parsed, sanitized and
-// appended once, and never touched again; the tail is re-rendered on each paint.
+// tells where blocks end: over the complete lines, every top-level token followed by
+// another token is finished (CommonMark blocks only end when the next one starts), so
+// only the source from the last finished block on is ever lexed again. A finished block
+// is parsed, sanitized and appended once, and never touched again; the tail is
+// re-rendered on each paint. Streaming gives the same DOM as rendering the whole answer
+// at once (tests/e2e/test_render.py checks it for any split), with two exceptions that
+// LLM output hardly ever has: a reference link used before its definition stays text,
+// and raw HTML spanning blank lines is rendered block by block.
 //
 // The tail is what the user watches grow, so it gets some care:
 //   - remend closes what is left open mid-stream (`**bold`, `` `code``, `[link](…`),
@@ -121,7 +125,7 @@ export class MarkdownStream {
       const raw = done.map((t) => t.raw).join('');
       // Should marked ever not account for every character, commit nothing: the tail
       // then just stays longer, which is slower but never wrong.
-      if (cut > 0 && this.open.startsWith(raw)) {
+      if (cut > 0 && (final || this.open.startsWith(raw))) {
         this.commit(done);
         this.open = this.open.slice(raw.length);
         if (complete === raw.length + this.open.length) tail = tokens.slice(cut);
