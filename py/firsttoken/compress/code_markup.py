@@ -5,9 +5,9 @@ attribute values, are kept whole, as are CDATA sections, processing instructions
 the raw-text or whitespace-significant elements `script`, `style`, `pre` and
 `textarea`, whose content is not markup at all. A tag written over several lines
 keeps only its quoted attribute values whole: the whitespace between attributes is
-insignificant. Inter-element blank lines are
-whitespace that HTML collapses; a removed comment leaves nothing behind, since it
-renders as nothing.
+insignificant, so those lines may lose their indentation. Inter-element blank lines
+and indentation are whitespace that HTML collapses; a removed comment leaves nothing
+behind, since it renders as nothing.
 
 Conditional comments (`<!--[if IE]>`), server-side includes (`<!--#include`) and a
 few template-engine markers (Knockout `ko`, usemin `build:`) are instructions, not
