@@ -79,8 +79,14 @@ def _py_strings(code: str) -> list[str]:
 
 def _pyg_strings(lang: str, code: str) -> str:
     lexer = get_lexer_by_name(_PYGMENTS[lang], stripnl=False, stripall=False, ensurenl=False)
-    # String.Doc is how Pygments lexes Rust `///` doc comments: comments to us.
-    return "".join(v for t, v in lexer.get_tokens(code) if t in String and t not in String.Doc)
+    # String.Doc is how Pygments lexes Rust `///` doc comments: comments to us. A line
+    # splice outside quotes (shell, Dockerfile) comes as a String.Escape token: it is
+    # no literal, and `_pyg_words` checks it.
+    return "".join(
+        v
+        for t, v in lexer.get_tokens(code)
+        if t in String and t not in String.Doc and not (t in String.Escape and v in ("\\\n", "\\\r\n"))
+    )
 
 
 # Markup comments render as nothing, so a removed one leaves nothing; elsewhere a
@@ -92,8 +98,15 @@ _SPLICE = re.compile(r"(\\*)\\\r?\n")
 _PREPROC = (Comment.Preproc, Comment.PreprocFile)
 
 
+# The Dockerfile reference counts a `#` line with leading whitespace as a comment too;
+# Pygments' Docker lexer reads it as words.
+_DOCKER_COMMENT = re.compile(r"^[ \t]*#[^\n]*", re.M)
+
+
 def _pyg_words(lang: str, code: str) -> list[str]:
     lexer = get_lexer_by_name(_PYGMENTS[lang], stripnl=False, stripall=False, ensurenl=False)
+    if lang == "dockerfile":
+        code = _DOCKER_COMMENT.sub("", code)
     gap = "" if _PYGMENTS[lang] in _NO_GAP else " "
     parts: list[str] = []
     prev = ("", "")

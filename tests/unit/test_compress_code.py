@@ -185,6 +185,15 @@ def test_shell_escaped_space_and_continuation_are_respected() -> None:
     assert "echo x \\\n\necho y\n" in out
 
 
+def test_dockerfile_strings_stay_byte_identical() -> None:
+    body = 'RUN echo "a    b" \\\n    && echo \'x \\\n    y\'  # not a comment\n# comment\nCMD ["a",  "b  c"]\n'
+    assert run("dockerfile", body) == (
+        'RUN echo "a    b" \\\n && echo \'x \\\n    y\' # not a comment\nCMD ["a", "b  c"]\n'
+    )
+    body = "MAINTAINER O'Brien  # c\n"
+    assert run("dockerfile", body) == body
+
+
 def test_shell_session_is_untouched() -> None:
     body = "$ ls\n# root prompt or comment?\n"
     assert run("bash", body) == body

@@ -57,6 +57,8 @@ _CODE_LINES = {
              '      class="a  b"', "  >", "    text  here", "<pre>\n  x\n</pre>", "  <!--[if IE]>x<![endif]-->"],
     "css": ["a { b: c; } /* d */", 'x { content: "/* no */"; }', "", "/* c */", "  color: red; /* c */",
             "    margin: 0;"],
+    "dockerfile": ["FROM x", "RUN a && \\", "    b", 'RUN echo "a    b"  # not a comment', "# c", 'RUN echo "x \\',
+                   '    y"', "  ENV A=1", 'CMD ["a",  "b"]', "  # also c"],
     "unknown": ["# x   ", "", "  y  "],
 }
 _JSON = st.recursive(

@@ -14,7 +14,9 @@ terminal session (`$ cmd` lines), where `#` may be a root prompt rather than a c
 
 Dockerfile: only a line whose first non-blank character is `#` is a comment (Dockerfile
 reference, "Format"); parser directives at the top (`# syntax=`, `# escape=`,
-`# check=`) are kept; a here-document (`<<EOF`) or an `escape` directive makes us give up.
+`# check=`) are kept; quoted strings are kept byte for byte, also across a line
+continuation; a here-document (`<<EOF`), an `escape` directive or a quote we cannot
+pair makes us give up.
 """
 
 from __future__ import annotations
@@ -246,17 +248,31 @@ def _bodies(text: str, pos: int, pending: list[tuple[bool, str]], spans: list[Sp
     return pos
 
 
-_DOCKER_COMMENT = re.compile(r"^[ \t]*#[^\n]*", re.M)
+# A comment is a whole line whose first non-blank character is `#`. Quoted strings
+# are shell (or exec-form JSON) strings; a backslash before a line end continues the
+# instruction even inside quotes, since Docker joins lines before any shell reads them.
+_DOCKER = re.compile(
+    r"""(?P<c>^[ \t]*#[^\n]*)"""
+    r"""|(?P<s>"(?:[^"\\\n]|\\\r?\n|\\[^\n])*"|'(?:[^'\\\n]|\\\r?\n|\\)*')"""
+    r"""|(?P<bad>["'])""",
+    re.M,
+)
 _DOCKER_DIRECTIVE = re.compile(r"#\s*(?:syntax|escape|check)\s*=", re.I)
 
 
 def lex_dockerfile(text: str) -> list[Span] | None:
-    """Comment spans of a Dockerfile, or None."""
+    """String and comment spans of a Dockerfile, or None."""
     if re.search(r"<<-?[ \t]*['\"]?[A-Za-z_]", text) or re.search(r"#\s*escape\s*=", text, re.I):
         return None
     spans: list[Span] = []
     header = True
-    for m in _DOCKER_COMMENT.finditer(text):
+    for m in _DOCKER.finditer(text):
+        g = m.lastgroup
+        if g == "bad":
+            return None  # an apostrophe in an unquoted word, or an unclosed quote
+        if g == "s":
+            spans.append(Span(m.start(), m.end(), "s"))
+            continue
         body = m.group().lstrip(" \t")
         start = m.end() - len(body)
         if header and _DOCKER_DIRECTIVE.match(body) and _only_comments_before(text, m.start()):
