@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any, Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from playwright.sync_api import Browser
 
@@ -139,7 +139,7 @@ fragments = st.lists(
 ).map(" ".join)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None)
 @given(
     texts=st.lists(
         st.one_of(
