@@ -54,20 +54,23 @@ export class ReplyMetrics {
     this.sent = sent;
     this.firstPaint = null;
     this.clock = null; // 'server': gateway send stamps; 'core': the worker's parse time
-    this.waiting = []; // when each chunk not yet painted was sent (or parsed)
+    this.waiting = []; // [sent (or parsed), parsed, arrived] of each chunk not yet painted
     this.samples = []; // chunk-to-paint, ms
+    this.legs = { core: [], page: [], paint: [] }; // where that time went, per chunk
     this.inflight = 0; // paints not yet reported by the browser
     this.settled = null;
   }
 
   /** A `chat.delta` arrived. */
   arrived(msg) {
+    const at = now();
+    const parsed = typeof msg.t === 'number' ? msg.t : at;
     if (Array.isArray(msg.stamps) && msg.stamps.length) {
       this.clock = 'server';
-      for (const s of msg.stamps) if (typeof s === 'number') this.waiting.push(s);
+      for (const s of msg.stamps) if (typeof s === 'number') this.waiting.push([s, parsed, at]);
     } else if (typeof msg.t === 'number') {
       this.clock ??= 'core';
-      this.waiting.push(msg.t);
+      this.waiting.push([msg.t, parsed, at]);
     }
   }
 
@@ -81,7 +84,12 @@ export class ReplyMetrics {
         this.firstPaint = t;
         onFirst?.(t);
       }
-      for (const s of batch) this.samples.push(t - s);
+      for (const [sent, parsed, at] of batch) {
+        this.samples.push(t - sent);
+        this.legs.core.push(parsed - sent); // network and the core's parsing (0 without server stamps)
+        this.legs.page.push(at - parsed); // the worker-to-page message
+        this.legs.paint.push(t - at); // waiting for a frame, and painting it
+      }
       this.inflight -= 1;
       if (this.inflight === 0) this.settled?.();
     }, inFrame);
@@ -122,6 +130,11 @@ export class ReplyMetrics {
         p95: round(percentile(sorted, 95)),
         max: round(sorted[sorted.length - 1] ?? null),
       },
+      // The same, split: server → core parsed, core → page, page → painted (p50 / p95).
+      chunk_legs_ms: Object.fromEntries(Object.entries(this.legs).map(([leg, xs]) => {
+        const s = xs.slice().sort((a, b) => a - b);
+        return [leg, [round(percentile(s, 50)), round(percentile(s, 95))]];
+      })),
       long_task_ms: round(longest), // the longest task of 50 ms or more; 0: none
     };
   }
