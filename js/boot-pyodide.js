@@ -9,21 +9,23 @@
 //
 // With a valid snapshot stored (boot-snapshot.js), Pyodide restores it
 // (`_loadSnapshot`, experimental: node_modules/pyodide/pyodide.d.ts). Without one, or
-// with one that fails verification or does not restore, this is a plain Pyodide boot:
-// never a broken one. Snapshots are not made here: an interpreter started with
-// `_makeSnapshot` routes every `js.X` through a recording proxy for its whole life, and
-// reading an accessor through it throws "Illegal invocation" in a worker
-// (`js.performance.timeOrigin`), so such an interpreter may make a snapshot but must
-// not serve the page. The page has one made in the background instead
+// with one that is stale, fails verification or does not restore, this is a plain
+// Pyodide boot: never a broken one. Snapshots are not made here: an interpreter
+// started with `_makeSnapshot` routes every `js.X` through a recording proxy for its
+// whole life, and reading an accessor through it throws "Illegal invocation" in a
+// worker (`js.performance.timeOrigin`), so such an interpreter may make a snapshot but
+// must not serve the page. The page has one made in the background instead
 // (boot-snapshot-worker.js), after Python is ready.
 //
-// The heap holds no file system: PyScript unpacks firsttoken.zip after this returns,
-// as on any boot, and modules imported later are found there.
+// Everything starts when PyScript imports this module, not when it calls loadPyodide:
+// in between, PyScript opens its own IndexedDB cache, and a warm boot is short enough
+// for that to matter. What PyScript passes in (its stdout and stderr) is only needed
+// once Python runs, so the early boot writes through forwarders that PyScript's
+// handlers are plugged into when the call comes.
 
 import { loadPyodide as loadPyodideCore, version } from '../vendor/pyodide/pyodide.mjs';
 import {
-  IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, declaredLength, dropSnapshots, fetchPackage, findSnapshot,
-  verifiedBytes,
+  IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, openSnapshot, unpackInto,
 } from './boot-snapshot.js';
 
 export { version };
@@ -31,7 +33,9 @@ export { version };
 const PROTOCOL = 1;
 const now = () => performance.timeOrigin + performance.now();
 const round = (ms) => Math.round(ms * 10) / 10;
+const record = { start: now(), snapshot: 'none' };
 
+// ---- progress -------------------------------------------------------------------------
 // Boot stages go to the page as protocol messages (bridge/PROTOCOL.md `boot.progress`)
 // on a BroadcastChannel that the page names (js/core.js): PyScript hands the page its
 // worker only once Python is ready, too late to hear how the boot went. The name
@@ -39,26 +43,106 @@ const round = (ms) => Math.round(ms * 10) / 10;
 // import.meta.url: a module answered by the service worker takes the cached
 // response's URL, fragment-less. But PyScript derives the `indexURL` it passes to
 // loadPyodide from the URL it was given, up to the last "/", so the trailing slash
-// keeps the fragment in there. If PyScript ever stops doing that, the boot only goes
-// quiet: `ready` still carries every timing.
+// keeps the fragment in there. Stages reached before that call wait in `early`. If
+// PyScript ever stops doing this, the boot only goes quiet: `ready` still carries
+// every timing.
 let channel = null;
+const early = [];
+function progress(stage, detail = {}) {
+  const text = JSON.stringify({ v: PROTOCOL, type: 'boot.progress', stage, t: now(), ...detail });
+  if (channel) channel.postMessage(text);
+  else early.push(text);
+}
 function openChannel(indexURL) {
   const name = decodeURIComponent(String(indexURL || '').split('#')[1] || '').replace(/\/$/, '');
-  if (name.startsWith('firsttoken-boot-') && typeof BroadcastChannel === 'function') channel = new BroadcastChannel(name);
-}
-function progress(stage, detail = {}) {
-  channel?.postMessage(JSON.stringify({ v: PROTOCOL, type: 'boot.progress', stage, t: now(), ...detail }));
+  if (!name.startsWith('firsttoken-boot-') || typeof BroadcastChannel !== 'function') return;
+  channel = new BroadcastChannel(name);
+  for (const text of early.splice(0)) channel.postMessage(text);
 }
 
-// Work that needs nothing from PyScript starts as soon as PyScript imports this
-// module, while it still opens its own storage: Pyodide's JS, the package (whose hash
-// keys the snapshot) and the lookup of a stored snapshot.
-const record = { start: now(), snapshot: 'none' };
+// ---- what PyScript hands over later ----------------------------------------------------
+const sinks = { stdout: (text) => console.log(text), stderr: (text) => console.error(text) };
+const streams = { stdout: (text) => sinks.stdout(text), stderr: (text) => sinks.stderr(text) };
+
+// ---- the boot, from the moment this module is imported -----------------------------------
 const factory = import(new URL('pyodide.asm.mjs', PYODIDE).href).then((m) => m.default);
 const pkg = fetchPackage(version);
-const found = pkg.then(({ key }) => findSnapshot(key)).catch(() => null);
-// A failure here surfaces in loadPyodide; not as an unhandled rejection before it.
-for (const p of [factory, pkg]) p.catch(() => {});
+const latest = openSnapshot();
+const body = latest.then((found) => (found?.length ? found.read() : null));
+body.then(() => { record.snapshot_read = now(); }, () => {});
+// Failures surface through `booting`; not as unhandled rejections on the way.
+for (const p of [factory, pkg, body]) p.catch(() => {});
+const booting = boot();
+booting.catch(() => {});
+
+// The hook PyScript calls. Anything beyond what this module expects (packages to
+// install, say) is PyScript asking for something the early boot did not do, so such a
+// call gets a boot of its own, as plain Pyodide would give it.
+export async function loadPyodide(options = {}) {
+  const { stdout, stderr, indexURL, ...rest } = options;
+  openChannel(indexURL);
+  if (stdout) sinks.stdout = stdout;
+  if (stderr) sinks.stderr = stderr;
+  if (Object.keys(rest).length) {
+    console.warn('firsttoken: PyScript asked for more than a plain interpreter:', Object.keys(rest));
+    return loadPyodideCore({ ...options, indexURL: PYODIDE });
+  }
+  return booting;
+}
+
+async function boot() {
+  const base = { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
+  const found = await latest.catch(() => null);
+  if (found && !found.length) record.snapshot = 'rejected:unlabelled';
+  if (found?.length) {
+    try {
+      const [py, files] = await restore(base, found.key, found.length);
+      return finish(py, await packageBytes(), files);
+    } catch (error) {
+      record.snapshot = `rejected:${error instanceof SnapshotRejected ? error.reason : 'restore'}`;
+      if (!(error instanceof SnapshotRejected)) console.warn('firsttoken: snapshot not restored, booting normally:', error);
+      delete record.wasm_done;
+    }
+  }
+  if (record.snapshot.startsWith('rejected')) await dropSnapshots().catch(() => {});
+  progress('runtime');
+  const py = await loadPyodideCore(base);
+  record.interpreter_done = now();
+  progress('interpreter');
+  return finish(py, await packageBytes(), null);
+}
+
+const packageBytes = () => pkg.then(({ bytes }) => bytes, () => null);
+
+async function restore(base, key, length) {
+  progress('runtime');
+  // Pyodide sizes the new heap from `_loadSnapshot` but copies the snapshot in only
+  // after the wasm is compiled and instantiated (pyodide.mjs: prepareSnapshot, then
+  // createPyodideModule, then restoreSnapshot). So it gets an empty buffer of the
+  // stored length at once, and the module factory hands the module over only once the
+  // snapshot is known to be the one for this package (its key), has been read and
+  // verified, and copied in: all of which ran while the runtime loaded and compiled.
+  // Should a later Pyodide read the buffer earlier, it finds no snapshot magic there,
+  // throws, and the caller falls back to a normal boot.
+  const heap = new Uint8Array(length);
+  let files = null;
+  const createPyodideModule = async (settings) => {
+    const module = await createModule(settings);
+    const { key: current } = await pkg;
+    if (key !== current) throw new SnapshotRejected('stale'); // another package, Pyodide or format
+    files = unpackInto(await body, heap);
+    record.snapshot_bytes = length;
+    progress('snapshot', { bytes: length });
+    return module;
+  };
+  const py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: heap });
+  record.interpreter_done = now();
+  // A heap that restored but lacks our modules is not ours: treat it as corrupt.
+  if (!py.runPython(`import sys\n${JSON.stringify(IMPORTS[0])} in sys.modules`)) throw new SnapshotRejected('foreign');
+  record.snapshot = 'restored';
+  progress('interpreter');
+  return [py, files];
+}
 
 // Pyodide's module factory (the `createPyodideModule` option), wrapped to note when
 // the wasm is instantiated.
@@ -75,63 +159,32 @@ async function createModule(settings) {
   return create(settings);
 }
 
-export async function loadPyodide(options = {}) {
-  openChannel(options.indexURL);
-  progress('runtime');
-  const base = { ...options, indexURL: PYODIDE, createPyodideModule: createModule };
-  const entry = await found;
-  const length = entry ? declaredLength(entry) : 0;
-  if (entry && !length) record.snapshot = 'rejected:unlabelled';
-  if (length) {
-    try {
-      return finish(await restore(base, entry, length));
-    } catch (error) {
-      record.snapshot = `rejected:${error instanceof SnapshotRejected ? error.reason : 'restore'}`;
-      console.warn('firsttoken: snapshot not used, booting normally:', error);
-      delete record.wasm_done;
-      delete record.snapshot_read;
-    }
+// ---- handing over --------------------------------------------------------------------
+function sameBytes(buffer, bytes) {
+  const view = ArrayBuffer.isView(buffer) ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+    : new Uint8Array(buffer);
+  if (view.byteLength !== bytes.byteLength) return false;
+  for (let i = 0; i < view.byteLength; i++) if (view[i] !== bytes[i]) return false;
+  return true;
+}
+
+function writeFiles(py, files, extractDir) {
+  const resolve = py._module.PATH_FS.resolve;
+  const root = resolve(extractDir);
+  for (const [name, bytes] of files) {
+    const path = resolve(root, name);
+    if (!path.startsWith(`${root}/`)) throw new Error(`${name} leaves ${root}`);
+    py.FS.mkdirTree(py.PATH.dirname(path));
+    py.FS.writeFile(path, bytes);
   }
-  if (record.snapshot.startsWith('rejected')) await dropSnapshots().catch(() => {});
-  const py = await loadPyodideCore(base);
-  record.interpreter_done = now();
-  progress('interpreter');
-  return finish(py);
 }
 
-async function restore(base, entry, length) {
-  // Pyodide sizes the new heap from `_loadSnapshot` but copies the snapshot in only
-  // after the wasm is compiled and instantiated (pyodide.mjs: prepareSnapshot, then
-  // createPyodideModule, then restoreSnapshot). So it gets an empty buffer of the
-  // declared length at once, and the bytes are read, verified and copied into it while
-  // the runtime compiles: the module factory hands the module over only after that.
-  // Should a later Pyodide read the buffer earlier, it finds no snapshot magic there,
-  // throws, and the caller falls back to a normal boot.
-  const heap = new Uint8Array(length);
-  const bytes = verifiedBytes(entry);
-  bytes.catch(() => {});
-  const createPyodideModule = async (settings) => {
-    const module = await createModule(settings);
-    heap.set(await bytes);
-    record.snapshot_read = now();
-    record.snapshot_bytes = length;
-    progress('snapshot', { bytes: length });
-    return module;
-  };
-  const py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: heap });
-  record.interpreter_done = now();
-  // A heap that restored but lacks our modules is not ours: treat it as corrupt.
-  if (!py.runPython(`import sys\n${JSON.stringify(IMPORTS[0])} in sys.modules`)) throw new SnapshotRejected('foreign');
-  record.snapshot = 'restored';
-  progress('interpreter');
-  return py;
-}
-
-// Durations (ms) from the moment this module started, plus that moment on the epoch
-// clock, so the page can place them on its own timeline. `assets_ms` is from Resource
-// Timing: when the last runtime file (Pyodide's module, wasm and standard library,
-// the package) had arrived.
-function finish(py) {
+// The boot record (durations in ms from the moment this module started, plus that
+// moment on the epoch clock, so the page can place them on its own timeline), handed
+// to py/boot.py, which sends it with `ready`. `assets_ms` is from Resource Timing: when
+// the last runtime file (Pyodide's module, wasm and standard library, the package) had
+// arrived. The JS reference lives only in this interpreter, never in a heap image.
+function finish(py, packageBytes, files) {
   const since = (t) => (t == null ? null : round(t - record.start));
   const runtime = performance.getEntriesByType('resource')
     .filter((e) => e.name.startsWith(PYODIDE) || e.name === PACKAGE);
@@ -145,9 +198,26 @@ function finish(py) {
     interpreter_ms: since(record.interpreter_done),
     loader_ms: since(now()),
   };
-  // Handed to py/boot.py, which sends it with `ready`. This JS reference lives only in
-  // this interpreter; it is never part of a heap image.
-  py.registerJsModule('_firsttoken_boot', { record: JSON.stringify(boot) });
-  channel?.close();
+  // PyScript unpacks `[files]` next. When that is the package fetched above and this
+  // interpreter came from a snapshot, its files came with the snapshot (uncompressed,
+  // boot-snapshot.js): they are written from here, without a trip through Python,
+  // which right after a restore was the slowest step left.
+  const unpackArchive = py.unpackArchive.bind(py);
+  py.unpackArchive = (buffer, format, options) => {
+    const start = now();
+    try {
+      if (files && format === 'zip' && packageBytes && sameBytes(buffer, packageBytes)) {
+        try {
+          return writeFiles(py, files, options?.extractDir ?? '.');
+        } catch (error) {
+          console.warn('firsttoken: unpacking the package with Pyodide instead:', error);
+        }
+      }
+      return unpackArchive(buffer, format, options);
+    } finally {
+      boot.package_ms = round((boot.package_ms ?? 0) + now() - start);
+    }
+  };
+  py.registerJsModule('_firsttoken_boot', { get record() { return JSON.stringify(boot); } });
   return py;
 }

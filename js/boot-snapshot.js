@@ -21,19 +21,125 @@
 
 export const PYODIDE = new URL('../vendor/pyodide/', import.meta.url).href;
 export const PACKAGE = new URL('../py/firsttoken.zip', import.meta.url).href;
+// What Pyodide fetches while it loads, largest first (js/core.js fetches them early on
+// a first visit).
+export const RUNTIME = ['pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide.asm.mjs', 'pyodide-lock.json']
+  .map((name) => new URL(name, PYODIDE).href);
 // What a snapshot holds besides the interpreter: the modules py/boot.py imports (the
 // core imports the rest of the package), and standard modules that PyScript's worker
 // prelude (its `pyscript` package) and its `[files]` unpacking import on every boot.
+// Every module of the package is imported too (boot-snapshot-worker.js), so that
+// nothing the page runs later has to be read and compiled from the file system.
 export const IMPORTS = [
   'firsttoken.browser', 'firsttoken.core',
   'asyncio', 'json', 'pathlib', 'inspect', 'base64', 'html', 'io', 'weakref', 'zipfile', 'shutil',
 ];
 // Part of the key: a snapshot made with another list (or another layout) is stale.
-export const FORMAT = `2:${IMPORTS.join(',')}`;
+export const FORMAT = `3:firsttoken.*,${IMPORTS.join(',')}`;
 
 export const CACHE_NAME = 'firsttoken-snapshot';
-const LENGTH = 'x-firsttoken-length';
-const DIGEST = 'x-firsttoken-sha256';
+const LENGTH = 'x-firsttoken-length'; // of the heap image Pyodide restores
+const STORED = 'x-firsttoken-stored'; // of the stored (packed) body
+const DIGEST = 'x-firsttoken-sha256'; // of the stored body
+
+// ---- packing ------------------------------------------------------------------------
+// About half of a fresh interpreter's 31 MB heap is whole pages of zeros (the heap is
+// sized ahead of use). They are left out of what is stored, and a new heap buffer is
+// zeroed already, so restoring copies only the pages that hold something. That halves
+// what is read from disk and hashed on every warm boot, the boot's critical path.
+// (General-purpose compression was measured too: DecompressionStream inflates 31 MB
+// more slowly than the raw bytes are read.)
+//
+// The heap holds no file system, and PyScript unpacks the package zip after the
+// restore. Doing that in Python (Pyodide's unpackArchive) right after a restore was the
+// slowest step left, so the package's files travel with the heap, uncompressed, and
+// are written from JavaScript (boot-pyodide.js). The body is
+//   "FTS1" | page size | N | F | N page numbers | N pages | F bytes of files
+// (uint32 little-endian), the files being  count | (name length | name | size | bytes)*.
+const MAGIC = 0x31535446; // "FTS1", little-endian
+const PAGE = 4096;
+const HEADER = 16;
+
+function isZeroPage(words, bytes, start, end) {
+  // Word-wise where aligned (the heap image is a whole number of 16-byte units).
+  let i = start;
+  for (; i + 4 <= end && (i & 3) === 0; i += 4) if (words[i >> 2] !== 0) return false;
+  for (; i < end; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+// `heap`: the image from makeMemorySnapshot(); `files`: [[name, bytes]] (zip entry
+// names, relative to where PyScript unpacks the package).
+export function packHeap(heap, files = []) {
+  const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.byteLength >> 2);
+  const pages = [];
+  for (let p = 0; p * PAGE < heap.byteLength; p++) {
+    const start = p * PAGE;
+    if (!isZeroPage(words, heap, start, Math.min(start + PAGE, heap.byteLength))) pages.push(p);
+  }
+  const encoded = files.map(([name, bytes]) => [new TextEncoder().encode(name), bytes]);
+  const filesSize = 4 + encoded.reduce((n, [name, bytes]) => n + 8 + name.byteLength + bytes.byteLength, 0);
+  const data = HEADER + 4 * pages.length;
+  const body = new Uint8Array(data + pages.length * PAGE + filesSize);
+  const view = new DataView(body.buffer);
+  view.setUint32(0, MAGIC, true);
+  view.setUint32(4, PAGE, true);
+  view.setUint32(8, pages.length, true);
+  view.setUint32(12, filesSize, true);
+  pages.forEach((p, k) => {
+    view.setUint32(HEADER + 4 * k, p, true);
+    body.set(heap.subarray(p * PAGE, Math.min((p + 1) * PAGE, heap.byteLength)), data + k * PAGE);
+  });
+  let at = data + pages.length * PAGE;
+  view.setUint32(at, encoded.length, true);
+  at += 4;
+  for (const [name, bytes] of encoded) {
+    view.setUint32(at, name.byteLength, true);
+    body.set(name, at + 4);
+    at += 4 + name.byteLength;
+    view.setUint32(at, bytes.byteLength, true);
+    body.set(bytes, at + 4);
+    at += 4 + bytes.byteLength;
+  }
+  return body;
+}
+
+// Copy a packed body's pages into `heap` (zero-filled, of the image's length), and
+// return its files as [[name, bytes]]. Throws SnapshotRejected('corrupt') on a body
+// whose layout does not add up.
+export function unpackInto(body, heap) {
+  const corrupt = () => new SnapshotRejected('corrupt');
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  if (body.byteLength < HEADER || view.getUint32(0, true) !== MAGIC || view.getUint32(4, true) !== PAGE) throw corrupt();
+  const n = view.getUint32(8, true);
+  const data = HEADER + 4 * n;
+  const filesAt = data + n * PAGE;
+  if (body.byteLength !== filesAt + view.getUint32(12, true)) throw corrupt();
+  let last = -1;
+  for (let k = 0; k < n; k++) {
+    const p = view.getUint32(HEADER + 4 * k, true);
+    const start = p * PAGE;
+    if (p <= last || start >= heap.byteLength) throw corrupt();
+    last = p;
+    heap.set(body.subarray(data + k * PAGE, data + k * PAGE + Math.min(PAGE, heap.byteLength - start)), start);
+  }
+  const files = [];
+  const names = new TextDecoder('utf-8', { fatal: true });
+  let at = filesAt + 4;
+  for (let count = view.getUint32(filesAt, true); count > 0; count--) {
+    const nameSize = view.getUint32(at, true);
+    const name = names.decode(body.subarray(at + 4, at + 4 + nameSize));
+    at += 4 + nameSize;
+    const size = view.getUint32(at, true);
+    if (at + 4 + size > body.byteLength) throw corrupt();
+    files.push([name, body.subarray(at + 4, at + 4 + size)]);
+    at += 4 + size;
+  }
+  if (at !== body.byteLength) throw corrupt();
+  return files;
+}
+
+// ---- storage ------------------------------------------------------------------------
 
 export async function sha256Hex(bytes) {
   const digest = await crypto.subtle.digest('SHA-256', bytes);
@@ -63,10 +169,25 @@ export class SnapshotRejected extends Error {
 // private modes): every entry point then behaves as "no snapshot", never as an error.
 export const storageAvailable = () => typeof caches !== 'undefined';
 
-// The stored entry for `key`, unread, or null. Cheap: only the index is consulted.
-export async function findSnapshot(key) {
+// The snapshot stored last, unread, with its key: {key, response}, or null. Cheap:
+// only the index is consulted. Looking it up does not need the package's hash, so the
+// page starts reading it at once and compares keys once the hash is known.
+export async function latestSnapshot() {
   if (!storageAvailable()) return null;
-  return (await (await caches.open(CACHE_NAME)).match(key)) || null;
+  const cache = await caches.open(CACHE_NAME);
+  const request = (await cache.keys()).pop(); // writeSnapshot keeps one; the newest wins
+  const response = request && await cache.match(request);
+  return response ? { key: request.url, response } : null;
+}
+
+// The key and length of the snapshot stored last ({key, length}, or null), and a
+// function that reads and verifies its body: `read()` resolves to the body, or rejects
+// with SnapshotRejected. The lookup is quick (the cache index), so the page can size
+// the new heap and start Pyodide while the body is read.
+export async function openSnapshot() {
+  const found = await latestSnapshot().catch(() => null);
+  if (!found) return null;
+  return { key: found.key, length: declaredLength(found.response), read: () => verifiedBody(found.response) };
 }
 
 // The length a found entry was stored with (0 when it carries no label).
@@ -75,38 +196,42 @@ export function declaredLength(response) {
   return Number.isSafeInteger(length) && length > 0 ? length : 0;
 }
 
-// The bytes of a found entry, once their length and SHA-256 match the labels written
-// with them. Otherwise the entry is deleted and SnapshotRejected says why.
-export async function verifiedBytes(response) {
-  const length = declaredLength(response);
+// The stored body of a found entry, once its length and SHA-256 match the labels
+// written with it. Otherwise the entry is deleted and SnapshotRejected says why.
+export async function verifiedBody(response) {
+  const stored = Number(response.headers.get(STORED));
   const digest = response.headers.get(DIGEST);
   let reason = null;
-  let bytes = null;
+  let body = null;
   try {
-    bytes = new Uint8Array(await response.arrayBuffer());
+    body = new Uint8Array(await response.arrayBuffer());
   } catch {
     reason = 'unreadable';
   }
   if (reason === null) {
-    if (!length || !digest) reason = 'unlabelled';
-    else if (bytes.byteLength !== length) reason = 'truncated';
-    else if ((await sha256Hex(bytes)) !== digest) reason = 'corrupt';
+    if (!declaredLength(response) || !stored || !digest) reason = 'unlabelled';
+    else if (body.byteLength !== stored) reason = 'truncated';
+    else if ((await sha256Hex(body)) !== digest) reason = 'corrupt';
   }
   if (reason) {
     await dropSnapshots().catch(() => {});
     throw new SnapshotRejected(reason);
   }
-  return bytes;
+  return body;
 }
 
-// Store `bytes` under `key` and delete every other snapshot: only the current one is
-// ever useful, and each costs tens of megabytes of the origin's quota.
-export async function writeSnapshot(key, bytes) {
+// Store a packed heap image (`body`, from packHeap; `length`: the image's) under `key`,
+// and delete every other snapshot: only the current one is ever useful, and each
+// costs megabytes of the origin's quota.
+export async function writeSnapshot(key, body, length) {
   if (!storageAvailable()) return false;
-  const digest = await sha256Hex(bytes);
+  const digest = await sha256Hex(body);
   const cache = await caches.open(CACHE_NAME);
-  await cache.put(key, new Response(bytes, {
-    headers: { 'content-type': 'application/octet-stream', [LENGTH]: String(bytes.byteLength), [DIGEST]: digest },
+  await cache.put(key, new Response(body, {
+    headers: {
+      'content-type': 'application/octet-stream',
+      [LENGTH]: String(length), [STORED]: String(body.byteLength), [DIGEST]: digest,
+    },
   }));
   await dropSnapshots(key);
   return true;

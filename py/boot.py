@@ -4,6 +4,10 @@
 import json
 import time
 
+from js import performance  # type: ignore[import-not-found]
+
+# When PyScript started running this file (epoch ms, the page's timeline is shifted to it).
+_entry_start = performance.timeOrigin + performance.now()
 _t0 = time.perf_counter()
 from polyscript import xworker  # noqa: E402
 
@@ -21,5 +25,6 @@ except ImportError:
 # On a restored snapshot the modules are already imported and this is near zero; on
 # a boot that made one, the import was done (and timed) before the snapshot.
 _boot["import_ms"] = round(_boot.get("import_ms", 0) + _import_ms, 2)
+_boot["entry_start"] = _entry_start
 
 start(xworker, boot=_boot)
