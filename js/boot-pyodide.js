@@ -69,7 +69,7 @@ const factory = import(new URL('pyodide.asm.mjs', PYODIDE).href).then((m) => m.d
 const pkg = fetchPackage(version);
 const latest = openSnapshot();
 const body = latest.then((found) => (found?.length ? found.read() : null));
-body.then(() => { record.snapshot_read = now(); }, () => {});
+body.then((bytes) => { if (bytes) record.snapshot_read = now(); }, () => {});
 // Failures surface through `booting`; not as unhandled rejections on the way.
 for (const p of [factory, pkg, body]) p.catch(() => {});
 const booting = boot();
