@@ -1,8 +1,11 @@
 // Model output is untrusted: this turns the HTML that marked makes of it into DOM nodes
 // that cannot run script, load anything, or navigate the page.
 //
-// DOMPurify does the parsing and the hard part (script, event handlers, javascript:
-// URLs, mXSS, DOM clobbering); this module only states our policy on top of it:
+// The HTML is parsed into a document with no browsing context (nothing in it loads or
+// runs), DOMPurify cleans that tree in place (script, event handlers, javascript: URLs,
+// DOM clobbering), and only then are the nodes moved into the page: they are never
+// serialized and parsed again, so there is no mutation-XSS round trip. This module
+// states our policy on top of DOMPurify's:
 //   - an allow-list of tags: what markdown produces, plus a few harmless inline tags a
 //     model may write by hand. No svg/math, iframe, object, form, style, meta, base;
 //   - no style attribute (the page's CSP forbids inline styles: one would only raise a
@@ -104,9 +107,4 @@ export function safeFragment(html) {
   const fragment = document.createDocumentFragment();
   fragment.append(...root.childNodes); // adopted into the page, already clean
   return fragment;
-}
-
-/** What the policy removed from the last call (for tests and debugging). */
-export function removedByLastCall() {
-  return purify.removed;
 }
