@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import static
+from .cache_refs import CLIENT_HEADER, AdvertiseRefs, RefLimits, RefStore, client_key, expand_refs, remember_system_messages
 from .errors import APIError
 from .headers import SecurityHeaders, content_security_policy
 from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, RateWindow, SimParams, Simulator
@@ -39,6 +40,9 @@ class GatewayConfig:
     #: When set, /v1/* requires `Authorization: Bearer <client_key>` (a gateway of one's own).
     client_key: str | None = field(default=None, repr=False)
     frame_ancestors: str = "'self'"
+    #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
+    cache_refs: bool = True
+    ref_limits: RefLimits = field(default_factory=RefLimits)
 
 
 def _default_counter():
@@ -60,6 +64,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         config.sim, sleep=asyncio.sleep, rate=rate, **({"count_tokens": counter} if counter else {})
     )
     upstream = Upstream(config.upstream, config.upstream_key) if config.upstream else None
+    refs = RefStore(config.ref_limits) if config.cache_refs else None
 
     def authorize(request: Request) -> None:
         if not config.client_key:
@@ -71,7 +76,15 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     async def chat_completions(request: Request) -> Response:
         authorize(request)
         body = await read_body(request, config.max_body_bytes)
+        client = None
+        if refs is not None:
+            # References become text before anything else looks at the body: validation,
+            # the simulator and an upstream only ever see plain OpenAI requests.
+            client = client_key(request.headers.get("authorization"), request.headers.get(CLIENT_HEADER))
+            body = expand_refs(body, refs, client)
         chat = parse_chat_request(body)
+        if refs is not None:
+            remember_system_messages(chat.messages, refs, client)
         if upstream is not None:
             return await upstream.forward(
                 "/chat/completions", body, request.headers.get("authorization"), request.headers.get(SIM_HEADER)
@@ -139,6 +152,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     )
     csp = content_security_policy(config.connect_src, config.frame_ancestors)
     app.add_middleware(SecurityHeaders, csp=csp)
+    if refs is not None:
+        app.add_middleware(AdvertiseRefs)
     return app
 
 

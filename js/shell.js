@@ -140,6 +140,9 @@ function onCoreMessage(msg) {
       note(r.el, 'note', `${msg.status ? `The server answered ${msg.status}` : 'Network error'}; retrying in ${seconds(msg.wait_s)} (attempt ${msg.attempt + 1})…`);
       showQuota(msg.quota);
       break;
+    case 'notice': // not an error, but worth knowing (e.g. the prompt cache fell back to memory)
+      note(r.el, 'notice', msg.message).dataset.code = msg.code;
+      break;
     case 'chat.done':
       finish(r, 'done', msg);
       break;

@@ -11,7 +11,9 @@ import asyncio
 from typing import Any, AsyncIterator, Mapping
 
 from . import IN_PYODIDE
+from ._browser_cache import IndexedDBStore
 from ._browser_tokens import install as install_page_tokenizer
+from .cache import Cache
 from .client import AbortSignal, HTTPRequest
 from .errors import Aborted, TransportError
 
@@ -109,6 +111,10 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
         boot=boot,
         # Counting needs the page's encoder, which loads on first use (never at boot).
         prepare_encoder=ensure_encoder,
+        # Prepared system messages persist in IndexedDB, opened on first use (not at
+        # boot); on any IndexedDB failure the cache goes on in memory, with a notice.
+        cache=Cache(IndexedDBStore(js.indexedDB)),
+        page_origin=str(js.self.origin),
     )
     tasks: set[asyncio.Task] = set()
 

@@ -114,8 +114,22 @@ def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def build_request(messages: list[dict[str, Any]], settings: ChatSettings) -> HTTPRequest:
-    """The streaming chat-completion request, with usage asked for in a final chunk."""
+def build_request(
+    messages: list[dict[str, Any]],
+    settings: ChatSettings,
+    *,
+    refs: Mapping[int, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> HTTPRequest:
+    """The streaming chat-completion request, with usage asked for in a final chunk.
+
+    `refs` (message index → `sha256:…`) sends those system messages as references the
+    firsttoken gateway expands (bridge/PROTOCOL.md, "Cache references"); they carry no
+    `content`, so a server that does not know the extension refuses them loudly rather
+    than answering without the system prompt. `headers` are added (the client id).
+    """
+    if refs:
+        messages = [_as_ref(m, refs[i]) if i in refs else m for i, m in enumerate(messages)]
     body: dict[str, Any] = {
         "model": settings.model,
         "messages": messages,
@@ -124,12 +138,18 @@ def build_request(messages: list[dict[str, Any]], settings: ChatSettings) -> HTT
     }
     if settings.max_tokens:
         body["max_completion_tokens"] = settings.max_tokens
-    headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.headers}
+    sent_headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.headers, **(headers or {})}
     if settings.api_key:
-        headers["authorization"] = f"Bearer {settings.api_key}"
+        sent_headers["authorization"] = f"Bearer {settings.api_key}"
     url = settings.base_url.rstrip("/") + "/chat/completions"
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    return HTTPRequest("POST", url, headers, data)
+    return HTTPRequest("POST", url, sent_headers, data)
+
+
+def _as_ref(message: dict[str, Any], ref: str) -> dict[str, Any]:
+    out = {k: v for k, v in message.items() if k != "content"}
+    out["x_firsttoken_ref"] = ref
+    return out
 
 
 @dataclass

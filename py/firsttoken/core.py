@@ -14,7 +14,10 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from . import __version__
-from .client import AbortSignal, ChatSettings, Timings, Transport, build_request, stream_chat
+from ._cache_prepare import leading_system_count, prepare_with_cache
+from ._cache_refs import GatewayRefs, RefPlan, is_unknown_ref
+from .cache import Cache, Entry
+from .client import AbortSignal, ChatSettings, HTTPRequest, Timings, Transport, build_request, stream_chat
 from .errors import FirstTokenError, HTTPStatusError, InvalidMessage, TransportError
 from .protocol import PROTOCOL_VERSION, encode, parse_message
 from .compress import compress_messages
@@ -35,8 +38,18 @@ class Core:
         boot: dict[str, Any] | None = None,
         governor: Callable[[], Governor] = Governor,
         prepare_encoder: Callable[[str], Awaitable[Any]] | None = None,
+        cache: Cache | None = None,
+        page_origin: str | None = None,
     ) -> None:
         self.prepare_encoder = prepare_encoder
+        # Prepared system messages (firsttoken.cache) and what each gateway holds of them
+        # (firsttoken._cache_refs). `page_origin`: where the page came from, whose
+        # gateway may be sent our client id before it has answered once.
+        self.cache = cache
+        self.refs = GatewayRefs(page_origin)
+        self._notices: list[dict[str, Any]] = []
+        if cache is not None and cache.on_notice is None:
+            cache.on_notice = self._notices.append
         self.calibration = tokens.Calibration()
         self.post = post
         self.transport = transport
@@ -99,9 +112,32 @@ class Core:
 
     async def _prepare(
         self, messages: list[dict[str, Any]], settings: ChatSettings
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Compress, count and fit the conversation before it leaves the device."""
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
+        """Compress, count and fit the conversation before it leaves the device.
+        Also returns the cache entries of its leading system messages (for references)."""
+        started = self.clock()
+        messages, prepared, lead = await self._prepare_messages(messages, settings)
+        prepared["prepare_ms"] = round(self.clock() - started, 3)
+        return messages, prepared, lead
+
+    async def _prepare_messages(
+        self, messages: list[dict[str, Any]], settings: ChatSettings
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
         counter = await self._counter(settings.model)
+        window, window_known = tokens.context_window(settings.model)
+        window = settings.context_window or window
+        reserve = settings.max_tokens or min(4096, window // 4)
+        if self.cache is not None and counter is not None and leading_system_count(messages):
+            # The leading system messages from the cache: the same result, less work.
+            done = await prepare_with_cache(
+                messages, model=settings.model, level=settings.compress, budget=window - reserve,
+                counter=counter, cache=self.cache, now=lambda: self.clock() / 1000.0,
+            )
+            return done.messages, {
+                "budget": window - reserve,
+                "window_known": window_known or settings.context_window is not None,
+                **done.fields,
+            }, done.lead
         report: dict[str, Any] | None = None
         per_message: list[int | None] = []
         if settings.compress != "off":
@@ -109,9 +145,6 @@ class Core:
             messages = compressed.messages
             report = compressed.report.to_dict()
             per_message = [r.saved_tokens if counter else r.saved_chars for r in compressed.reports]
-        window, window_known = tokens.context_window(settings.model)
-        window = settings.context_window or window
-        reserve = settings.max_tokens or min(4096, window // 4)
         prepared: dict[str, Any] = {
             "compression": report,
             "saved": per_message,
@@ -124,7 +157,7 @@ class Core:
             "truncated": [],
         }
         if counter is None:
-            return messages, prepared
+            return messages, prepared, []
         fit = tokens.fit_messages(messages, window - reserve, settings.model, reserve_for_reply=0)
         prepared.update(
             prompt_tokens=fit.total,
@@ -132,7 +165,7 @@ class Core:
             dropped=list(fit.dropped),
             truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated],
         )
-        return fit.messages, prepared
+        return fit.messages, prepared, []
 
     def _calibrate(self, model: str, prepared: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
         """Record estimate vs the server's count, and report both (and the next adjustment)."""
@@ -159,6 +192,31 @@ class Core:
             count, exact = tokens.count_chat(msg["messages"], settings.model), True
             count = self.calibration.adjust(settings.model, count)
         self.post(encode("tokens.counted", msg.get("id"), tokens=count, budget=budget, exact=exact))
+
+    async def _request(
+        self, messages: list[dict[str, Any]], settings: ChatSettings, lead: list[Entry], *, full: bool = False
+    ) -> tuple[RefPlan, HTTPRequest]:
+        """The HTTP request, with leading system messages as gateway references where
+        `firsttoken._cache_refs` allows (never to a server not known to take them)."""
+        client_id = None
+        if self.cache is not None and self.refs.identifies(settings.base_url):
+            client_id = await self.cache.client_id()
+        plan = self.refs.plan(settings.base_url, lead, client_id, full=full)
+        return plan, build_request(messages, settings, refs=plan.refs, headers=plan.headers)
+
+    def _post_notices(self, request_id: str) -> None:
+        """Things the user should know that are not errors (the cache fell back to
+        memory), shown beside the request during which they happened."""
+        notices, self._notices[:] = list(self._notices), []
+        for notice in notices:
+            self.post(encode("notice", request_id, **notice))
+
+    async def _settle_cache(self, request_id: str) -> None:
+        # Background cache writes end before the request does (each is time-bounded),
+        # so that a failure they meet is reported with this request.
+        if self.cache is not None:
+            await self.cache.settle()
+        self._post_notices(request_id)
 
     def _governor(self, base_url: str) -> Governor:
         # One governor per API: limits are per server (and per key, which a page
@@ -198,16 +256,22 @@ class Core:
                 fields["stamps"] = sent_ms
             self.post(encode("chat.delta", request_id, **fields))
 
+        plan: RefPlan | None = None
+
         def on_response(status: int, headers: Any) -> None:
             governor.observe(status, headers, self.clock() / 1000.0)
+            self.refs.observe(settings.base_url, status, headers, plan)
 
         def quota() -> dict[str, Any]:
             return governor.quota(self.clock() / 1000.0)
 
         try:
-            messages, prepared = await self._prepare(msg["messages"], settings)
+            messages, prepared, lead = await self._prepare(msg["messages"], settings)
+            plan, request = await self._request(messages, settings, lead)
+            prepared["request_bytes"] = len(request.body)
             self.post(encode("chat.prepared", request_id, **prepared))
-            request = build_request(messages, settings)
+            self._post_notices(request_id)
+            resent = False
             prompt_estimate = prepared["prompt_tokens"]
             if prompt_estimate is None:
                 prompt_estimate = estimate_tokens(messages, settings.model)
@@ -232,6 +296,14 @@ class Core:
                     # text arrived would paint the answer twice.
                     if seq or signal.aborted:
                         raise
+                    if plan is not None and plan.refs and not resent and is_unknown_ref(exc):
+                        # The gateway lost what we referred to (a restart, an eviction):
+                        # send the text once, which it stores again. No backoff: nothing
+                        # is overloaded.
+                        self.refs.forget(settings.base_url, list(plan.refs.values()))
+                        plan, request = await self._request(messages, settings, lead, full=True)
+                        resent = True
+                        continue
                     status = exc.status if isinstance(exc, HTTPStatusError) else None
                     headers = exc.headers if isinstance(exc, HTTPStatusError) else {}
                     delay = governor.retry_delay(attempt, status, headers, self.clock() / 1000.0)
@@ -242,6 +314,7 @@ class Core:
                     await self._pause(delay, signal)
                     signal.raise_if_aborted()
                     attempt += 1
+            await self._settle_cache(request_id)
             self.post(
                 encode(
                     "chat.done",
@@ -253,9 +326,11 @@ class Core:
                     quota=quota(),
                     attempts=attempt,
                     prompt=self._calibrate(settings.model, prepared, completion.usage),
+                    request_bytes=len(request.body),
                 )
             )
         except FirstTokenError as exc:
+            await self._settle_cache(request_id)
             self.post(encode("chat.error", request_id, error=exc.to_dict(), timings=timings.to_dict(), quota=quota()))
         finally:
             self._active.pop(request_id, None)
