@@ -26,7 +26,14 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-deps: $(VENV)/.stamp node_modules/.package-lock.json
+# The install-time snapshot of the interpreter (gateway/bake.py): a first visit restores
+# it instead of booting Python. Baked again when the package, the snapshot code or the
+# npm packages change; the gateway serves it only while it matches the package.
+SNAPSHOT_INPUTS := $(shell find py/firsttoken -name '*.py') js/boot-make.js js/boot-bake.js js/boot-snapshot.js gateway/static.py
+build/snapshot/firsttoken.snapshot.json: $(VENV)/.stamp node_modules/.package-lock.json $(SNAPSHOT_INPUTS)
+	$(PY) -m gateway.bake
+
+deps: $(VENV)/.stamp node_modules/.package-lock.json build/snapshot/firsttoken.snapshot.json
 
 # Debian's Chromium: Playwright cannot download its own browser here (no CDN), so tests drive this one.
 browser:
@@ -52,4 +59,4 @@ bench-%: deps browser
 	$(PY) bench/$*.py
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules .pytest_cache .hypothesis build

@@ -131,6 +131,9 @@ def frozen_gateway() -> Iterator[str]:
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
             ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
         (copy / "node_modules").symlink_to(ROOT / "node_modules")
+        # The install-time snapshot, as `make` bakes it for the product.
+        subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
+                       env={**os.environ, "PYTHONPATH": str(copy)}, stdout=subprocess.DEVNULL)
         proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--port", "0", "--log-level", "error"],
             cwd=copy, env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"},

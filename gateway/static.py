@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .offline import OfflineManifest
+from .snapshot import ServedSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,6 +82,9 @@ class PackageZip:
     def etag(self) -> str:
         return self._current()[1]
 
+    def data(self) -> bytes:
+        return self._current()[0]
+
     async def endpoint(self, request: Request) -> Response:
         data, etag = self._current()
         headers = {"etag": etag, "cache-control": "no-cache"}
@@ -112,6 +116,8 @@ def routes(node_modules: Path | None = None) -> list[BaseRoute]:
     for name, sub in VENDOR.items():
         result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
     result.append(Route("/sw.js", offline_manifest(node_modules, package).service_worker))
+    # The install-time snapshot of the interpreter, while it matches the package (gateway/snapshot.py).
+    result.append(Route("/py/firsttoken.snapshot", ServedSnapshot(ROOT / "build" / "snapshot", package.data).endpoint))
     return result
 
 

@@ -25,7 +25,8 @@
 
 import { loadPyodide as loadPyodideCore, version } from '../vendor/pyodide/pyodide.mjs';
 import {
-  IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, openSnapshot, unpackInto,
+  IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
+  unpackInto, writeSnapshot,
 } from './boot-snapshot.js';
 
 export { version };
@@ -67,11 +68,13 @@ const streams = { stdout: (text) => sinks.stdout(text), stderr: (text) => sinks.
 // ---- the boot, from the moment this module is imported -----------------------------------
 const factory = import(new URL('pyodide.asm.mjs', PYODIDE).href).then((m) => m.default);
 const pkg = fetchPackage(version);
-const latest = openSnapshot();
-const body = latest.then((found) => (found?.length ? found.read() : null));
-body.then((bytes) => { if (bytes) record.snapshot_read = now(); }, () => {});
+const local = openSnapshot();
+const localBody = local.then((found) => (found?.length ? found.read() : null));
+// A first visit, or the first after a release: the gateway's install-time snapshot,
+// when it has one for this package.
+const served = Promise.all([local, pkg]).then(([found, { key }]) => (found?.key === key ? null : fetchServedSnapshot()));
 // Failures surface through `booting`; not as unhandled rejections on the way.
-for (const p of [factory, pkg, body]) p.catch(() => {});
+for (const p of [factory, pkg, localBody, served]) p.catch(() => {});
 const booting = boot();
 booting.catch(() => {});
 
@@ -92,19 +95,34 @@ export async function loadPyodide(options = {}) {
 
 async function boot() {
   const base = { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
-  const found = await latest.catch(() => null);
-  if (found && !found.length) record.snapshot = 'rejected:unlabelled';
-  if (found?.length) {
+  // The snapshot stored by an earlier visit first (restored optimistically: its key is
+  // checked against the package while the runtime loads), then the gateway's.
+  for (const [from, source] of [['cache', local], ['server', served]]) {
+    const found = await source.catch(() => null);
+    if (!found) continue;
+    if (!found.length) {
+      record.snapshot = 'rejected:unlabelled';
+      found.cancel?.();
+      continue;
+    }
+    if (from === 'server' && found.key !== (await pkg).key) {
+      found.cancel();
+      continue; // made for another package or Pyodide: the gateway's stale copy, not ours
+    }
     try {
-      const [py, files] = await restore(base, found.key, found.length);
+      const body = from === 'cache' ? localBody : found.read();
+      const [py, files] = await restore(base, found.key, found.length, body);
+      record.snapshot_from = from;
+      if (from === 'server') keep(found.key, await body, found.length);
       return finish(py, await packageBytes(), files);
     } catch (error) {
       record.snapshot = `rejected:${error instanceof SnapshotRejected ? error.reason : 'restore'}`;
-      if (!(error instanceof SnapshotRejected)) console.warn('firsttoken: snapshot not restored, booting normally:', error);
+      if (!(error instanceof SnapshotRejected)) console.warn('firsttoken: snapshot not restored:', error);
+      if (from === 'cache') await dropSnapshots().catch(() => {});
       delete record.wasm_done;
+      delete record.snapshot_read;
     }
   }
-  if (record.snapshot.startsWith('rejected')) await dropSnapshots().catch(() => {});
   progress('runtime');
   const py = await loadPyodideCore(base);
   record.interpreter_done = now();
@@ -112,9 +130,17 @@ async function boot() {
   return finish(py, await packageBytes(), null);
 }
 
+// A snapshot restored from the gateway is stored for later visits, in the background.
+function keep(key, body, length) {
+  writeSnapshot(key, body, length).then(
+    (stored) => stored && progress('snapshot.stored', { bytes: body.byteLength }),
+    (error) => console.warn('firsttoken: could not store the snapshot:', error),
+  );
+}
+
 const packageBytes = () => pkg.then(({ bytes }) => bytes, () => null);
 
-async function restore(base, key, length) {
+async function restore(base, key, length, body) {
   progress('runtime');
   // Pyodide sizes the new heap from `_loadSnapshot` but copies the snapshot in only
   // after the wasm is compiled and instantiated (pyodide.mjs: prepareSnapshot, then
@@ -125,6 +151,7 @@ async function restore(base, key, length) {
   // Should a later Pyodide read the buffer earlier, it finds no snapshot magic there,
   // throws, and the caller falls back to a normal boot.
   const heap = new Uint8Array(length);
+  body.then(() => { record.snapshot_read = now(); }, () => {});
   let files = null;
   const createPyodideModule = async (settings) => {
     const module = await createModule(settings);
@@ -190,6 +217,7 @@ function finish(py, packageBytes, files) {
     .filter((e) => e.name.startsWith(PYODIDE) || e.name === PACKAGE);
   const boot = {
     snapshot: record.snapshot,
+    snapshot_from: record.snapshot_from ?? null,
     snapshot_bytes: record.snapshot_bytes ?? null,
     worker_start: record.start,
     assets_ms: runtime.length ? since(performance.timeOrigin + Math.max(...runtime.map((e) => e.responseEnd))) : null,

@@ -23,6 +23,8 @@ export const PYODIDE = new URL('../vendor/pyodide/', import.meta.url).href;
 export const PACKAGE = new URL('../py/firsttoken.zip', import.meta.url).href;
 // What Pyodide fetches while it loads, largest first (js/core.js fetches them early on
 // a first visit).
+// The install-time snapshot the gateway serves, when it has one (gateway/snapshot.py).
+export const SERVED = new URL('../py/firsttoken.snapshot', import.meta.url).href;
 export const RUNTIME = ['pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide.asm.mjs', 'pyodide-lock.json']
   .map((name) => new URL(name, PYODIDE).href);
 // What a snapshot holds besides the interpreter: the modules py/boot.py imports (the
@@ -152,9 +154,13 @@ export async function fetchPackage(version) {
   const response = await fetch(PACKAGE);
   if (!response.ok) throw new Error(`${PACKAGE}: HTTP ${response.status}`);
   const bytes = new Uint8Array(await response.arrayBuffer());
+  return { bytes, key: snapshotKey(version, await sha256Hex(bytes), FORMAT) };
+}
+
+export function snapshotKey(pyodide, packageDigest, format) {
   const key = new URL('__snapshot__', PYODIDE);
-  key.search = new URLSearchParams({ pyodide: version, package: await sha256Hex(bytes), format: FORMAT }).toString();
-  return { bytes, key: key.href };
+  key.search = new URLSearchParams({ pyodide, package: packageDigest, format }).toString();
+  return key.href;
 }
 
 export class SnapshotRejected extends Error {
@@ -188,6 +194,26 @@ export async function openSnapshot() {
   const found = await latestSnapshot().catch(() => null);
   if (!found) return null;
   return { key: found.key, length: declaredLength(found.response), read: () => verifiedBody(found.response) };
+}
+
+// The gateway's install-time snapshot, as openSnapshot gives a stored one (plus
+// `cancel()`, for when it is not wanted after all), or null when it has none for the
+// package it serves. Its key is made from the label it is served with.
+export async function fetchServedSnapshot() {
+  let response;
+  try {
+    response = await fetch(SERVED, { cache: 'no-store' });
+  } catch {
+    return null; // offline: a normal boot
+  }
+  if (!response.ok) return null;
+  const label = (name) => response.headers.get(`x-firsttoken-${name}`) || '';
+  return {
+    key: snapshotKey(label('pyodide'), label('package'), label('format')),
+    length: declaredLength(response),
+    read: () => verifiedBody(response),
+    cancel: () => response.body?.cancel().catch(() => {}),
+  };
 }
 
 // The length a found entry was stored with (0 when it carries no label).

@@ -6,12 +6,13 @@
 // to accept input.
 //
 // Boot: PyScript loads Pyodide through js/boot-pyodide.js (pyscript.toml's
-// `interpreter`), which restores a memory snapshot when one is stored. That module
-// reports each stage as a `boot.progress` message; `ready` carries the timings
-// (`boot`), to which this link adds its own view (`worker_ms`, `ready_ms`). Once
-// Python is ready, the service worker (sw.js) is registered so that the next visit
-// loads with no network at all; doing it later keeps its precaching off the
-// first visit's critical path.
+// `interpreter`), which restores a memory snapshot when there is one (stored by an
+// earlier visit, or the gateway's install-time one). That module reports each stage
+// as a `boot.progress` message; `ready` carries the timings (`boot`), which this link
+// places on the page's timeline (`worker_ms`, `ready_ms`). Once Python is ready, the
+// service worker (sw.js) is registered so that the next visit loads with no network
+// at all, and, if Python did not come from a snapshot, one is made in the background
+// for the next visit; doing both later keeps them off the boot's critical path.
 
 import { RUNTIME } from './boot-snapshot.js';
 
@@ -141,7 +142,6 @@ export class CoreLink extends EventTarget {
       // A User Timing mark: benchmarks and tests read the boot record from it.
       performance.mark('firsttoken:python-ready', { detail: boot });
       for (const queued of this.queue.splice(0)) this.worker.postMessage(queued);
-      this.bootChannel?.close();
       this.progress('Python ready', 'ready');
       this.registerServiceWorker();
       if (boot.snapshot !== 'restored') this.makeSnapshot();
@@ -154,7 +154,7 @@ export class CoreLink extends EventTarget {
     const b = this.boot;
     if (!b) return '';
     const ms = (v) => (typeof v === 'number' ? `${Math.round(v)}` : '–');
-    const parts = [`snapshot ${b.snapshot ?? 'none'}`];
+    const parts = [`snapshot ${b.snapshot ?? 'none'}${b.snapshot_from ? ` from ${b.snapshot_from}` : ''}`];
     for (const [key, label] of [['worker_ms', 'worker'], ['assets_ms', 'assets'], ['wasm_ms', 'wasm'],
       ['interpreter_ms', 'interpreter'], ['import_ms', 'firsttoken']]) {
       if (b[key] != null) parts.push(`${label} ${ms(b[key])}`);

@@ -110,13 +110,18 @@ def gateway_over(tree: Path) -> Iterator[str]:
             proc.stdout.close()
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("boot") / "tree"
+def copy_tree(parent: Path) -> Path:
+    """This working tree, without build products (so: no install-time snapshot)."""
+    copy = parent / "tree"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
         ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
     (copy / "node_modules").symlink_to(ROOT / "node_modules")
     return copy
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_tree(tmp_path_factory.mktemp("boot"))
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +217,7 @@ def test_first_visit_boots_normally_and_the_next_restores_the_snapshot(visitor: 
             .filter((m) => m.name.startsWith('firsttoken:boot:')).map((m) => m.name.slice(16))""")
         assert [s for s in stages if s in ("runtime", "snapshot", "interpreter")] == ["runtime", "snapshot", "interpreter"]
         metrics = page.inner_text("#metrics")
-        assert re.search(r"Python ready in \d+ ms \(snapshot restored · .*interpreter \d+", metrics), metrics
+        assert re.search(r"Python ready in \d+ ms \(snapshot restored from cache · .*interpreter \d+", metrics), metrics
         # The restored interpreter is a working one: a whole reply goes through it.
         assert chat(page, "restored?") == expected_answer(visitor.url, "restored?")
 
@@ -318,3 +323,36 @@ def test_a_new_release_replaces_the_offline_copy_and_its_snapshot(visitor: Visit
 
     with visitor.visit() as page:
         assert visitor.boot(page)["snapshot"] == "restored"
+
+
+# ---- the install-time snapshot ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def baked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A tree with its install-time snapshot baked (as `make` does), and its gateway."""
+    copy = copy_tree(tmp_path_factory.mktemp("baked"))
+    subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
+                   env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True)
+    with gateway_over(copy) as url:
+        yield copy, url
+
+
+def test_a_first_visit_restores_the_gateways_install_time_snapshot(browser: Browser, baked: tuple[Path, str]) -> None:
+    tree, url = baked
+    visitor = Visitor(browser.new_context(), url)
+    try:
+        with visitor.visit() as page:
+            boot = visitor.boot(page)
+            assert (boot["snapshot"], boot["snapshot_from"]) == ("restored", "server")
+            assert chat(page, "first visit") == expected_answer(url, "first visit")
+            visitor.wait_snapshot_stored(page)  # kept in the page's own Cache Storage
+        with visitor.visit() as page:
+            boot = visitor.boot(page)
+            assert (boot["snapshot"], boot["snapshot_from"]) == ("restored", "cache")
+    finally:
+        visitor.context.close()
+    # Once the sources change, the baked snapshot no longer matches: not served.
+    assert httpx.get(url + "/py/firsttoken.snapshot").status_code == 200
+    init = tree / "py" / "firsttoken" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8") + "\n# edited after make\n", encoding="utf-8")
+    assert httpx.get(url + "/py/firsttoken.snapshot").status_code == 404
+
