@@ -61,6 +61,13 @@ function openChannel(indexURL) {
   for (const text of early.splice(0)) channel.postMessage(text);
 }
 
+// PyScript forwards its own progress texts ("Loading files"…) from the worker to the
+// page with synchronous calls through its main-thread proxy: each one blocks this
+// thread until the page's thread gets round to it. The page shows the stages above
+// instead, so those texts stop here, at the worker's global, before PyScript's
+// forwarder sees them (a capturing listener on the target runs first).
+addEventListener('py:progress', (event) => event.stopImmediatePropagation(), { capture: true });
+
 // ---- what PyScript hands over later ----------------------------------------------------
 const sinks = { stdout: (text) => console.log(text), stderr: (text) => console.error(text) };
 const streams = { stdout: (text) => sinks.stdout(text), stderr: (text) => sinks.stderr(text) };

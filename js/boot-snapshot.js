@@ -222,6 +222,17 @@ export function declaredLength(response) {
   return Number.isSafeInteger(length) && length > 0 ? length : 0;
 }
 
+// All of a response's bytes. In a worker, read synchronously from its blob: during a
+// warm boot the worker's thread is busy (Pyodide's JS, the wasm), and an asynchronous
+// read, pumped in chunks by that thread's event loop, took ~0.5 s for what one
+// synchronous read does in ~25 ms (measured in Chromium, 18 MB).
+async function readBody(response) {
+  if (typeof FileReaderSync === 'function') {
+    return new Uint8Array(new FileReaderSync().readAsArrayBuffer(await response.blob()));
+  }
+  return new Uint8Array(await response.arrayBuffer());
+}
+
 // The stored body of a found entry, once its length and SHA-256 match the labels
 // written with it. Otherwise the entry is deleted and SnapshotRejected says why.
 export async function verifiedBody(response) {
@@ -230,7 +241,7 @@ export async function verifiedBody(response) {
   let reason = null;
   let body = null;
   try {
-    body = new Uint8Array(await response.arrayBuffer());
+    body = await readBody(response);
   } catch {
     reason = 'unreadable';
   }
