@@ -202,6 +202,11 @@ function describe(error) {
 }
 
 function finish(r, state, msg) {
+  // An error carries all the text received; anything not yet delivered as a delta is
+  // painted now, so nothing the server sent is lost.
+  const partial = msg.error?.partial;
+  const have = r.entry.content + r.pending;
+  if (partial && partial.length > have.length && partial.startsWith(have)) r.pending += partial.slice(have.length);
   paint(); // flush what is pending so that nothing received is lost
   r.md.end(); // the open block is final now
   r.metrics.close(msg).then((summary) => reportMetrics(r.el, summary));

@@ -257,7 +257,17 @@ async def stream_chat(
             timings.bytes += len(chunk)
             content: list[str] = []
             reasoning: list[str] = []
-            for update in stream.feed(chunk):
+            try:
+                updates = stream.feed(chunk)
+            except FirstTokenError:
+                # Text that came in the same network chunk as an error still reaches
+                # the page, so that what the server sent before failing stays on screen.
+                missing = stream.partial[len("".join(text_so_far)):]
+                if missing:
+                    text_so_far.append(missing)
+                    on_text(missing, "", sent_stamps(chunk))
+                raise
+            for update in updates:
                 if isinstance(update, ContentDelta) and update.index == 0:
                     content.append(update.text)
                 elif isinstance(update, ReasoningDelta) and update.index == 0:

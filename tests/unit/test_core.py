@@ -201,3 +201,16 @@ def test_live_count_reports_tokens_and_budget() -> None:
     from firsttoken import tokens
     assert events == [{"v": 1, "type": "tokens.counted", "id": "c1", "tokens": tokens.count_chat(messages, "gpt-4o"),
                        "budget": 128_000 - 4096, "exact": True}]
+
+
+def test_text_in_the_same_chunk_as_an_error_is_still_delivered() -> None:
+    t = FakeTime()
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"one "}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"two"}}]}\n\n'
+        b'data: {"error": {"message": "boom", "code": "x"}}\n\n'
+    )
+    _, events = run(CannedTransport(Canned(200, SSE, body)), t, send())
+    assert [e["type"] for e in events] == ["chat.delta", "chat.error"]
+    assert events[0]["text"] == "one two"
+    assert events[1]["error"]["code"] == "upstream_error" and events[1]["error"]["partial"] == "one two"
