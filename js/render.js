@@ -183,7 +183,7 @@ export class MarkdownStream {
     }
     const healed = remend(this.open, REMEND);
     const tokens = healed === this.open ? tail : this.lex(healed);
-    this.tailEl.replaceChildren(this.html(tokens));
+    patch(this.tailEl, this.html(tokens));
     if (healed === this.open) this.shown = this.open.trimEnd();
   }
 
@@ -208,6 +208,47 @@ export class MarkdownStream {
     this.tailEl.replaceChildren(pre, '\n');
     this.code = { key, text, node };
   }
+}
+
+// Make `target`'s children equal to `source`'s (fresh, sanitized nodes), keeping every
+// node that did not change. A growing paragraph then keeps its element and its earlier
+// text nodes, and the last one just grows: the browser restyles and re-shapes only
+// what is new, instead of a whole new subtree on every frame.
+function patch(target, source) {
+  let old = target.firstChild;
+  let next = source.firstChild;
+  while (old && next) {
+    const following = next.nextSibling;
+    if (old.nodeType === Node.TEXT_NODE && next.nodeType === Node.TEXT_NODE) {
+      if (old.data !== next.data) {
+        if (next.data.startsWith(old.data)) old.appendData(next.data.slice(old.data.length));
+        else old.data = next.data;
+      }
+    } else if (old.nodeType === Node.ELEMENT_NODE && sameElement(old, next)) {
+      patch(old, next);
+    } else {
+      target.replaceChild(next, old);
+      old = next;
+    }
+    old = old.nextSibling;
+    next = following;
+  }
+  while (old) {
+    const gone = old;
+    old = old.nextSibling;
+    gone.remove();
+  }
+  while (next) {
+    const following = next.nextSibling;
+    target.append(next);
+    next = following;
+  }
+}
+
+function sameElement(a, b) {
+  if (a.nodeName !== b.nodeName || a.attributes.length !== b.attributes.length) return false;
+  for (const { name, value } of b.attributes) if (a.getAttribute(name) !== value) return false;
+  return true;
 }
 
 /** Render a whole answer at once (a reply restored from history). */
