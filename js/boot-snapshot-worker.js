@@ -28,4 +28,8 @@ async function make() {
   report('snapshot.stored', { bytes: body.byteLength, ms: Math.round(now() - start) });
 }
 
+// A make that fails half-way (the network gone, say) leaves Pyodide's own requests
+// rejected with nobody waiting on them: that is reported once, as `snapshot.failed`,
+// not as uncaught errors in the page.
+addEventListener('unhandledrejection', (event) => event.preventDefault());
 make().catch((error) => report('snapshot.failed', { error: String(error && error.message || error) }));

@@ -182,7 +182,8 @@ export class CoreLink extends EventTarget {
       end();
     });
     maker.addEventListener('error', (event) => {
-      console.warn('firsttoken: the snapshot maker failed to start:', event.message);
+      event.preventDefault(); // the page goes on without a snapshot: not an uncaught error
+      console.warn('firsttoken: the snapshot maker failed:', event.message);
       end();
     });
   }
