@@ -9,8 +9,11 @@ in one run, interleaved run by run so that a noisy machine hurts both alike:
   imports the modules py/boot.py imports and answers a protocol `hello` with `ready`
   through firsttoken.browser.start(); served by a bench-only server in this process.
 - firsttoken: the product page, served by the product gateway (`python -m gateway`) in
-  a subprocess, from a frozen copy of this working tree, so that an edit made while the
-  benchmark runs cannot change the package and void the stored snapshot midway.
+  a subprocess, from a frozen copy of this working tree (so that an edit made while the
+  benchmark runs cannot change the package and void the stored snapshot midway), with
+  the install-time snapshot baked as `make` bakes it (`python -m gateway.bake`). Cold
+  runs are also timed against a second copy without it, where a first visit boots
+  Python normally (`cold_without_install_snapshot_ms`).
 
 "Ready" is the moment Python has imported firsttoken and answered `hello`: the User
 Timing mark `stock:python-ready` / `firsttoken:python-ready`, in ms since navigation
@@ -26,7 +29,8 @@ round trip: it is an upper bound.
 
 Prints one line per run, then LAST one JSON line with medians:
     {"stock_pyscript_warm_ms", "stock_pyscript_cold_ms", "cold_ms", "warm_ms",
-     "ratio_warm", "interactive_ms", ...}
+     "ratio_warm", "interactive_ms", "cold_without_install_snapshot_ms", ...}
+(`interactive_ms` is the median over every firsttoken run, cold and warm.)
 """
 
 from __future__ import annotations
@@ -123,17 +127,19 @@ def stock_server() -> Iterator[str]:
 
 
 @contextmanager
-def frozen_gateway() -> Iterator[str]:
+def frozen_gateway(*, baked: bool) -> Iterator[str]:
     """The product gateway (`python -m gateway`) over a copy of this working tree, with
-    node_modules linked; its base URL once it prints that it listens."""
+    node_modules linked; its base URL once it prints that it listens. `baked`: with the
+    install-time snapshot, as `make` bakes it for the product (otherwise a first visit
+    boots Python normally and makes its own snapshot)."""
     with tempfile.TemporaryDirectory(prefix="firsttoken-bench-") as tmp:
         copy = Path(tmp) / "tree"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
             ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
         (copy / "node_modules").symlink_to(ROOT / "node_modules")
-        # The install-time snapshot, as `make` bakes it for the product.
-        subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
-                       env={**os.environ, "PYTHONPATH": str(copy)}, stdout=subprocess.DEVNULL)
+        if baked:
+            subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
+                           env={**os.environ, "PYTHONPATH": str(copy)}, stdout=subprocess.DEVNULL)
         proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--port", "0", "--log-level", "error"],
             cwd=copy, env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"},
@@ -222,26 +228,30 @@ def main(argv: list[str] | None = None) -> None:
     stock_cold: list[float] = []
     stock_warm: list[float] = []
     ours_cold: list[dict[str, Any]] = []
+    ours_cold_unbaked: list[dict[str, Any]] = []
     ours_warm: list[dict[str, Any]] = []
-    with stock_server() as stock_url, frozen_gateway() as our_url, sync_playwright() as pw:
+    with (stock_server() as stock_url, frozen_gateway(baked=True) as our_url,
+          frozen_gateway(baked=False) as unbaked_url, sync_playwright() as pw):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            print(f"stock PyScript page: {stock_url}/   firsttoken: {our_url}/", flush=True)
+            print(f"stock PyScript page: {stock_url}/   firsttoken: {our_url}/ (unbaked: {unbaked_url}/)", flush=True)
             for i in range(args.runs if args.only != "warm" else 0):
-                for firsttoken in (False, True):
-                    context = new_context(browser, firsttoken)
+                for who in ("stock", "firsttoken", "unbaked"):
+                    context = new_context(browser, who != "stock")
                     try:
-                        if firsttoken:
-                            ours_cold.append(run := visit_firsttoken(context, our_url))
-                            print(f"cold {i + 1} firsttoken: {describe(run)}", flush=True)
-                        else:
+                        if who == "stock":
                             stock_cold.append(ms := visit_stock(context, stock_url))
                             print(f"cold {i + 1} stock:      ready {ms:.0f} ms", flush=True)
+                        else:
+                            runs = ours_cold if who == "firsttoken" else ours_cold_unbaked
+                            runs.append(run := visit_firsttoken(context, our_url if who == "firsttoken" else unbaked_url))
+                            print(f"cold {i + 1} {who + ':':11} {describe(run)}", flush=True)
                     finally:
                         context.close()
 
             if args.only == "cold":
-                print(f"cold medians: stock {median(stock_cold)} ms, firsttoken {median([r['ready_ms'] for r in ours_cold])} ms")
+                print(f"cold medians: stock {median(stock_cold)} ms, firsttoken {median([r['ready_ms'] for r in ours_cold])} ms,"
+                      f" without the install-time snapshot {median([r['ready_ms'] for r in ours_cold_unbaked])} ms")
                 return
             stock_context = new_context(browser, False)
             our_context = new_context(browser, True)
@@ -262,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"warm medians: stock {median(stock_warm)} ms, firsttoken {median([r['ready_ms'] for r in ours_warm])} ms")
         return
     restored = sum(r["boot"]["snapshot"] == "restored" for r in ours_warm)
-    ours = ours_cold + ours_warm
+    ours = ours_cold + ours_cold_unbaked + ours_warm
     result = {
         "stock_pyscript_warm_ms": median(stock_warm),
         "stock_pyscript_cold_ms": median(stock_cold),
@@ -270,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         "warm_ms": median([r["ready_ms"] for r in ours_warm]),
         "ratio_warm": round(median([r["ready_ms"] for r in ours_warm]) / median(stock_warm), 3),
         "interactive_ms": median([r["interactive_ms"] for r in ours]),
+        "cold_without_install_snapshot_ms": median([r["ready_ms"] for r in ours_cold_unbaked]),
         "interactive_max_ms": round(max(r["interactive_ms"] for r in ours), 1),
         "focused": all(r["focused"] for r in ours),
         "warm_snapshot_restored": f"{restored}/{len(ours_warm)}",
