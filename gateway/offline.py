@@ -8,9 +8,9 @@ named after a build id, and serves them from there.
 What it keeps is found, not listed by hand, so that a module added to the page next
 week is kept too: starting from index.html, pyscript.toml (its `interpreter` module
 and its `[files]`) and py/boot.py, every relative module specifier in `import`/`export`
-statements and `import()` calls is followed, in our JavaScript and in the vendored
-packages alike; Pyodide's runtime files, which Pyodide fetches by computed URLs, are
-named explicitly. Data fetched on demand (tokenizer vocabularies) is not precached:
+statements and `import()` calls, and every `new URL('./…', import.meta.url)` (a
+worker's script), is followed, in our JavaScript and in the vendored packages alike;
+Pyodide's runtime files, which Pyodide fetches by computed URLs, are named explicitly. Data fetched on demand (tokenizer vocabularies) is not precached:
 the service worker keeps it when it is first fetched.
 
 The build id is a SHA-256 over every kept file's path and content. It is written into
@@ -38,6 +38,8 @@ PYODIDE_RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python
 # Relative module specifiers: `from "./x.js"`, `import "./x.js"`, `import("./x.js")`,
 # minified or not. Bare specifiers (`import("micropip")`) are not files and are skipped.
 _SPECIFIER = re.compile(r"""(?:\bfrom|\bimport)\s*\(?\s*(["'])(\.{1,2}/[^"'\s]+?)\1""")
+# Workers and other files named relative to a module: `new URL('./x.js', import.meta.url)`.
+_MODULE_URL = re.compile(r"""new\s+URL\(\s*(["'])(\.{1,2}/[^"'\s]+?)\1\s*,\s*import\.meta\.url\s*\)""")
 _HTML_REF = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"':]+)["']""")
 
 
@@ -116,7 +118,7 @@ class OfflineManifest:
             if file is None:
                 continue
             text = file.read_text(encoding="utf-8", errors="replace")
-            for _, spec in _SPECIFIER.findall(text):
+            for _, spec in [*_SPECIFIER.findall(text), *_MODULE_URL.findall(text)]:
                 add(posixpath.join(posixpath.dirname(path), spec.split("?")[0].split("#")[0]))
         return ["./", *sorted(found - {"index.html"})]
 

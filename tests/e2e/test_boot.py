@@ -276,10 +276,12 @@ def test_service_worker_script_names_the_build_and_every_file_it_keeps(boot_url:
     assert re.fullmatch(r"[0-9a-f]{20}", build["build"])
     assets = build["assets"]
     for must in ("./", "pyscript.toml", "py/boot.py", "py/firsttoken.zip", "js/shell.js", "js/boot-pyodide.js",
+                 "js/boot-snapshot-worker.js", "js/boot-make.js",
                  "vendor/pyscript/core.js", "vendor/pyodide/pyodide.asm.wasm", "vendor/pyodide/python_stdlib.zip"):
         assert must in assets
     with httpx.Client(base_url=boot_url) as client:
         for asset in assets:
+            assert not asset.endswith(".snapshot")  # 18 MB kept by the page itself, not precached
             r = client.get("/" + asset.removeprefix("./"))
             assert r.status_code == 200, asset
             assert r.headers["cross-origin-embedder-policy"] == "require-corp", asset
