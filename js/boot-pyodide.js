@@ -76,7 +76,7 @@ const streams = { stdout: (text) => sinks.stdout(text), stderr: (text) => sinks.
 const factory = import(new URL('pyodide.asm.mjs', PYODIDE).href).then((m) => m.default);
 const pkg = fetchPackage(version);
 const local = openSnapshot();
-const localBody = local.then((found) => (found?.length ? found.read() : null));
+let localBody = local.then((found) => (found?.length ? found.read() : null)); // dropped once used: 18 MB
 // A first visit, or the first after a release: the gateway's install-time snapshot,
 // when it has one for this package.
 const served = Promise.all([local, pkg]).then(([found, { key }]) => (found?.key === key ? null : fetchServedSnapshot()));
@@ -118,6 +118,7 @@ async function boot() {
     }
     try {
       const body = from === 'cache' ? localBody : found.read();
+      localBody = null;
       const [py, files] = await restore(base, found.key, found.length, body);
       record.snapshot_from = from;
       if (from === 'server') keep(found.key, await body, found.length);
@@ -157,20 +158,25 @@ async function restore(base, key, length, body) {
   // verified, and copied in: all of which ran while the runtime loaded and compiled.
   // Should a later Pyodide read the buffer earlier, it finds no snapshot magic there,
   // throws, and the caller falls back to a normal boot.
-  const heap = new Uint8Array(length);
+  // Pyodide keeps its options (this factory among them) for the interpreter's life:
+  // the image (31 MB, copied into wasm memory) and the body (18 MB) must not stay
+  // reachable from them once used, hence `held`.
+  const held = { heap: new Uint8Array(length), body };
   body.then(() => { record.snapshot_read = now(); }, () => {});
   let files = null;
   const createPyodideModule = async (settings) => {
     const module = await createModule(settings);
     const { key: current } = await pkg;
     if (key !== current) throw new SnapshotRejected('stale'); // another package, Pyodide or format
-    files = unpackInto(await body, heap);
+    files = unpackInto(await held.body, held.heap);
+    held.body = held.heap = null;
     record.snapshot_bytes = length;
     progress('snapshot', { bytes: length });
     return module;
   };
-  const py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: heap });
+  const py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: held.heap });
   record.interpreter_done = now();
+  try { delete py._api.config._loadSnapshot; } catch { /* a later Pyodide: it only costs memory */ }
   // A heap that restored but lacks our modules is not ours: treat it as corrupt.
   if (!py.runPython(`import sys\n${JSON.stringify(IMPORTS[0])} in sys.modules`)) throw new SnapshotRejected('foreign');
   record.snapshot = 'restored';
