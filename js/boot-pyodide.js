@@ -159,17 +159,22 @@ async function restore(base, key, length, body) {
   // Should a later Pyodide read the buffer earlier, it finds no snapshot magic there,
   // throws, and the caller falls back to a normal boot.
   // Pyodide keeps its options (this factory among them) for the interpreter's life:
-  // the image (31 MB, copied into wasm memory) and the body (18 MB) must not stay
-  // reachable from them once used, hence `held`.
-  const held = { heap: new Uint8Array(length), body };
-  body.then(() => { record.snapshot_read = now(); }, () => {});
+  // the image (31 MB, copied into wasm memory) must not stay reachable from them once
+  // used, hence `held`.
+  const held = { heap: new Uint8Array(length) };
+  // Copied into the image as soon as it is verified, while the runtime still loads.
+  const copied = body.then((bytes) => {
+    record.snapshot_read = now();
+    return unpackInto(bytes, held.heap);
+  });
+  copied.catch(() => {});
   let files = null;
   const createPyodideModule = async (settings) => {
     const module = await createModule(settings);
     const { key: current } = await pkg;
     if (key !== current) throw new SnapshotRejected('stale'); // another package, Pyodide or format
-    files = unpackInto(await held.body, held.heap);
-    held.body = held.heap = null;
+    files = await copied;
+    held.heap = null;
     record.snapshot_bytes = length;
     progress('snapshot', { bytes: length });
     return module;

@@ -134,7 +134,7 @@ export function unpackInto(body, heap) {
     at += 4 + nameSize;
     const size = view.getUint32(at, true);
     if (at + 4 + size > body.byteLength) throw corrupt();
-    files.push([name, body.subarray(at + 4, at + 4 + size)]);
+    files.push([name, body.slice(at + 4, at + 4 + size)]); // a copy: the body (18 MB) can go
     at += 4 + size;
   }
   if (at !== body.byteLength) throw corrupt();
