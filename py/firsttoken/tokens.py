@@ -24,9 +24,10 @@ is a factory `encoding name -> Encoder`; encoders are built on first use and cac
 core with ranks parsed from npm tiktoken's `encoders/<name>.json`, found via
 `$FIRSTTOKEN_TOKENIZER_DATA` or `<repo>/node_modules/tiktoken/encoders`, and checked
 (structure, rank order, pinned size and SHA-256). tiktoken is imported only there. The
-page, which has no tiktoken wheel, registers a JavaScript-backed encoder:
-`register_backend("js", factory, activate=True)`; it can decode with
-`EncodingData.decode_bytes` from the same JSON, parsed by the stdlib `parse_bpe_ranks`.
+page, which has no tiktoken wheel, registers a JavaScript-backed encoder
+(`firsttoken._browser_tokens`, backend "js"): our own exact BPE in a module worker
+(js/tokenizer_worker.mjs) over gpt-tokenizer's vocabulary files, reached synchronously
+through shared memory once `await ensure_encoder(name)` has loaded it.
 
 Chat prompts (`count_chat`, `count_chat_detailed`)
 --------------------------------------------------
