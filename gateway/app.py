@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -155,7 +153,3 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     if refs is not None:
         app.add_middleware(AdvertiseRefs)
     return app
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))

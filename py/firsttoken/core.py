@@ -124,18 +124,16 @@ class Core:
         self, messages: list[dict[str, Any]], settings: ChatSettings
     ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
         counter = await self._counter(settings.model)
-        window, window_known = tokens.context_window(settings.model)
-        window = settings.context_window or window
-        reserve = settings.max_tokens or min(4096, window // 4)
+        budget, window_known = budget_for(settings)
         if self.cache is not None and counter is not None and leading_system_count(messages):
             # The leading system messages from the cache: the same result, less work.
             done = await prepare_with_cache(
-                messages, model=settings.model, level=settings.compress, budget=window - reserve,
+                messages, model=settings.model, level=settings.compress, budget=budget,
                 counter=counter, cache=self.cache, now=lambda: self.clock() / 1000.0,
             )
             return done.messages, {
-                "budget": window - reserve,
-                "window_known": window_known or settings.context_window is not None,
+                "budget": budget,
+                "window_known": window_known,
                 **done.fields,
             }, done.lead
         report: dict[str, Any] | None = None
@@ -149,8 +147,8 @@ class Core:
             "compression": report,
             "saved": per_message,
             "saved_unit": "tokens" if counter else "chars",
-            "budget": window - reserve,
-            "window_known": window_known or settings.context_window is not None,
+            "budget": budget,
+            "window_known": window_known,
             "prompt_tokens": None,
             "exact": False,
             "dropped": [],
@@ -158,7 +156,7 @@ class Core:
         }
         if counter is None:
             return messages, prepared, []
-        fit = tokens.fit_messages(messages, window - reserve, settings.model, reserve_for_reply=0)
+        fit = tokens.fit_messages(messages, budget, settings.model, reserve_for_reply=0)
         prepared.update(
             prompt_tokens=fit.total,
             exact=fit.exact,
@@ -183,9 +181,7 @@ class Core:
         """Live count for the composer: the conversation plus the draft, and the budget."""
         settings = ChatSettings.from_dict(msg["settings"])
         counter = await self._counter(settings.model)
-        window, _ = tokens.context_window(settings.model)
-        window = settings.context_window or window
-        budget = window - (settings.max_tokens or min(4096, window // 4))
+        budget, _ = budget_for(settings)
         if counter is None:
             count, exact = estimate_tokens(msg["messages"], settings.model), False
         else:
@@ -334,6 +330,16 @@ class Core:
             self.post(encode("chat.error", request_id, error=exc.to_dict(), timings=timings.to_dict(), quota=quota()))
         finally:
             self._active.pop(request_id, None)
+
+
+def budget_for(settings: ChatSettings) -> tuple[int, bool]:
+    """`(prompt budget, window known)`: the model's context window (the user's setting
+    wins over our table) less a reserve for the reply: `max_tokens`, else 4,096 or a
+    quarter of the window, whichever is smaller."""
+    window, known = tokens.context_window(settings.model)
+    if settings.context_window:
+        window, known = settings.context_window, True
+    return window - (settings.max_tokens or min(4096, window // 4)), known
 
 
 def estimate_tokens(messages: list[dict[str, Any]], model: str) -> int:
