@@ -72,13 +72,24 @@ self.addEventListener('fetch', (event) => {
 let opened = null;
 
 async function fromCache(key, request) {
-  const cache = await (opened ??= caches.open(CACHE));
-  const hit = await cache.match(key);
-  if (hit) return hit;
+  // Storage trouble (no Cache Storage, a full quota) must never cost the page its
+  // response: the network still answers, we just keep no copy.
+  let cache = null;
+  try {
+    cache = await (opened ??= caches.open(CACHE));
+    const hit = await cache.match(key);
+    if (hit) return hit;
+  } catch {
+    opened = null;
+  }
   const response = await fetch(request);
   const path = new URL(request.url).pathname.slice(SCOPE.pathname.length);
-  if (response.ok && KEEP_ON_FETCH.test(path) && !response.headers.get('cache-control')?.includes('no-store')) {
-    await cache.put(request, response.clone());
+  if (cache && response.ok && KEEP_ON_FETCH.test(path) && !response.headers.get('cache-control')?.includes('no-store')) {
+    try {
+      await cache.put(request, response.clone());
+    } catch {
+      // QuotaExceededError: served, not kept.
+    }
   }
   return response;
 }
