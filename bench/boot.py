@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -63,6 +62,7 @@ for _path in (str(ROOT), str(ROOT / "py")):
         sys.path.insert(0, _path)
 
 from gateway.static import Assets, PackageZip  # noqa: E402
+from tests.servers import gateway  # noqa: E402
 
 CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
 # As in tests/e2e: Chromium must not reach for Google's hosts (see shared FACTS).
@@ -140,30 +140,8 @@ def frozen_gateway(*, baked: bool) -> Iterator[str]:
         if baked:
             subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
                            env={**os.environ, "PYTHONPATH": str(copy)}, stdout=subprocess.DEVNULL)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "--port", "0", "--log-level", "error"],
-            cwd=copy, env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:  # blocks until the gateway prints its URL, or exits
-                match = re.search(r"listening on (http://\S+?)/?$", line.strip())
-                if match:
-                    break
-            else:
-                raise RuntimeError("the gateway exited before it listened")
-            # Keep draining its output so that a full pipe never blocks it.
-            drain = threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True)  # type: ignore[union-attr]
-            drain.start()
-            yield match.group(1)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-            if "drain" in locals():
-                drain.join(timeout=10)
-            if proc.stdout is not None:
-                proc.stdout.close()
+        with gateway("--log-level", "error", root=copy) as url:
+            yield url
 
 
 # ---- one visit -----------------------------------------------------------------------

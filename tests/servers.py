@@ -23,16 +23,16 @@ class Gateway(str):
 
 
 @contextmanager
-def gateway(*args: str, env: dict[str, str] | None = None) -> Iterator[Gateway]:
+def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[Gateway]:
     """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash).
 
-    Its output is drained on a thread for as long as it runs (a full pipe would block
+    `root` is the tree it serves (a copy of this one, for boot tests). Its output is drained on a thread for as long as it runs (a full pipe would block
     it) and kept in `.log`, so tests can check what it logged.
     """
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway", "--port", "0", *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{ROOT / 'py'}{os.pathsep}{ROOT}", **(env or {})},
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": f"{root / 'py'}{os.pathsep}{root}", **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

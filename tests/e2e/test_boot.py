@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response
 
 from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
+from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e
 
@@ -82,32 +82,8 @@ DAMAGE = """async (mode) => {
 # ---- a gateway over a copy of the tree ---------------------------------------------
 @contextmanager
 def gateway_over(tree: Path) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "--port", "0", "--ttft-ms", "0", "--tps", "500"],
-        cwd=tree, env={**os.environ, "PYTHONPATH": f"{tree / 'py'}{os.pathsep}{tree}"},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        seen = []
-        for line in proc.stdout:  # blocks until the gateway prints its URL, or exits
-            seen.append(line)
-            match = re.search(r"listening on (http://\S+?)/?$", line.strip())
-            if match:
-                break
-        else:
-            raise RuntimeError("gateway exited before it was ready:\n" + "".join(seen))
-        # Keep draining its output: a full pipe would block it.
-        drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
-        drain.start()
-        yield match.group(1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if "drain" in locals():
-            drain.join(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with gateway("--ttft-ms", "0", "--tps", "500", root=tree) as url:
+        yield url
 
 
 def copy_tree(parent: Path) -> Path:
