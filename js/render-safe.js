@@ -96,12 +96,20 @@ purify.setConfig({
 });
 
 // A document with no browsing context: what is parsed into it never loads or runs.
-const inert = document.implementation.createHTMLDocument('');
+// DOMPurify leaves a NodeIterator on it per call, and until they are garbage collected
+// each change to the document is reported to every one of them: the cost of a call
+// grew with the number of calls before it. A fresh document every few calls keeps it flat.
+let inert = null;
+let uses = 0;
+function inertDocument() {
+  if (uses++ % 32 === 0) inert = document.implementation.createHTMLDocument('');
+  return inert;
+}
 
 /** Sanitized DOM for `html` (from marked), ready to insert into the page. */
 export function safeFragment(html) {
   // A div as the context element: a stray `</div>` in model HTML cannot close it.
-  const root = inert.createElement('div');
+  const root = inertDocument().createElement('div');
   root.innerHTML = html;
   purify.sanitize(root);
   const fragment = document.createDocumentFragment();

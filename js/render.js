@@ -44,6 +44,11 @@ const MARKED = { gfm: true, breaks: false, async: false, renderer: new AnswerRen
 const REMEND = { linkMode: 'text-only', images: false, katex: false, inlineKatex: false };
 const FENCE = /^ {0,3}(?:`{3,}|~{3,})/;
 const PIPE_LINES = /^(?: {0,3}\|.*(?:\n|$))+$/;
+const ENDS_AT_LINE_END = new Set(['heading', 'hr']);
+const ENDS_AT_BLANK = new Set(['paragraph', 'table', 'blockquote']);
+const PLAIN_WORDS = /^[\p{L}\p{N} ,.'"?!]+$/u;
+const PLAIN_END = /[\p{L}\p{N} ,.'"?!]*$/u;
+const GROWS_IN = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
 // `?render=text` paints answers as plain text, as the page did before markdown: the
 // render benchmark runs it as the peer that shows what markdown costs on top.
 const PLAIN = new URLSearchParams(location.search).get('render') === 'text';
@@ -64,6 +69,7 @@ export class MarkdownStream {
     this.links = Object.create(null); // reference definitions seen so far, for later blocks
     this.code = null; // {key, text, node}: the open fence painted as one growing text node
     this.shown = null; // the source the tail shows, when its nodes are that block's final form
+    this.grow = null; // the tail's last text node, when plain words may be appended to it
     this.cr = false; // the last chunk ended in \r: a \n starting the next one belongs to it
     this.newline = false; // a line was completed since the last look for finished blocks
     this.blocks = 0; // finished blocks rendered (tests check that they are never redone)
@@ -78,9 +84,44 @@ export class MarkdownStream {
       return;
     }
     const normal = this.normalize(text);
+    if (this.grows(normal)) {
+      // Plain words extending the tail's last line: the DOM a render would build is the
+      // one there, with these words at the end of its last text node.
+      this.grow.appendData(normal);
+      this.open += normal;
+      this.shown = this.open.trimEnd();
+      return;
+    }
     this.open += normal;
     if (normal.includes('\n')) this.newline = true;
     this.render(false);
+  }
+
+  // Most chunks are a word or two of prose. Parsing, sanitizing and diffing the open
+  // block for each would be most of a slow phone's frame, so words that cannot change
+  // how anything before them parses are appended to the last text node directly. That
+  // holds when all of these do:
+  //   - the last render showed the open source exactly (nothing healed by remend), and
+  //     its last node is text directly in a paragraph, list item or heading (not in a
+  //     link, code span, emphasis or table cell, whose extent new text could change);
+  //   - the new text is letters, digits, spaces and . , ' " ? ! only: no newline (a new
+  //     line can start any block), no markdown punctuation, no `&` (entities), `<`;
+  //   - the open line's first word is complete (the start of a line decides its block:
+  //     `1` + `. item` would become a list) and its last word is plain too, with no
+  //     `www.`, `@`, `:` or `/` (GFM autolinks grow by words like these);
+  //   - the text node really ends with that last word (marked trims some whitespace; if
+  //     it did here, render normally).
+  // The end-to-end tests check, for every prefix of a corpus, that this gives the DOM a
+  // fresh render gives.
+  grows(text) {
+    const node = this.grow;
+    // (Text ending in a space is left to a render: marked trims a paragraph's last spaces.)
+    if (!node || !PLAIN_WORDS.test(text) || text.endsWith(' ')) return false;
+    const line = this.open.slice(this.open.lastIndexOf('\n') + 1);
+    const last = /\S*$/.exec(line)[0]; // '' when the line ends in a space
+    if (!/\S\s/.test(line.trimStart()) || (last && !PLAIN_WORDS.test(last)) || /www\./i.test(last + text)) return false;
+    const end = PLAIN_END.exec(line)[0].trimStart();
+    return end !== '' && node.data.endsWith(end);
   }
 
   /** The answer is complete: everything becomes a finished block. */
@@ -120,7 +161,17 @@ export class MarkdownStream {
       Object.assign(this.links, tokens.links);
       let last = tokens.length - 1;
       while (last >= 0 && tokens[last].type === 'space') last--;
-      const cut = final ? tokens.length : Math.max(0, last);
+      let cut = final ? tokens.length : Math.max(0, last);
+      // The last block too is finished when nothing can continue it: a heading or a
+      // rule once its line is complete; a paragraph, table or quote once a blank line
+      // follows (CommonMark: a blank line ends them; only lists, code and HTML blocks
+      // can run on past one). The tail is then just the block being written, which
+      // keeps re-rendering it cheap.
+      if (!final && last >= 0) {
+        const after = tokens.slice(last + 1).map((t) => t.raw).join('');
+        const type = tokens[last].type;
+        if (ENDS_AT_LINE_END.has(type) || (ENDS_AT_BLANK.has(type) && /\n[^]*\n/.test(after))) cut = last + 1;
+      }
       const done = tokens.slice(0, cut);
       const raw = done.map((t) => t.raw).join('');
       // Should marked ever not account for every character, commit nothing: the tail
@@ -155,6 +206,7 @@ export class MarkdownStream {
     this.blocks += blocks.length;
     this.code = null;
     this.shown = null;
+    this.grow = null;
   }
 
   html(tokens) {
@@ -171,6 +223,7 @@ export class MarkdownStream {
   paintTail(tail) {
     const block = tail[0];
     this.shown = null;
+    this.grow = null;
     if (tail.length === 1 && block.type === 'code' && FENCE.test(block.raw)) {
       this.paintCode(block);
       return;
@@ -184,7 +237,18 @@ export class MarkdownStream {
     const healed = remend(this.open, REMEND);
     const tokens = healed === this.open ? tail : this.lex(healed);
     patch(this.tailEl, this.html(tokens));
-    if (healed === this.open) this.shown = this.open.trimEnd();
+    if (healed === this.open) {
+      this.shown = this.open.trimEnd();
+      // The last text node (of the last block), past the newlines marked puts between
+      // elements.
+      let last = this.tailEl;
+      while (last?.nodeType === Node.ELEMENT_NODE && !GROWS_IN.has(last.nodeName)) {
+        last = last.lastChild;
+        while (last?.nodeType === Node.TEXT_NODE && !last.data.trim()) last = last.previousSibling;
+      }
+      last = last?.lastChild;
+      if (last?.nodeType === Node.TEXT_NODE) this.grow = last;
+    }
   }
 
   paintCode(block) {

@@ -69,13 +69,22 @@ function note(li, cls, text) {
   return el;
 }
 
-let stick = true; // follow the answer unless the user scrolled up
+// Follow the answer unless the user scrolled up. Told by the direction of a scroll, not
+// by how far the view is from the bottom: the answer can grow between our scroll and the
+// frame that lays it out (a block coming on screen gets its real height then), which
+// leaves the view short of the bottom with nobody having scrolled.
+let stick = true;
+let ourTop = 0; // where we last put the view
 els.chat.addEventListener('scroll', () => {
   const { scrollTop, scrollHeight, clientHeight } = els.chat;
-  stick = scrollHeight - scrollTop - clientHeight < 48;
+  if (scrollHeight - scrollTop - clientHeight < 48) stick = true;
+  else if (scrollTop < ourTop - 1) stick = false;
+  ourTop = scrollTop;
 }, { passive: true });
 function follow() {
-  if (stick) els.chat.scrollTop = els.chat.scrollHeight;
+  if (!stick) return;
+  els.chat.scrollTop = els.chat.scrollHeight;
+  ourTop = els.chat.scrollTop;
 }
 
 let frameRequested = false;

@@ -232,6 +232,67 @@ def test_streaming_renders_what_a_whole_render_does_for_any_split(page: Page, ga
             assert html == result["whole"], f"split {i} of {doc!r}"
 
 
+# Prose that probes the shortcut for plain words (MarkdownStream.grows): words that would
+# change how the text before them parses, if they were simply appended.
+GROWING = [
+    "See www" + ".example" + ".com for more, and mail foo@bar" + ".com today.",
+    "Go to http://example" + ".com now. Then https " + "is plain.",
+    "A line\n1" + ". item that interrupts\n\nNext para " + "ends here  \nbreak",
+    "Title words " + "\n===\n\nMore text " + "\n---\n\n- item one " + "grows\n- item two\n\n## Head " + "ing words #",
+    "Trailing space " + "then words and *em* after, **strong** then words, `code` then words.",
+    "Quotes \"said\" and 'so' and ?! marks, numbers 12 34. Words_with_underscores and AT&T " + "amp; too.",
+    "> quoted words " + "grow\n> more quoted\n\n| a | b |\n|---|---|\n| cell " + "grows | x |\n\nafter",
+    "Unicode é words " + "文字 grow, then <b>bold</b> and a [link](https://example.com/x) " + "after it.",
+]
+
+
+def test_plain_words_appended_directly_give_the_dom_a_full_render_gives(page: Page, gateway_url: str) -> None:
+    """After every chunk, the stream's DOM equals that of the same stream with the
+    plain-words shortcut switched off, for model-like word pieces and other splits."""
+    page.goto(gateway_url + "/", wait_until="domcontentloaded")
+    docs = GROWING + CORPUS + [model_answer(gateway_url, "Explain frame pacing with code and a table", 600)]
+    rng = random.Random(11)
+    cases = []
+    for doc in docs:
+        splits = [PIECE.findall(doc), list(doc)]
+        cuts = sorted(rng.sample(range(1, len(doc)), min(len(doc) - 1, 40)))
+        splits.append([doc[a:b] for a, b in zip([0, *cuts], [*cuts, len(doc)])])
+        cases.append(splits)
+    results = page.evaluate(
+        """async (cases) => {
+          const { MarkdownStream } = await import('/js/render.js');
+          const out = [];
+          let grown = 0;
+          for (const splits of cases) {
+            for (const pieces of splits) {
+              const a = new MarkdownStream(document.createElement('div'));
+              const b = new MarkdownStream(document.createElement('div'));
+              b.grows = () => false; // always a full render of the open block
+              let bad = null;
+              for (const [i, p] of pieces.entries()) {
+                if (a.grows(a.normalize.call({ cr: a.cr }, p))) grown += 1;
+                a.append(p);
+                b.append(p);
+                if (a.container.innerHTML !== b.container.innerHTML) {
+                  bad = { at: i, text: pieces.slice(0, i + 1).join(''), fast: a.container.innerHTML, full: b.container.innerHTML };
+                  break;
+                }
+              }
+              a.end();
+              b.end();
+              if (!bad && a.container.innerHTML !== b.container.innerHTML) bad = { at: 'end', fast: a.container.innerHTML, full: b.container.innerHTML };
+              out.push(bad);
+            }
+          }
+          return { out, grown };
+        }""",
+        cases,
+    )
+    assert results["grown"] > 500, results["grown"]  # the shortcut is taken, for most prose words
+    for bad in results["out"]:
+        assert bad is None, bad
+
+
 # ---- hostile output -----------------------------------------------------------------------
 
 HOSTILE = [
