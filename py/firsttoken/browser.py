@@ -21,7 +21,7 @@ __all__ = ["FetchTransport", "start"]
 
 if IN_PYODIDE:  # pragma: no cover - exercised by the end-to-end tests in Chromium
     import js  # type: ignore[import-not-found]
-    from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
+    from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-not-found]
 
 
 def now_ms() -> float:
@@ -119,6 +119,13 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
     tasks: set[asyncio.Task] = set()
 
     def on_message(event: Any) -> None:
+        ports = getattr(event, "ports", None)
+        if ports is not None and ports.length:
+            # The page's `hello` hands over a channel for the protocol (js/core.js says
+            # why): from here on both directions use it.
+            port = ports[0]
+            core.post = port.postMessage
+            port.onmessage = create_proxy(on_message)
         data = event.data
         raw = data if isinstance(data, str) else data.to_py() if hasattr(data, "to_py") else data
         task = asyncio.ensure_future(core.handle(raw))

@@ -37,16 +37,19 @@ SYSTEM = "\n\n".join(
 PROTOCOL_SPY = """
 (() => {
   window.__ft = { events: [], worker: null };
-  const add = Worker.prototype.addEventListener;
-  Worker.prototype.addEventListener = function (type, listener, options) {
-    if (type === 'message' && !this.__ftSpied) {
-      this.__ftSpied = true;
-      add.call(this, 'message', (event) => {
+  // js/core.js speaks the protocol over a MessageChannel handed to the worker with
+  // `hello`: listen on the page's end of every channel, and keep the one that says `ready`.
+  const Native = window.MessageChannel;
+  window.MessageChannel = class extends Native {
+    constructor() {
+      super();
+      const port = this.port1;
+      port.addEventListener('message', (event) => {
         if (typeof event.data !== 'string' || event.data[0] !== '{') return;
         let msg;
         try { msg = JSON.parse(event.data); } catch { return; }
         if (!msg || typeof msg.type !== 'string' || msg.type === 'boot.progress') return;
-        if (msg.type === 'ready') window.__ft.worker = this;
+        if (msg.type === 'ready') window.__ft.worker = port;
         window.__ft.events.push(msg);
         if (msg.id && (msg.type === 'chat.done' || msg.type === 'chat.error' || msg.type === 'error')) {
           const html = document.documentElement;
@@ -54,7 +57,6 @@ PROTOCOL_SPY = """
         }
       });
     }
-    return add.call(this, type, listener, options);
   };
 })();
 """
