@@ -100,10 +100,10 @@ export async function loadPyodide(options = {}) {
   return booting;
 }
 
-async function boot() {
-  const base = { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
-  // The snapshot stored by an earlier visit first (restored optimistically: its key is
-  // checked against the package while the runtime loads), then the gateway's.
+// The snapshots to try, best first: the one stored by an earlier visit (its key is
+// checked against the package while the runtime loads), then the gateway's, when it
+// was made for this package. Yields [from, found].
+async function* snapshots() {
   for (const [from, source] of [['cache', local], ['server', served]]) {
     const found = await source.catch(() => null);
     if (!found) continue;
@@ -116,17 +116,30 @@ async function boot() {
       found.cancel();
       continue; // made for another package or Pyodide: the gateway's stale copy, not ours
     }
+    yield [from, found];
+  }
+}
+
+async function boot() {
+  const base = { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
+  const candidates = snapshots();
+  const next = () => candidates.next().then((step) => (step.done ? null : step.value));
+  // Pyodide starts fetching the wasm the moment loadPyodide is called, and needs the
+  // snapshot (only its size, at first) later. So the first restore is started now,
+  // before we know which snapshot it will be, or whether there is one: finding it
+  // (the cache index) then overlaps the runtime's fetch and compile instead of
+  // delaying them. With none, that attempt is dropped for a plain boot.
+  for (let candidate = next(); ; candidate = next()) {
     try {
-      const body = from === 'cache' ? localBody : found.read();
-      localBody = null;
-      const [py, files] = await restore(base, found.key, found.length, body);
+      const [from, found, py, files, body] = await restore(base, candidate);
       record.snapshot_from = from;
-      if (from === 'server') keep(found.key, await body, found.length);
+      if (from === 'server') keep(found.key, body, found.length);
       return finish(py, await packageBytes(), files);
     } catch (error) {
+      if (error instanceof NoSnapshot) break;
       record.snapshot = `rejected:${error instanceof SnapshotRejected ? error.reason : 'restore'}`;
       if (!(error instanceof SnapshotRejected)) console.warn('firsttoken: snapshot not restored:', error);
-      if (from === 'cache') await dropSnapshots().catch(() => {});
+      if (error.from === 'cache') await dropSnapshots().catch(() => {});
       delete record.wasm_done;
       delete record.snapshot_read;
     }
@@ -138,6 +151,9 @@ async function boot() {
   return finish(py, await packageBytes(), null);
 }
 
+// No snapshot to restore (not a failure: a first visit without an install-time one).
+class NoSnapshot extends Error {}
+
 // A snapshot restored from the gateway is stored for later visits, in the background.
 function keep(key, body, length) {
   writeSnapshot(key, body, length).then(
@@ -148,23 +164,34 @@ function keep(key, body, length) {
 
 const packageBytes = () => pkg.then(({ bytes }) => bytes, () => null);
 
-async function restore(base, key, length, body) {
+// Restore `candidate` (a promise of [from, found], or of null: no snapshot). Resolves
+// to [from, found, py, files, body]; an error says which snapshot failed (`from`).
+async function restore(base, candidate) {
   progress('runtime');
-  // Pyodide sizes the new heap from `_loadSnapshot` but copies the snapshot in only
-  // after the wasm is compiled and instantiated (pyodide.mjs: prepareSnapshot, then
-  // createPyodideModule, then restoreSnapshot). So it gets an empty buffer of the
-  // stored length at once, and the module factory hands the module over only once the
-  // snapshot is known to be the one for this package (its key), has been read and
-  // verified, and copied in: all of which ran while the runtime loaded and compiled.
-  // Should a later Pyodide read the buffer earlier, it finds no snapshot magic there,
-  // throws, and the caller falls back to a normal boot.
+  // Pyodide sizes the new heap from `_loadSnapshot` (which it awaits) but copies the
+  // snapshot in only after the wasm is compiled and instantiated (pyodide.mjs:
+  // prepareSnapshot, then createPyodideModule, then restoreSnapshot). So it gets an
+  // empty buffer of the stored length as soon as that is known, and the module factory
+  // hands the module over only once the snapshot is known to be the one for this
+  // package (its key), has been read and verified, and copied in: all of which ran
+  // while the runtime loaded and compiled. Should a later Pyodide read the buffer
+  // earlier, it finds no snapshot magic there, throws, and the caller falls back.
   // Pyodide keeps its options (this factory among them) for the interpreter's life:
   // the image (31 MB, copied into wasm memory) must not stay reachable from them once
   // used, hence `held`.
-  const held = { heap: new Uint8Array(length) };
+  const held = { heap: null, from: null, found: null, body: null, bytes: null };
+  const sized = candidate.then((chosen) => {
+    if (!chosen) throw new NoSnapshot();
+    [held.from, held.found] = chosen;
+    held.body = held.from === 'cache' ? localBody : held.found.read();
+    localBody = null;
+    held.heap = new Uint8Array(held.found.length);
+    return held.heap;
+  });
   // Copied into the image as soon as it is verified, while the runtime still loads.
-  const copied = body.then((bytes) => {
+  const copied = sized.then(() => held.body).then((bytes) => {
     record.snapshot_read = now();
+    held.bytes = bytes;
     return unpackInto(bytes, held.heap);
   });
   copied.catch(() => {});
@@ -172,21 +199,33 @@ async function restore(base, key, length, body) {
   const createPyodideModule = async (settings) => {
     const module = await createModule(settings);
     const { key: current } = await pkg;
-    if (key !== current) throw new SnapshotRejected('stale'); // another package, Pyodide or format
+    if (held.found.key !== current) throw new SnapshotRejected('stale'); // another package, Pyodide or format
     files = await copied;
     held.heap = null;
-    record.snapshot_bytes = length;
-    progress('snapshot', { bytes: length });
+    held.body = null;
+    record.snapshot_bytes = held.found.length;
+    progress('snapshot', { bytes: held.found.length });
     return module;
   };
-  const py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: held.heap });
-  record.interpreter_done = now();
-  try { delete py._api.config._loadSnapshot; } catch { /* a later Pyodide: it only costs memory */ }
-  // A heap that restored but lacks our modules is not ours: treat it as corrupt.
-  if (!py.runPython(`import sys\n${JSON.stringify(IMPORTS[0])} in sys.modules`)) throw new SnapshotRejected('foreign');
+  let py;
+  try {
+    py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: sized });
+    record.interpreter_done = now();
+    try { delete py._api.config._loadSnapshot; } catch { /* a later Pyodide: it only costs memory */ }
+    // A heap that restored but lacks our modules is not ours: treat it as corrupt.
+    if (!py.runPython(`import sys\n${JSON.stringify(IMPORTS[0])} in sys.modules`)) throw new SnapshotRejected('foreign');
+  } catch (error) {
+    if (held.from === null) throw new NoSnapshot(); // there was none: Pyodide gave up waiting for it
+    const failure = error instanceof Error ? error : new Error(String(error));
+    failure.from = held.from;
+    held.found.cancel?.();
+    throw failure;
+  }
   record.snapshot = 'restored';
   progress('interpreter');
-  return [py, files];
+  const body = held.bytes;
+  held.bytes = null;
+  return [held.from, held.found, py, files, body];
 }
 
 // Pyodide's module factory (the `createPyodideModule` option), wrapped to note when

@@ -4,6 +4,7 @@ its faults, errors for bad requests, and the page's headers."""
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -177,6 +178,17 @@ def test_runtime_assets_are_served_locally(client: httpx.Client) -> None:
     assert client.get("/vendor/tiktoken/o200k_base.json").status_code == 200
     r = client.get("/vendor/pyodide/../../package.json")
     assert r.status_code == 404
+
+
+def test_every_preloaded_module_is_served(client: httpx.Client) -> None:
+    # index.html names hashed PyScript chunks: an upgrade that renames them must not
+    # leave the page preloading files that are gone.
+    page = client.get("/").text
+    hrefs = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
+    assert len(hrefs) >= 8
+    for href in hrefs:
+        r = client.get("/" + href)
+        assert r.status_code == 200 and "javascript" in r.headers["content-type"], href
 
 
 def test_package_zip_holds_every_module_and_revalidates(client: httpx.Client) -> None:
