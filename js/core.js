@@ -17,6 +17,7 @@
 import { RUNTIME } from './boot-snapshot.js';
 
 const PROTOCOL = 1;
+const DELTA_ACK = JSON.stringify({ v: PROTOCOL, type: 'delta.ack' });
 
 // What the page shows for each boot stage reported by js/boot-pyodide.js.
 const STAGE_TEXT = {
@@ -100,7 +101,10 @@ export class CoreLink extends EventTarget {
         hand = [channel.port2];
       }
       this.progress('Python started, saying hello…', 'hello');
-      worker.postMessage(JSON.stringify({ v: PROTOCOL, type: 'hello', id: 'hello' }), hand);
+      // `flow`: we acknowledge each chat.delta as we take it, and the core holds what
+      // arrives meanwhile (py/firsttoken/core.py, _DeltaPacer), so a fast stream costs
+      // this thread one message per turn of its event loop, not one per chunk.
+      worker.postMessage(JSON.stringify({ v: PROTOCOL, type: 'hello', id: 'hello', flow: true }), hand);
     } catch (error) {
       this.emit('failed', { message: String(error && error.message || error) });
     }
@@ -124,6 +128,7 @@ export class CoreLink extends EventTarget {
       return;
     }
     if (!msg || typeof msg.type !== 'string') return;
+    if (msg.type === 'chat.delta') this.post(DELTA_ACK);
     if (msg.type === 'boot.progress') {
       this.stages[msg.stage] = Math.round(now() - this.bootStarted);
       // User Timing marks: tests and benchmarks wait on them (e.g. the snapshot stored).

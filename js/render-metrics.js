@@ -67,7 +67,10 @@ export class ReplyMetrics {
     const parsed = typeof msg.t === 'number' ? msg.t : at;
     if (Array.isArray(msg.stamps) && msg.stamps.length) {
       this.clock = 'server';
-      for (const s of msg.stamps) if (typeof s === 'number') this.waiting.push([s, parsed, at]);
+      // A merged delta (flow control) carries the parse time of its first part: a later
+      // part was parsed no earlier than it was sent, and its wait for the page's ack
+      // counts in the page leg.
+      for (const s of msg.stamps) if (typeof s === 'number') this.waiting.push([s, Math.max(parsed, s), at]);
     } else if (typeof msg.t === 'number') {
       this.clock ??= 'core';
       this.waiting.push([msg.t, parsed, at]);

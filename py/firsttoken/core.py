@@ -59,6 +59,7 @@ class Core:
         self._new_governor = governor
         self._governors: dict[str, Governor] = {}
         self._active: dict[str, AbortSignal] = {}
+        self._pacer = _DeltaPacer(lambda text: self.post(text))
 
     async def handle(self, raw: str | dict[str, Any]) -> None:
         """Handle one message. Never raises: every failure becomes an event."""
@@ -70,7 +71,10 @@ class Core:
             request_id = msg.get("id")
             kind = msg["type"]
             if kind == "hello":
+                self._pacer.enabled = msg.get("flow") is True
                 self.post(encode("ready", request_id, **self._hello()))
+            elif kind == "delta.ack":
+                self._pacer.ack()
             elif kind == "ping":
                 self.post(encode("pong", request_id, t=self.clock()))
             elif kind == "chat.abort":
@@ -250,7 +254,7 @@ class Core:
                 fields["reasoning"] = reasoning
             if sent_ms:
                 fields["stamps"] = sent_ms
-            self.post(encode("chat.delta", request_id, **fields))
+            self._pacer.delta(request_id, fields)
 
         plan: RefPlan | None = None
 
@@ -311,6 +315,7 @@ class Core:
                     signal.raise_if_aborted()
                     attempt += 1
             await self._settle_cache(request_id)
+            self._pacer.flush(request_id)
             self.post(
                 encode(
                     "chat.done",
@@ -327,9 +332,72 @@ class Core:
             )
         except FirstTokenError as exc:
             await self._settle_cache(request_id)
+            self._pacer.flush(request_id)
             self.post(encode("chat.error", request_id, error=exc.to_dict(), timings=timings.to_dict(), quota=quota()))
         finally:
             self._active.pop(request_id, None)
+
+
+class _DeltaPacer:
+    """Delta flow control: at most one `chat.delta` the page has not yet taken.
+
+    A slow phone's main thread handles each message as a task of its own, and at
+    hundreds of chunks a second those tasks crowd out the frames that paint them. A page
+    that says `hello` with `flow: true` answers each `chat.delta` it takes with a
+    `delta.ack`; until then, text arriving here is held and merged (one message per
+    request, in order), and goes out, all of it, with the ack. So the page gets one
+    message per turn of its event loop however fast the model streams, and a page that
+    keeps up gets every chunk at once, with no added wait. A page that never says
+    `flow` gets every delta as it comes (bridge/PROTOCOL.md).
+
+    Held text is bounded: past HOLD_LIMIT characters it goes out without waiting.
+    `t` of a merged delta is that of its first part (when the oldest text in it was
+    parsed), so the page's latency figures count the holding; its `seq` is the last's.
+    """
+
+    HOLD_LIMIT = 256 * 1024
+
+    def __init__(self, post: Callable[[str], None]) -> None:
+        self.post = post
+        self.enabled = False
+        self.waiting = False  # a delta is out that the page has not acknowledged
+        self.held: dict[str, dict[str, Any]] = {}
+        self.held_chars = 0
+
+    def delta(self, request_id: str, fields: dict[str, Any]) -> None:
+        if not self.enabled or (not self.waiting and not self.held):
+            self.waiting = self.enabled
+            self.post(encode("chat.delta", request_id, **fields))
+            return
+        held = self.held.get(request_id)
+        if held is None:
+            self.held[request_id] = dict(fields, stamps=list(fields.get("stamps", ())))
+        else:
+            held["seq"] = fields["seq"]
+            held["text"] += fields["text"]
+            if fields.get("reasoning"):
+                held["reasoning"] = held.get("reasoning", "") + fields["reasoning"]
+            held["stamps"].extend(fields.get("stamps", ()))
+        self.held_chars += len(fields["text"]) + len(fields.get("reasoning", ""))
+        if self.held_chars > self.HOLD_LIMIT:
+            self.ack()
+
+    def ack(self) -> None:
+        """The page took the last delta: send what was held, if anything."""
+        self.waiting = False
+        for request_id in list(self.held):
+            self.flush(request_id)
+
+    def flush(self, request_id: str) -> None:
+        """Send what is held for `request_id` now (its end must not overtake its text)."""
+        held = self.held.pop(request_id, None)
+        if held is None:
+            return
+        if not held["stamps"]:
+            del held["stamps"]
+        self.held_chars = sum(len(h["text"]) + len(h.get("reasoning", "")) for h in self.held.values())
+        self.waiting = True
+        self.post(encode("chat.delta", request_id, **held))
 
 
 def budget_for(settings: ChatSettings) -> tuple[int, bool]:

@@ -25,6 +25,7 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 REQUEST_TYPES: dict[str, dict[str, type]] = {
     "hello": {},
     "ping": {},
+    "delta.ack": {},
     "chat.send": {"messages": list, "settings": dict},
     "chat.abort": {},
     "tokens.count": {"messages": list, "settings": dict},

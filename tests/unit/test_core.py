@@ -214,3 +214,86 @@ def test_text_in_the_same_chunk_as_an_error_is_still_delivered() -> None:
     assert [e["type"] for e in events] == ["chat.delta", "chat.error"]
     assert events[0]["text"] == "one two"
     assert events[1]["error"]["code"] == "upstream_error" and events[1]["error"]["partial"] == "one two"
+
+
+# ---- delta flow control (hello with flow: true; bridge/PROTOCOL.md) -----------------------
+
+def chunk(text: str) -> bytes:
+    return b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]}).encode() + b"\n\n"
+
+
+class Chunked:
+    """A 200 stream in separate network chunks; `between(i)` runs before chunk i (i >= 1)."""
+
+    def __init__(self, parts: list[bytes], between=None) -> None:
+        self.status, self.headers, self.parts, self.between = 200, SSE, parts, between
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        for i, part in enumerate(self.parts):
+            if i and self.between:
+                await self.between(i)
+            yield part
+
+    async def read(self, limit: int) -> bytes:
+        return b"".join(self.parts)[:limit]
+
+
+WORDS = ["one", " two", " three", " four", " five"]
+END = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+
+def stream_events(hello: dict | None, between=None) -> tuple[Core, list[dict]]:
+    events: list[dict] = []
+    t = FakeTime()
+    core = Core(post=lambda text: events.append(json.loads(text)), clock=t.clock, sleep=t.sleep,
+                transport=CannedTransport(Chunked([chunk(w) for w in WORDS] + [END], between)))
+
+    async def main():
+        if hello is not None:
+            await core.handle(json.dumps(hello))
+        await core.handle(json.dumps(send()))
+
+    stream_events.core = core
+    asyncio.run(main())
+    return core, [e for e in events if e["type"] in ("chat.delta", "chat.done", "chat.error")]
+
+
+def test_without_flow_every_chunk_is_its_own_delta() -> None:
+    _, events = stream_events({"type": "hello", "id": "h"})
+    assert [e["text"] for e in events[:-1]] == WORDS
+    assert [e["seq"] for e in events[:-1]] == [1, 2, 3, 4, 5]
+
+
+def test_with_flow_text_waits_for_the_ack_and_is_merged_never_lost_or_reordered() -> None:
+    # No ack at all: the first chunk goes out at once, the rest is held, and all of it
+    # goes out, in one delta, before chat.done.
+    _, events = stream_events({"type": "hello", "id": "h", "flow": True})
+    assert [e["type"] for e in events] == ["chat.delta", "chat.delta", "chat.done"]
+    assert events[0]["text"] == "one" and events[0]["seq"] == 1
+    assert events[1]["text"] == " two three four five" and events[1]["seq"] == 5
+    assert "".join(e["text"] for e in events[:-1]) == events[-1]["content"]
+
+
+def test_with_flow_each_ack_releases_what_was_held() -> None:
+    # The page acknowledges before chunks 3 and 5: what arrived in between goes out then.
+    async def between(i: int) -> None:
+        if i in (3, 5):
+            await stream_events.core.handle(json.dumps({"type": "delta.ack"}))
+
+    _, events = stream_events({"type": "hello", "id": "h", "flow": True}, between)
+    deltas = [e for e in events if e["type"] == "chat.delta"]
+    assert [d["text"] for d in deltas] == ["one", " two three", " four five"]
+    assert [d["seq"] for d in deltas] == [1, 3, 5]
+    assert events[-1]["type"] == "chat.done"
+
+
+def test_held_text_is_bounded() -> None:
+    events: list[str] = []
+    from firsttoken.core import _DeltaPacer
+    pacer = _DeltaPacer(events.append)
+    pacer.enabled = True
+    big = "x" * (pacer.HOLD_LIMIT // 4)
+    for seq in range(1, 10):
+        pacer.delta("a", {"seq": seq, "text": big, "t": 0.0})
+    assert len(events) >= 2  # went out without an ack once the bound was passed
+    assert pacer.held_chars <= pacer.HOLD_LIMIT
