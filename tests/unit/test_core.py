@@ -242,9 +242,15 @@ WORDS = ["one", " two", " three", " four", " five"]
 END = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
 
 
-def stream_events(hello: dict | None, between=None) -> tuple[Core, list[dict]]:
+def stream_events(hello: dict | None, ack_before: tuple[int, ...] = ()) -> list[dict]:
+    """Stream WORDS, a chunk each; the page acknowledges just before the chunks named."""
     events: list[dict] = []
     t = FakeTime()
+
+    async def between(i: int) -> None:
+        if i in ack_before:
+            await core.handle(json.dumps({"type": "delta.ack"}))
+
     core = Core(post=lambda text: events.append(json.loads(text)), clock=t.clock, sleep=t.sleep,
                 transport=CannedTransport(Chunked([chunk(w) for w in WORDS] + [END], between)))
 
@@ -253,13 +259,12 @@ def stream_events(hello: dict | None, between=None) -> tuple[Core, list[dict]]:
             await core.handle(json.dumps(hello))
         await core.handle(json.dumps(send()))
 
-    stream_events.core = core
     asyncio.run(main())
-    return core, [e for e in events if e["type"] in ("chat.delta", "chat.done", "chat.error")]
+    return [e for e in events if e["type"] in ("chat.delta", "chat.done", "chat.error")]
 
 
 def test_without_flow_every_chunk_is_its_own_delta() -> None:
-    _, events = stream_events({"type": "hello", "id": "h"})
+    events = stream_events({"type": "hello", "id": "h"})
     assert [e["text"] for e in events[:-1]] == WORDS
     assert [e["seq"] for e in events[:-1]] == [1, 2, 3, 4, 5]
 
@@ -267,7 +272,7 @@ def test_without_flow_every_chunk_is_its_own_delta() -> None:
 def test_with_flow_text_waits_for_the_ack_and_is_merged_never_lost_or_reordered() -> None:
     # No ack at all: the first chunk goes out at once, the rest is held, and all of it
     # goes out, in one delta, before chat.done.
-    _, events = stream_events({"type": "hello", "id": "h", "flow": True})
+    events = stream_events({"type": "hello", "id": "h", "flow": True})
     assert [e["type"] for e in events] == ["chat.delta", "chat.delta", "chat.done"]
     assert events[0]["text"] == "one" and events[0]["seq"] == 1
     assert events[1]["text"] == " two three four five" and events[1]["seq"] == 5
@@ -276,11 +281,7 @@ def test_with_flow_text_waits_for_the_ack_and_is_merged_never_lost_or_reordered(
 
 def test_with_flow_each_ack_releases_what_was_held() -> None:
     # The page acknowledges before chunks 3 and 5: what arrived in between goes out then.
-    async def between(i: int) -> None:
-        if i in (3, 5):
-            await stream_events.core.handle(json.dumps({"type": "delta.ack"}))
-
-    _, events = stream_events({"type": "hello", "id": "h", "flow": True}, between)
+    events = stream_events({"type": "hello", "id": "h", "flow": True}, ack_before=(3, 5))
     deltas = [e for e in events if e["type"] == "chat.delta"]
     assert [d["text"] for d in deltas] == ["one", " two three", " four five"]
     assert [d["seq"] for d in deltas] == [1, 3, 5]
