@@ -11,7 +11,7 @@ const els = {
   boot: $('boot'), metrics: $('metrics'), quota: $('quota'), chat: $('chat'), messages: $('messages'),
   form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
   baseUrl: $('base-url'), model: $('model'), apiKey: $('api-key'), clear: $('clear'),
-  compress: $('compress'), count: $('count'),
+  compress: $('compress'), count: $('count'), system: $('system'),
 };
 
 const HISTORY_KEY = 'firsttoken.history.v1';
@@ -259,11 +259,24 @@ function currentSettings() {
   return s;
 }
 
+// What goes to the model: the system prompt from Settings (a setting, not part of the
+// conversation: changing it applies from the next message on), then the conversation.
+// The core prepares the system message once and keeps it by hash (IndexedDB), so a long
+// one costs nothing to count or compress again, and goes to the firsttoken gateway as
+// a reference.
+function conversation(extra = []) {
+  const messages = [];
+  const system = typeof settings.system === 'string' ? settings.system.trim() : '';
+  if (system) messages.push({ role: 'system', content: system });
+  for (const { role, content } of history) if (content) messages.push({ role, content });
+  return messages.concat(extra);
+}
+
 function sendPrompt(text) {
   const id = `r${Date.now().toString(36)}${(counter++).toString(36)}`;
   history.push({ role: 'user', content: text });
   const userEl = bubble('user', text);
-  const messages = history.map(({ role, content }) => ({ role, content }));
+  const messages = conversation();
   const entry = { role: 'assistant', content: '' };
   history.push(entry);
   saveHistory();
@@ -309,6 +322,12 @@ for (const [el, name] of [[els.baseUrl, 'base_url'], [els.model, 'model']]) {
     localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
   });
 }
+els.system.value = typeof settings.system === 'string' ? settings.system : '';
+els.system.addEventListener('change', () => {
+  settings.system = els.system.value;
+  localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
+  requestCount();
+});
 els.compress.checked = settings.compress !== 'off';
 els.compress.addEventListener('change', () => {
   settings.compress = els.compress.checked ? 'on' : 'off';
@@ -323,8 +342,7 @@ function requestCount() {
   clearTimeout(countTimer);
   countTimer = setTimeout(() => {
     const draft = els.prompt.value;
-    const messages = history.filter((m) => m.content).map(({ role, content }) => ({ role, content }));
-    if (draft) messages.push({ role: 'user', content: draft });
+    const messages = conversation(draft ? [{ role: 'user', content: draft }] : []);
     if (!messages.length) { els.count.textContent = ''; return; }
     core.send({ type: 'tokens.count', id: `c${++countSeq}`, messages, settings: currentSettings() });
   }, 120);

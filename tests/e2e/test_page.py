@@ -197,3 +197,43 @@ def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_ur
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
     assert bodies[0]["messages"][0]["content"] == text
+
+
+def test_the_system_prompt_setting_goes_first_is_counted_and_kept(page: Page, gateway_url: str) -> None:
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "hello there")
+    expect(page.locator("#count")).to_contain_text("tokens")
+    without = int(page.get_attribute("#count", "data-tokens"))
+    # Long enough (over 256 characters) to be worth a reference to the gateway's copy.
+    system = ("You are terse. Answer in one sentence, and name the file you would change. "
+              "Prefer the standard library. Never invent an API: say when you are not sure. "
+              "Quote error messages exactly. When a test fails, say which assertion and why. "
+              "Keep code in fenced blocks with a language, and keep lines under 100 characters.")
+    page.click("#settings summary")
+    page.fill("#system", system)
+    page.dispatch_event("#system", "change")
+    # The live count now includes the system message.
+    expect(page.locator("#count")).not_to_have_attribute("data-tokens", str(without))
+    assert int(page.get_attribute("#count", "data-tokens")) > without + 10
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    assert bodies[0]["messages"][0] == {"role": "system", "content": system}
+    assert bodies[0]["messages"][1] == {"role": "user", "content": "hello there"}
+    # Prepared once and kept by hash: the next time it goes to this gateway as a reference.
+    page.fill("#prompt", "and again")
+    page.press("#prompt", "Enter")
+    expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
+    assert set(bodies[1]["messages"][0]) == {"role", "x_firsttoken_ref"}
+    # A setting, not a message: not shown in the conversation, and kept across a reload.
+    assert page.locator('.msg[data-role="system"]').count() == 0
+    page.reload()
+    wait_ready(page)
+    expect(page.locator("#system")).to_have_value(system)
+    page.fill("#prompt", "after a reload")
+    page.press("#prompt", "Enter")
+    expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
+    assert bodies[2]["messages"][0]["role"] == "system"
+    assert bodies[2]["messages"][-1] == {"role": "user", "content": "after a reload"}
