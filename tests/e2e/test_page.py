@@ -30,6 +30,13 @@ def stored_answers(page: Page) -> list[str]:
     return [m["content"] for m in history if m["role"] == "assistant"]
 
 
+def chat_bodies(page: Page) -> list[dict]:
+    """The JSON bodies the page sends to /v1/chat/completions, as it sends them."""
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    return bodies
+
+
 def steer(page: Page, sim: str) -> None:
     """Make the page send `x-firsttoken-sim: <sim>` (settings.headers, no UI)."""
     settings = json.dumps({"headers": {"x-firsttoken-sim": sim}})
@@ -103,8 +110,7 @@ def test_http_error_is_shown_clearly(page: Page, gateway_url: str) -> None:
 
 
 def test_conversation_survives_a_reload_before_python_is_ready(page: Page, gateway_url: str) -> None:
-    bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.fill("#prompt", "remember me")
@@ -165,8 +171,7 @@ def test_rate_limited_request_is_retried_visibly_then_reported(page: Page, gatew
 
 
 def test_prompt_is_counted_live_and_compressed_before_sending(page: Page, gateway_url: str) -> None:
-    bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
     pretty = 'Fix this:\n\n```json\n{\n    "name": "frame",\n    "sizes": [\n        16,\n        33\n    ]\n}\n```'
@@ -186,8 +191,7 @@ def test_prompt_is_counted_live_and_compressed_before_sending(page: Page, gatewa
 
 
 def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_url: str) -> None:
-    bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    bodies = chat_bodies(page)
     page.add_init_script("localStorage.setItem('firsttoken.settings.v1', JSON.stringify({compress: 'off'}))")
     page.goto(gateway_url + "/")
     wait_ready(page)
@@ -200,8 +204,7 @@ def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_ur
 
 
 def test_the_system_prompt_setting_goes_first_is_counted_and_kept(page: Page, gateway_url: str) -> None:
-    bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.fill("#prompt", "hello there")
