@@ -39,18 +39,15 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from playwright.sync_api import Browser, BrowserContext, expect, sync_playwright
 from starlette.applications import Starlette
 from starlette.responses import FileResponse
@@ -62,14 +59,8 @@ for _path in (str(ROOT), str(ROOT / "py")):
         sys.path.insert(0, _path)
 
 from gateway.static import Assets, PackageZip  # noqa: E402
-from tests.servers import gateway  # noqa: E402
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway, serve_app  # noqa: E402
 
-CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
-# As in tests/e2e: Chromium must not reach for Google's hosts (see shared FACTS).
-CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 #: A cold boot takes 5–10 s on this machine; a stuck one fails the benchmark, not hangs it.
 TIMEOUT_MS = 120_000
 
@@ -112,18 +103,8 @@ def stock_server() -> Iterator[str]:
         Mount("/vendor/pyodide", app=Assets(directory=node_modules / "pyodide")),
         Mount("/vendor/pyscript", app=Assets(directory=node_modules / "@pyscript" / "core" / "dist")),
     ])
-    sock = socket.socket(socket.AF_INET)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join()
-        sock.close()
+    with serve_app(app) as url:
+        yield url
 
 
 @contextmanager

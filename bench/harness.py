@@ -24,16 +24,12 @@ that attribute, never for a time.
 
 from __future__ import annotations
 
-import os
-import socket
 import sys
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from playwright.sync_api import ConsoleMessage, Page, sync_playwright
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -49,18 +45,14 @@ for _path in (str(ROOT), str(ROOT / "py")):
         sys.path.insert(0, _path)
 
 from gateway.app import create_app  # noqa: E402
+from tests.servers import CHROMIUM, serve_app  # noqa: E402
+from tests.servers import CHROMIUM_ARGS as BROWSER_ARGS  # noqa: E402
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "BenchFailed", "BenchPage", "bench_app", "bench_page"]
 
-CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
-# As in tests/e2e: Chromium must not reach for Google's hosts (no network here but the
-# registries; see shared FACTS). `--expose-gc` lets a page collect garbage before each
-# timed run, as the CPython benchmarks do with gc.collect().
-CHROMIUM_ARGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--js-flags=--expose-gc",
-)
+# `--expose-gc` lets a page collect garbage before each timed run, as the CPython
+# benchmarks do with gc.collect().
+CHROMIUM_ARGS = (*BROWSER_ARGS, "--js-flags=--expose-gc")
 #: Pyodide boots in 3–7 s here (FACTS); a benchmark then runs for tens of seconds more.
 DEFAULT_TIMEOUT_MS = 300_000
 
@@ -142,26 +134,6 @@ class BenchPage:
 
 
 @contextmanager
-def _serve(app: ASGIApp) -> Iterator[str]:
-    # Listening before the server thread starts means the browser may connect at once:
-    # the kernel queues the connection until uvicorn accepts it, so nothing waits on a
-    # "started" flag.
-    sock = socket.socket(socket.AF_INET)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join()
-        sock.close()
-
-
-@contextmanager
 def bench_page(
     files: Mapping[str, bytes] | None = None,
     *,
@@ -173,7 +145,7 @@ def bench_page(
     `files` are served at /bench/data/<name>; `isolated` makes bench pages cross-origin
     isolated; `extra_args` go to Chromium after the standard ones.
     """
-    with _serve(bench_app(files or {}, isolated=isolated)) as base_url, sync_playwright() as pw:
+    with serve_app(bench_app(files or {}, isolated=isolated)) as base_url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args])
         try:
             context = browser.new_context()

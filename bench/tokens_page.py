@@ -14,15 +14,11 @@ and its "run Python" request exists only here.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sys
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import uvicorn
 from playwright.sync_api import Browser, Page
 from starlette.applications import Starlette
 from starlette.responses import FileResponse
@@ -35,16 +31,9 @@ if str(ROOT) not in sys.path:  # run as a script: the repository is not on the p
 from gateway import static  # noqa: E402
 from gateway.app import GatewayConfig  # noqa: E402
 from gateway.headers import SecurityHeaders, content_security_policy  # noqa: E402
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, serve_app  # noqa: E402, F401 - CHROMIUM*: for bench/tokens.py
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "PAGE", "TokensPage", "load", "open_page", "serve"]
-
-CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
-# As in tests/e2e/conftest.py: Chromium must not reach for Google's hosts (no network
-# here but the registries; shared FACTS).
-CHROMIUM_ARGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-)
 
 PAGE = "/bench/tokens_page.html"
 FILES = {
@@ -73,22 +62,9 @@ def app() -> Starlette:
     return application
 
 
-@contextmanager
-def serve() -> Iterator[str]:
-    """Serve the page; yields the base URL. The socket listens before the server thread
-    starts, so the URL is usable at once (no waiting for readiness)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(app(), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+def serve():
+    """Serve the page; a context manager yielding the base URL."""
+    return serve_app(app())
 
 
 class TokensPage:

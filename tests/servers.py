@@ -1,19 +1,52 @@
-"""Real gateway processes for tests: a real socket, real HTTP, started and awaited on
-their readiness line (the URL they print), never on a sleep."""
+"""Real servers and the browser for tests and benchmarks: gateway processes started and
+awaited on their readiness line (the URL they print), never on a sleep; any ASGI app
+served in a thread on a loopback socket; and how to start Debian's Chromium here."""
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 READY = re.compile(r"listening on (http://\S+?)/?$")
+
+CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
+# Chromium must not reach for Google's hosts: this machine has no network but the
+# registries, and those attempts only slow every start (see shared FACTS).
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@contextmanager
+def serve_app(app: Any) -> Iterator[str]:
+    """Serve an ASGI app in a thread of this process; yield its base URL.
+
+    The socket listens before the server thread starts, so the URL is usable at once:
+    the kernel queues a connection until uvicorn accepts it (nothing waits on a flag).
+    """
+    import uvicorn  # only where an app is served in-process
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
 
 
 class Gateway(str):

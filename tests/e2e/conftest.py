@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
-CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
-# Chromium must not reach for Google's hosts: this machine has no network but the
-# registries, and those attempts only slow every start (see shared FACTS).
-ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+from tests.servers import CHROMIUM, CHROMIUM_ARGS as ARGS  # noqa: F401 - re-exported for tests and benches
+
 #: Python boot in a PyScript worker takes seconds on this machine (FACTS: 5–7 s cold).
 BOOT_TIMEOUT_MS = 90_000
 
