@@ -71,7 +71,7 @@ function note(li, cls, text) {
 
 // Follow the answer unless the user scrolled up. Told by the direction of a scroll, not
 // by how far the view is from the bottom: the answer can grow between our scroll and the
-// frame that lays it out (a block coming on screen gets its real height then), which
+// frame that lays it out (an earlier message coming on screen gets its real height then), which
 // leaves the view short of the bottom with nobody having scrolled.
 let stick = true;
 let ourTop = 0; // where we last put the view

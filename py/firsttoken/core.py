@@ -335,6 +335,9 @@ class Core:
             self._pacer.flush(request_id)
             self.post(encode("chat.error", request_id, error=exc.to_dict(), timings=timings.to_dict(), quota=quota()))
         finally:
+            # Should a bug end the request (handle() then reports it), its text still goes
+            # out ahead of that report.
+            self._pacer.flush(request_id)
             self._active.pop(request_id, None)
 
 
