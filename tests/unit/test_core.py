@@ -298,3 +298,9 @@ def test_held_text_is_bounded() -> None:
         pacer.delta("a", {"seq": seq, "text": big, "t": 0.0})
     assert len(events) >= 2  # went out without an ack once the bound was passed
     assert pacer.held_chars <= pacer.HOLD_LIMIT
+
+
+def test_flow_is_only_on_when_hello_says_true() -> None:
+    for flow in ("true", 1, None):
+        events = stream_events({"type": "hello", "id": "h", "flow": flow})
+        assert [e["text"] for e in events[:-1]] == WORDS, flow  # every chunk as it came
