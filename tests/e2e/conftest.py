@@ -42,9 +42,10 @@ def console() -> Console:
     return Console()
 
 
-@pytest.fixture
-def page(browser: Browser, console: Console) -> Iterator[Page]:
-    context = browser.new_context()
+def watched_page(browser: Browser, console: Console, **context_options: object) -> Iterator[Page]:
+    """A page in a fresh context (`context_options`: a device profile, say) whose console
+    is kept; once the test is done, it fails on an uncaught error or a CSP violation."""
+    context = browser.new_context(**context_options)
     p = context.new_page()
     p.on("console", console.on_console)
     p.on("pageerror", console.on_error)
@@ -55,6 +56,11 @@ def page(browser: Browser, console: Console) -> Iterator[Page]:
     assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
     violations = [m for m in console.messages if "Content Security Policy" in m]
     assert not violations, f"the page broke its own CSP: {violations}"
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console) -> Iterator[Page]:
+    yield from watched_page(browser, console)
 
 
 def wait_ready(page: Page) -> None:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import Console, wait_ready
+from tests.e2e.conftest import Console, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
@@ -74,23 +74,12 @@ def send(page: Page, text: str) -> None:
 @pytest.fixture
 def mobile_page(browser: Browser, console: Console) -> Iterator[Page]:
     """A phone: Pixel 7 viewport, touch, device scale factor and user agent."""
-    from playwright.sync_api import sync_playwright  # noqa: F401 - devices come from the driver
-
     device = {
         "viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
         "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True,
         "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/159.0 Mobile Safari/537.36",
     }
-    context = browser.new_context(**device)
-    p = context.new_page()
-    p.on("console", console.on_console)
-    p.on("pageerror", console.on_error)
-    yield p
-    context.close()
-    print("\n".join(["--- page console ---", *console.messages]))
-    assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
-    violations = [m for m in console.messages if "Content Security Policy" in m]
-    assert not violations, f"the page broke its own CSP: {violations}"
+    yield from watched_page(browser, console, **device)
 
 
 # ---- a long answer ----------------------------------------------------------------------
