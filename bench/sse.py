@@ -4,7 +4,7 @@
 
 Builds a realistic `chat.completion.chunk` stream, cuts it the way a network would
 (random 1-16 KiB reads, fixed seed), and decodes it to events with
-`firsttoken.sse.SSEDecoder` and with httpx-sse, consuming the chunks exactly as
+`firsttoken.stream.sse.SSEDecoder` and with httpx-sse, consuming the chunks exactly as
 `httpx_sse.EventSource.iter_sse()` does (httpx's incremental UTF-8 `TextDecoder`, then
 `SSELineDecoder`, then `SSEDecoder`, through the same chain of generators), minus the
 `httpx.Response` plumbing, which would only add per-chunk cost to httpx-sse's side.
@@ -41,7 +41,7 @@ _PY = str(Path(__file__).resolve().parents[1] / "py")
 if _PY not in sys.path:  # run as a script from the repository root, py/ is not on the path
     sys.path.insert(0, _PY)
 
-from firsttoken.sse import SSEDecoder  # noqa: E402
+from firsttoken.stream.sse import SSEDecoder  # noqa: E402
 
 __all__ = ["build_stream", "split_like_network", "decode_firsttoken", "decode_httpx_sse"]
 

@@ -1,5 +1,5 @@
 // Bench only (bench/sse.py via bench/harness.py): the same SSE bytes, cut into the same
-// network chunks, decoded to events in this page by firsttoken.sse.SSEDecoder in Pyodide
+// network chunks, decoded to events in this page by firsttoken.stream.sse.SSEDecoder in Pyodide
 // and by npm eventsource-parser, interleaved, in one run.
 //
 // Query: ?repeat=R. Data: /bench/data/stream.bin (the body) and
@@ -10,7 +10,7 @@ import { createParser } from '/bench/node_modules/eventsource-parser/dist/index.
 
 const PY_SETUP = `
 import gc
-from firsttoken.sse import SSEDecoder
+from firsttoken.stream.sse import SSEDecoder
 
 def load_chunks(body, lengths):
     global CHUNKS

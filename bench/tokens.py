@@ -17,7 +17,7 @@ both cl100k_base and o200k_base. MB/s are 10^6 bytes of UTF-8 per second, median
 4096-character pieces, where per-call overhead shows.
 
 In the page (headless Chromium, bench/tokens_page.html: Pyodide in a worker with the
-app's files and headers, `firsttoken._browser_tokens` installed as the app installs it):
+app's files and headers, `firsttoken.browser.tokenizer` installed as the app installs it):
 
 * `page_mb_s`: the same corpus through `firsttoken.tokens.count(corpus, "o200k_base")`
   inside Pyodide, timed in Python from the call to the result (so it includes handing the
@@ -120,7 +120,7 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 PAGE_ENSURE = """
 import json, time
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 start = time.perf_counter()
 await bt.ensure_encoder("o200k_base")
 json.dumps((time.perf_counter() - start) * 1000)
@@ -129,7 +129,7 @@ json.dumps((time.perf_counter() - start) * 1000)
 PAGE_IDS = """
 import json
 from firsttoken import tokens
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 await bt.ensure_encoder("cl100k_base")
 json.dumps({enc: tokens.encode(ARG, enc) for enc in ("o200k_base", "cl100k_base")})
 """

@@ -16,7 +16,7 @@ async function boot() {
     }),
   ]);
   pyodide.unpackArchive(zip, 'zip');
-  pyodide.runPython(`from firsttoken import _browser_tokens\n_browser_tokens.install(${JSON.stringify(base)})`);
+  pyodide.runPython(`from firsttoken.browser import tokenizer\ntokenizer.install(${JSON.stringify(base)})`);
   return { pyodide, ms: performance.now() - started };
 }
 

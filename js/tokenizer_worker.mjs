@@ -2,7 +2,7 @@
 //
 // Python's `tokens.count()` is synchronous, and Python in Pyodide cannot import a
 // JavaScript module by itself (no dynamic import() from Python, and the page's CSP
-// forbids eval). So firsttoken._browser_tokens starts this module worker and calls it
+// forbids eval). So firsttoken.browser.tokenizer starts this module worker and calls it
 // through shared memory: it posts a request, then blocks in Atomics.wait() until this
 // worker stores the answer and notifies. Vocabularies load here, off the core's thread,
 // so building them never stalls a streaming reply.

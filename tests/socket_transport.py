@@ -1,4 +1,4 @@
-"""A `firsttoken.client.Transport` over real sockets (httpx), for CPython-side tests of
+"""A `firsttoken.stream.client.Transport` over real sockets (httpx), for CPython-side tests of
 the core against a real gateway. The page uses `firsttoken.browser.FetchTransport`."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import AsyncIterator
 
 import httpx
 
-from firsttoken.client import AbortSignal, HTTPRequest
+from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.errors import Aborted, TransportError
 
 

@@ -14,10 +14,10 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from . import __version__
-from ._cache_prepare import leading_system_count, prepare_with_cache
-from ._cache_refs import GatewayRefs, RefPlan, is_unknown_ref
+from .cache.prepare import leading_system_count, prepare_with_cache
+from .cache.refs import GatewayRefs, RefPlan, is_unknown_ref
 from .cache import Cache, Entry
-from .client import AbortSignal, ChatSettings, HTTPRequest, Timings, Transport, build_request, stream_chat
+from .stream.client import AbortSignal, ChatSettings, HTTPRequest, Timings, Transport, build_request, stream_chat
 from .errors import FirstTokenError, HTTPStatusError, InvalidMessage, TransportError
 from .protocol import PROTOCOL_VERSION, encode, parse_message
 from .compress import compress_messages
@@ -43,7 +43,7 @@ class Core:
     ) -> None:
         self.prepare_encoder = prepare_encoder
         # Prepared system messages (firsttoken.cache) and what each gateway holds of them
-        # (firsttoken._cache_refs). `page_origin`: where the page came from, whose
+        # (firsttoken.cache.refs). `page_origin`: where the page came from, whose
         # gateway may be sent our client id before it has answered once.
         self.cache = cache
         self.refs = GatewayRefs(page_origin)
@@ -197,7 +197,7 @@ class Core:
         self, messages: list[dict[str, Any]], settings: ChatSettings, lead: list[Entry], *, full: bool = False
     ) -> tuple[RefPlan, HTTPRequest]:
         """The HTTP request, with leading system messages as gateway references where
-        `firsttoken._cache_refs` allows (never to a server not known to take them)."""
+        `firsttoken.cache.refs` allows (never to a server not known to take them)."""
         client_id = None
         if self.cache is not None and self.refs.identifies(settings.base_url):
             client_id = await self.cache.client_id()

@@ -1,7 +1,7 @@
 """The page's tokenizer in real Chromium: ids equal tiktoken's, through firsttoken.tokens.
 
 Python runs in a worker of bench/tokens_page.html (Pyodide without PyScript, the same
-files the app serves, the app's headers and CSP), with `firsttoken._browser_tokens`
+files the app serves, the app's headers and CSP), with `firsttoken.browser.tokenizer`
 installed as the app installs it; js/tokenizer_worker.mjs starts on first use. Texts go
 in from CPython, ids come back, and tiktoken on CPython is the reference: the golden
 corpus, Hypothesis-generated text, a seeded random corpus aimed at the characters where
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from playwright.sync_api import Browser
 
 from bench.tokens_page import TokensPage, open_page, serve
-from firsttoken._browser_tokens import SPECIAL_TOKENS
+from firsttoken.browser.tokenizer import SPECIAL_TOKENS
 from tests.corpus.tokens.golden import (
     ENCODINGS,
     assert_same_ids,
@@ -59,7 +59,7 @@ def tokens_page(browser: Browser) -> Iterator[TokensPage]:
         state = page.run_json("""
 import json
 from firsttoken import tokens
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 from firsttoken.errors import TokenizerError
 try:
     tokens.count("hi", "o200k_base")
@@ -73,7 +73,7 @@ json.dumps({"backend": tokens.backend_name(), "before": before})
         assert "ensure_encoder" in state["before"]
         assert not [u for u in requests if "gpt-tokenizer" in u or "tokenizer" in u]
         page.run("""
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 await bt.ensure_encoder("gpt-4o")
 await bt.ensure_encoder("cl100k_base")
 "ok"
@@ -233,7 +233,7 @@ def test_truncate_and_errors_through_the_page_backend(tokens_page: TokensPage) -
     answer = tokens_page.run_json("""
 import json
 from firsttoken import tokens
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 from firsttoken.errors import TokenizerError
 out = {}
 text = "Hello, world! \\ufeff" * 50 + "お誕生日おめでとう" * 20
@@ -269,7 +269,7 @@ def test_a_dead_tokenizer_worker_fails_fast_and_is_replaced(tokens_page: TokensP
     answer = tokens_page.run_json("""
 import json, time
 from firsttoken import tokens
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 from firsttoken.errors import TokenizerError
 out = {}
 def attempt(name, call):

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firsttoken import tokens
-from firsttoken import _browser_tokens as bt
+from firsttoken.browser import tokenizer as bt
 from firsttoken.errors import TokenizerError
 from tests.corpus.tokens.golden import ENCODINGS, reference_ranks
 from tests.corpus.tokens.golden import reference_encoding as build_reference

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import firsttoken.cache as cache_module
-from firsttoken._cache_sqlite import SqliteStore
+from tests.sqlite_store import SqliteStore
 from firsttoken.cache import (
     Cache,
     CacheConnectionLost,

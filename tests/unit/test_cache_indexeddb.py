@@ -1,4 +1,4 @@
-"""The IndexedDB store's state machine (firsttoken._browser_cache) on CPython, against a
+"""The IndexedDB store's state machine (firsttoken.browser.indexeddb) on CPython, against a
 fake IndexedDB that follows the parts of the W3C Indexed Database API the store relies
 on: requests answer in a later task, `versionchange` goes to open connections before an
 upgrade, `blocked` fires while one stays open, writes abort with QuotaExceededError past
@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from firsttoken._browser_cache import IndexedDBStore, translate_error
+from firsttoken.browser.indexeddb import IndexedDBStore, translate_error
 from firsttoken.cache import (
     Cache,
     CacheConnectionLost,

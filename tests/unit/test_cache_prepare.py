@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from firsttoken import _cache_prepare, tokens
-from firsttoken._cache_prepare import leading_system_count, prepare_with_cache
+from firsttoken import tokens
+from firsttoken.cache import prepare as _cache_prepare
+from firsttoken.cache.prepare import leading_system_count, prepare_with_cache
 from firsttoken.cache import Cache, MemoryStore
-from firsttoken.client import ChatSettings
+from firsttoken.stream.client import ChatSettings
 from firsttoken.core import Core
 from firsttoken.errors import ContextBudgetExceeded
 

@@ -9,7 +9,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from firsttoken._cache_refs import CLIENT_HEADER, GatewayRefs, RefPlan
+from firsttoken.cache.refs import CLIENT_HEADER, GatewayRefs, RefPlan
 from firsttoken.cache import Cache, CacheQuotaExceeded, MemoryStore
 from firsttoken.core import Core
 from firsttoken.ratelimit import Governor

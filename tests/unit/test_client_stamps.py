@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firsttoken.client import sent_stamps
+from firsttoken.stream.client import sent_stamps
 
 
 def event(stamp: float) -> bytes:

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import firsttoken.completion_types as types_module
-import firsttoken.completions as completions_module
-from firsttoken.completions import (
+import firsttoken.stream.types as types_module
+import firsttoken.stream.completions as completions_module
+from firsttoken.stream.completions import (
     ChatStream,
     Completion,
     ContentDelta,
@@ -561,7 +561,7 @@ def test_fuzz_random_bytes_raise_only_firsttoken_errors(pieces: list[tuple[bytes
 
 
 def test_feed_event_for_callers_with_their_own_sse_source() -> None:
-    from firsttoken.sse import ServerSentEvent
+    from firsttoken.stream.sse import ServerSentEvent
 
     stream = ChatStream()
     data = json.dumps(chunk({"content": "hi"}))

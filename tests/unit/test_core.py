@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import AsyncIterator
 
-from firsttoken.client import AbortSignal, HTTPRequest
+from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
 

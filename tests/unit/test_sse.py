@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import firsttoken.sse as sse_module
+import firsttoken.stream.sse as sse_module
 from firsttoken.errors import SSEBufferOverflow, SSEError
-from firsttoken.sse import (
+from firsttoken.stream.sse import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     ServerSentEvent,

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from firsttoken import tokens
-from firsttoken._bpe_data import KNOWN_VOCABULARIES
+from firsttoken.tokens.bpe_data import KNOWN_VOCABULARIES
 from firsttoken.errors import TokenizerError
 from tests.corpus.tokens.golden import NPM_ENCODERS, assert_same_ids, load_golden, reference_ranks
 

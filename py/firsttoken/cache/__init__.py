@@ -4,17 +4,17 @@ A long system prompt goes out with every request. Compressing and counting it ea
 time costs the phone CPU, and uploading it costs the uplink. The core therefore keeps
 each prepared system message (its compressed text, exact token count and compression
 report) here, and, with the firsttoken gateway, sends a reference instead of the text
-(`firsttoken._cache_refs`, bridge/PROTOCOL.md "Cache references").
+(`firsttoken.cache.refs`, bridge/PROTOCOL.md "Cache references").
 
 Layers
 ------
 * Pure logic (CPython-tested): `cache_key`, the entry format (`encode_entry` /
   `decode_entry`, which verifies) and least-recently-used planning (`plan_eviction`),
-  in `firsttoken._cache_entries`; and `Cache` (here), which runs them over a store.
+  in `firsttoken.cache.entries`; and `Cache` (here), which runs them over a store.
 * Stores: small adapters behind one async interface, `Store` (get, put, touch, delete,
   index, and a little state). `MemoryStore` here; `SqliteStore` on CPython
-  (`firsttoken._cache_sqlite`); `IndexedDBStore` in the page
-  (`firsttoken._browser_cache`, the one module that touches IndexedDB).
+  (`tests.sqlite_store`); `IndexedDBStore` in the page
+  (`firsttoken.browser.indexeddb`, the one module that touches IndexedDB).
 
 Keys and verification
 ---------------------
@@ -59,7 +59,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Coroutine, Protocol, Sequence
 
-from ._cache_entries import (
+from .entries import (
     KEY_SCHEME,
     RECORD_MAGIC,
     CacheConnectionLost,
@@ -76,7 +76,7 @@ from ._cache_entries import (
     plan_eviction,
     text_digest,
 )
-from .errors import CacheError
+from ..errors import CacheError
 
 __all__ = [
     "KEY_SCHEME",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence
 
-from firsttoken._tokens_chat import Message, _Counter, _part_text, count_chat_detailed
-from firsttoken._tokens_encoders import truncate_counted
+from firsttoken.tokens.chat import Message, _Counter, _part_text, count_chat_detailed
+from firsttoken.tokens.encoders import truncate_counted
 from firsttoken.errors import ContextBudgetExceeded, TokenizerError
 
 __all__ = ["FitResult", "TruncatedMessage", "fit_messages"]

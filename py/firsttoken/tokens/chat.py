@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from firsttoken._tokens_encoders import Encoder, _count_with, get_encoder
-from firsttoken._tokens_models import ChatFormat, model_info
+from firsttoken.tokens.encoders import Encoder, _count_with, get_encoder
+from firsttoken.tokens.models import ChatFormat, model_info
 
 __all__ = [
     "IMAGE_TOKENS_DEFAULT",

@@ -13,7 +13,7 @@ usage-only chunk with empty `choices`, an `{"error": ...}` chunk or an `event: e
 instead of an HTTP status once the stream has started.
 
 Every failure is a firsttoken error carrying `partial`, the text of choice 0 so far.
-The update and answer types live in `completion_types` and are re-exported here.
+The update and answer types live in `firsttoken.stream.types` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import (
+from ..errors import (
     InvalidChunk,
     ResponseTooLarge,
     SSEBufferOverflow,
     TruncatedStream,
     UpstreamError,
 )
-from .completion_types import (
+from .types import (
     Choice,
     Completion,
     ContentDelta,

@@ -30,10 +30,10 @@ import time
 from array import array
 from typing import Any, Protocol, Sequence
 
-from . import IN_PYODIDE
-from ._bpe_data import KNOWN_VOCABULARIES
-from ._tokens_encoders import Encoder, clear_encoder_cache, get_encoder, register_backend, resolve_encoding
-from .errors import TokenizerError
+from .. import IN_PYODIDE
+from ..tokens.bpe_data import KNOWN_VOCABULARIES
+from ..tokens.encoders import Encoder, clear_encoder_cache, get_encoder, register_backend, resolve_encoding
+from ..errors import TokenizerError
 
 __all__ = [
     "BACKEND",

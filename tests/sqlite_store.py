@@ -1,6 +1,6 @@
-"""A `firsttoken.cache.Store` in an SQLite file, for CPython (the gateway's own tools,
-benchmarks and tests). `sqlite3` is imported only when one is made: Pyodide ships it
-as a separate package the page never loads.
+"""A `firsttoken.cache.Store` in an SQLite file: a second, persistent store the cache's
+tests run against besides memory and IndexedDB (it is test code, so it stays out of
+the page's package and snapshot).
 
 Calls run on the caller's thread: each is one small statement on a local file, shorter
 than the hop to a thread pool would be.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from .cache import CacheUnavailable, Meta
+from firsttoken.cache import CacheUnavailable, Meta
 
 __all__ = ["SqliteStore"]
 

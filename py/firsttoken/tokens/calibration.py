@@ -7,7 +7,7 @@ import statistics
 from collections import OrderedDict, deque
 from typing import Any, Mapping
 
-from firsttoken._tokens_models import model_info
+from firsttoken.tokens.models import model_info
 from firsttoken.errors import CacheError
 
 __all__ = ["Calibration"]

@@ -41,8 +41,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, Sequence
 
-from . import IN_PYODIDE
-from .cache import (
+from .. import IN_PYODIDE
+from ..cache import (
     CacheConnectionLost,
     CacheError,
     CacheQuotaExceeded,

@@ -25,7 +25,7 @@ core with ranks parsed from npm tiktoken's `encoders/<name>.json`, found via
 `$FIRSTTOKEN_TOKENIZER_DATA` or `<repo>/node_modules/tiktoken/encoders`, and checked
 (structure, rank order, pinned size and SHA-256). tiktoken is imported only there. The
 page, which has no tiktoken wheel, registers a JavaScript-backed encoder
-(`firsttoken._browser_tokens`, backend "js"): our own exact BPE in a module worker
+(`firsttoken.browser.tokenizer`, backend "js"): our own exact BPE in a module worker
 (js/tokenizer_worker.mjs) over gpt-tokenizer's vocabulary files, reached synchronously
 through shared memory once `await ensure_encoder(name)` has loaded it.
 
@@ -74,15 +74,15 @@ tokens cut from each truncated message, and the final count.
 
 from __future__ import annotations
 
-from firsttoken._bpe_data import (
+from firsttoken.tokens.bpe_data import (
     DATA_ENV_VAR,
     EncodingData,
     data_dir,
     load_encoding_data,
     parse_bpe_ranks,
 )
-from firsttoken._tokens_calibration import Calibration
-from firsttoken._tokens_chat import (
+from firsttoken.tokens.calibration import Calibration
+from firsttoken.tokens.chat import (
     IMAGE_TOKENS_DEFAULT,
     IMAGE_TOKENS_LOW,
     TOOL_CALL_OVERHEAD,
@@ -90,7 +90,7 @@ from firsttoken._tokens_chat import (
     count_chat,
     count_chat_detailed,
 )
-from firsttoken._tokens_encoders import (
+from firsttoken.tokens.encoders import (
     ENCODINGS,
     Encoder,
     EncoderFactory,
@@ -108,8 +108,8 @@ from firsttoken._tokens_encoders import (
     tiktoken_backend,
     truncate,
 )
-from firsttoken._tokens_fit import FitResult, TruncatedMessage, fit_messages
-from firsttoken._tokens_models import (
+from firsttoken.tokens.fit import FitResult, TruncatedMessage, fit_messages
+from firsttoken.tokens.models import (
     DEFAULT_CONTEXT_WINDOW,
     ModelInfo,
     context_window,

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncIterator, Mapping
 
-from . import IN_PYODIDE
-from ._browser_cache import IndexedDBStore
-from ._browser_tokens import install as install_page_tokenizer
-from .cache import Cache
-from .client import AbortSignal, HTTPRequest
-from .errors import Aborted, TransportError
+from .. import IN_PYODIDE
+from .indexeddb import IndexedDBStore
+from .tokenizer import install as install_page_tokenizer
+from ..cache import Cache
+from ..stream.client import AbortSignal, HTTPRequest
+from ..errors import Aborted, TransportError
 
 __all__ = ["FetchTransport", "start"]
 
@@ -98,10 +98,10 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
     """Wire the core to PyScript's worker channel. Returns the core."""
     if not IN_PYODIDE:
         raise RuntimeError("firsttoken.browser.start() runs only inside Pyodide")
-    from .core import Core
+    from ..core import Core
 
     install_page_tokenizer(xworker=xworker)  # tokens' "js" backend; fetches nothing until ensure_encoder
-    from ._browser_tokens import ensure_encoder
+    from .tokenizer import ensure_encoder
 
     core = Core(
         post=xworker.postMessage,

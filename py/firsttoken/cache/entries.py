@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .errors import CacheError
+from ..errors import CacheError
 
 __all__ = [
     "KEY_SCHEME",

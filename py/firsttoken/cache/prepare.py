@@ -29,12 +29,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from . import tokens
-from .cache import Cache, Entry, cache_key, text_digest
-from .compress import COMPRESSION_VERSION, LEVELS, PassSaving, Report, compress_messages
-from .compress.markdown import split_blocks
-from .compress.repeats import MIN_RUN_CHARS, units_of
-from .compress.report import sum_reports
+from .. import tokens
+from . import Cache, Entry, cache_key, text_digest
+from ..compress import COMPRESSION_VERSION, LEVELS, PassSaving, Report, compress_messages
+from ..compress.markdown import split_blocks
+from ..compress.repeats import MIN_RUN_CHARS, units_of
+from ..compress.report import sum_reports
 
 __all__ = ["CachedPrepare", "leading_system_count", "compression_id", "lead_may_change_rest", "prepare_with_cache"]
 

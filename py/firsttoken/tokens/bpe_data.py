@@ -188,7 +188,7 @@ def data_dir() -> Path:
     configured = os.environ.get(DATA_ENV_VAR)
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[2] / "node_modules" / "tiktoken" / "encoders"
+    return Path(__file__).resolve().parents[3] / "node_modules" / "tiktoken" / "encoders"
 
 
 def load_encoding_data(name: str, directory: Path | None = None) -> EncodingData:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
 from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
-from .errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
+from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
 
 __all__ = [
     "AbortSignal",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from .cache import Entry
+from . import Entry
 
 __all__ = ["CLIENT_HEADER", "GATEWAY_HEADER", "REF_FIELD", "UNKNOWN_REF_CODE", "RefPlan", "GatewayRefs", "is_unknown_ref"]
 

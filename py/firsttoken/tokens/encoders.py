@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Literal, Protocol, Sequence, runtime_checkable
 
-from firsttoken._bpe_data import EncodingData, load_encoding_data
-from firsttoken._tokens_models import model_info
+from firsttoken.tokens.bpe_data import EncodingData, load_encoding_data
+from firsttoken.tokens.models import model_info
 from firsttoken.errors import FirstTokenError, TokenizerError
 
 __all__ = [

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from .errors import SSEBufferOverflow
+from ..errors import SSEBufferOverflow
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
