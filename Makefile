@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test deps browser lock clean bench-%
+.PHONY: run test deps browser lock clean bundle bench-%
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -53,6 +53,10 @@ run: deps
 
 test: deps browser
 	$(PY) -m pytest
+
+# The page as one folder for an app to ship (gateway/bundle.py, README "Embedding").
+bundle: deps
+	$(PY) -m gateway.bundle --out build/bundle
 
 # `make bench-sse` runs bench/sse.py, and so on; each prints one JSON line last.
 bench-%: deps browser
