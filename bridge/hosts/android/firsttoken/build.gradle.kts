@@ -1,0 +1,15 @@
+// Unverified: no Android SDK on the machines that build firsttoken (see ../README.md).
+plugins {
+    id("com.android.library")
+    kotlin("android")
+}
+
+android {
+    namespace = "dev.firsttoken.chat"
+    compileSdk = 35
+    defaultConfig { minSdk = 24 }
+}
+
+dependencies {
+    implementation("androidx.webkit:webkit:1.12.1") // WebViewAssetLoader
+}

@@ -1,0 +1,158 @@
+// A WebView hosting the firsttoken page, served from the app's assets with the headers
+// `make bundle`'s manifest lists, and the protocol relayed over a WebMessagePort
+// (bridge/PROTOCOL.md, "Hosts"):
+//
+//   page → app   the port's other end, handed over with `hello` (postWebMessage)
+//   app → page   the same port
+//
+// Fallback, for a WebView without web message ports: the page calls
+// `window.FirsttokenAndroid.postMessage(text)` and the app answers with
+// `window.firsttoken.post(text)`. The port is preferred: an `addJavascriptInterface`
+// object is visible to every frame of the page, a port only to the page that took it.
+//
+// The bundle (build/bundle from `make bundle`) goes into src/main/assets/firsttoken/.
+// WebViewAssetLoader serves it at https://appassets.androidplatform.net/firsttoken/, an
+// https origin, so the page is a secure context (IndexedDB, Cache Storage, workers).
+// Android WebView is never cross-origin isolated (COOP/COEP are ignored there), so the
+// page runs without SharedArrayBuffer; it is built to (README, "Embedding").
+//
+// Unverified: no Android SDK on the machines that build firsttoken; see ../README.md.
+
+package dev.firsttoken.chat
+
+import android.annotation.SuppressLint
+import android.content.Context
+import android.net.Uri
+import android.os.Handler
+import android.os.Looper
+import android.view.View
+import android.webkit.JavascriptInterface
+import android.webkit.WebMessage
+import android.webkit.WebMessagePort
+import android.webkit.WebResourceRequest
+import android.webkit.WebResourceResponse
+import android.webkit.WebView
+import android.webkit.WebViewClient
+import androidx.webkit.WebViewAssetLoader
+import org.json.JSONObject
+import java.io.IOException
+
+class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit) {
+    companion object {
+        const val ORIGIN = "https://appassets.androidplatform.net"
+        const val INDEX = "$ORIGIN/firsttoken/index.html"
+        private const val ASSETS = "firsttoken"
+    }
+
+    val webView = WebView(context)
+    var isReady = false
+        private set
+    private var port: WebMessagePort? = null
+    private val main = Handler(Looper.getMainLooper())
+    private val manifest = loadManifest(context)
+
+    init {
+        @SuppressLint("SetJavaScriptEnabled")
+        webView.settings.javaScriptEnabled = true
+        webView.settings.domStorageEnabled = true // IndexedDB and localStorage
+        webView.settings.allowFileAccess = false
+        webView.settings.allowContentAccess = false
+        val loader = WebViewAssetLoader.Builder()
+            .addPathHandler("/$ASSETS/", BundleHandler(context))
+            .build()
+        webView.webViewClient = object : WebViewClient() {
+            override fun shouldInterceptRequest(view: WebView, request: WebResourceRequest): WebResourceResponse? =
+                loader.shouldInterceptRequest(request.url)
+
+            override fun onPageFinished(view: WebView, url: String) {
+                attachPort()
+            }
+        }
+        // Only for WebViews that cannot post web messages (API < 23 has no ports at all).
+        webView.addJavascriptInterface(FallbackBridge(), "FirsttokenAndroid")
+        webView.loadUrl(INDEX)
+    }
+
+    /** Send one protocol request (hello, ping, settings.set, chat.send, chat.abort, tokens.count). */
+    fun send(message: JSONObject) {
+        message.put("v", 1)
+        val text = message.toString()
+        val p = port
+        if (p != null) {
+            p.postMessage(WebMessage(text))
+        } else {
+            // JSONObject.quote makes the text a JS string literal: it is passed, never run.
+            webView.evaluateJavascript("window.firsttoken.post(${JSONObject.quote(text)})", null)
+        }
+    }
+
+    /** Settings for the page and the app's own chats; the key stays in the page's memory. */
+    fun configure(baseUrl: String, model: String, apiKey: String? = null, system: String? = null) {
+        val settings = JSONObject().put("base_url", baseUrl).put("model", model)
+        if (apiKey != null) settings.put("api_key", apiKey) // e.g. from the Android Keystore
+        if (system != null) settings.put("system", system)
+        send(JSONObject().put("type", "settings.set").put("id", "settings").put("settings", settings))
+    }
+
+    /** Warm-up: keep the view attached but invisible until the chat is shown. */
+    fun hideWhileWarming() {
+        webView.visibility = View.INVISIBLE
+    }
+
+    fun show() {
+        webView.visibility = View.VISIBLE
+    }
+
+    // A new document gets a new port: the old one died with the page it belonged to.
+    private fun attachPort() {
+        port?.close()
+        val (appEnd, pageEnd) = webView.createWebMessageChannel()
+        appEnd.setWebMessageCallback(object : WebMessagePort.WebMessageCallback() {
+            override fun onMessage(p: WebMessagePort, message: WebMessage) {
+                deliver(message.data)
+            }
+        })
+        port = appEnd
+        // `hello` carries the port; the page answers `ready` on it (replayed if Python
+        // was ready before the port arrived).
+        val hello = JSONObject().put("v", 1).put("type", "hello").put("id", "android").toString()
+        webView.postWebMessage(WebMessage(hello, arrayOf(pageEnd)), Uri.parse(ORIGIN))
+    }
+
+    private fun deliver(text: String?) {
+        val event = try { JSONObject(text ?: return) } catch (e: Exception) { return }
+        if (event.optString("type") == "ready") isReady = true
+        onEvent(event)
+    }
+
+    private inner class FallbackBridge {
+        @JavascriptInterface
+        fun postMessage(text: String) {
+            main.post { if (port == null) deliver(text) }
+        }
+    }
+
+    // Serves only what the manifest names, with the headers it names for each file.
+    private inner class BundleHandler(private val context: Context) : WebViewAssetLoader.PathHandler {
+        override fun handle(path: String): WebResourceResponse? {
+            val name = path.ifEmpty { "index.html" }
+            val headers = manifest[name] ?: return null
+            val stream = try { context.assets.open("$ASSETS/$name") } catch (e: IOException) { return null }
+            val type = headers["content-type"] ?: "application/octet-stream"
+            val mime = type.substringBefore(';').trim()
+            val charset = type.substringAfter("charset=", "").ifEmpty { null }
+            return WebResourceResponse(mime, charset, 200, "OK", headers, stream)
+        }
+    }
+
+    private fun loadManifest(context: Context): Map<String, Map<String, String>> {
+        val text = context.assets.open("$ASSETS/manifest.json").bufferedReader().use { it.readText() }
+        val root = JSONObject(text)
+        require(root.getInt("version") == 1) { "unknown bundle manifest version" }
+        val files = root.getJSONObject("files")
+        return files.keys().asSequence().associateWith { name ->
+            val h = files.getJSONObject(name)
+            h.keys().asSequence().associateWith { h.getString(it) }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+// A WKWebView hosting the firsttoken page, with the protocol relayed both ways
+// (bridge/PROTOCOL.md):
+//
+//   page → app   window.webkit.messageHandlers.firsttoken.postMessage(text)
+//   app → page   window.firsttoken.post(text), called here with callAsyncJavaScript,
+//                whose `arguments` pass the text as a value: no string is ever built
+//                into script, so nothing the app relays can be evaluated.
+//
+// Use:
+//
+//   let chat = try FirsttokenChat(bundle: Bundle.main.url(forResource: "firsttoken", withExtension: nil)!)
+//   chat.onEvent = { event in … }          // ready, chat.delta, chat.done, chat.error, notice, …
+//   chat.configure(baseURL: "https://api.example.com/v1", model: "gpt-4o")
+//   chat.send(["type": "chat.send", "id": "1", "messages": [["role": "user", "content": "Hi"]]])
+//
+// Warm-up (README "Warm-up in a WebView"): create it at app start with
+// `FirsttokenChat.warmUp(in: window)`; it stays in the window, invisible, so WebKit does
+// not suspend it, and Python is ready by the time the chat screen shows it.
+//
+// Unverified: no Apple SDK on the machines that build firsttoken; see ../README.md for
+// what is tested instead (the same page-side API in WebKitGTK).
+
+import UIKit
+import WebKit
+
+final class FirsttokenChat: NSObject, WKScriptMessageHandler {
+    static let handlerName = "firsttoken"
+
+    let webView: WKWebView
+    /// Every protocol event the page sends, parsed. Called on the main thread.
+    var onEvent: (([String: Any]) -> Void)?
+    /// True once `ready` arrived (Python is up); messages sent earlier are queued by the page.
+    private(set) var isReady = false
+
+    init(bundle: URL) throws {
+        let configuration = WKWebViewConfiguration()
+        configuration.setURLSchemeHandler(try BundleSchemeHandler(root: bundle), forURLScheme: BundleSchemeHandler.scheme)
+        let controller = WKUserContentController()
+        configuration.userContentController = controller
+        // The page focuses its input itself; a hidden, warming view shows no keyboard.
+        configuration.preferences.javaScriptCanOpenWindowsAutomatically = false
+        webView = WKWebView(frame: .zero, configuration: configuration)
+        super.init()
+        // WKUserContentController retains its handlers: a weak proxy avoids a cycle.
+        controller.add(WeakHandler(self), name: Self.handlerName)
+        webView.load(URLRequest(url: BundleSchemeHandler.index))
+    }
+
+    deinit {
+        webView.configuration.userContentController.removeScriptMessageHandler(forName: Self.handlerName)
+    }
+
+    // MARK: page → app
+
+    func userContentController(_ controller: WKUserContentController, didReceive message: WKScriptMessage) {
+        // Only the page itself speaks for the page: never a frame inside it.
+        guard message.frameInfo.isMainFrame,
+              let text = message.body as? String,
+              let data = text.data(using: .utf8),
+              let event = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              event["type"] is String
+        else { return }
+        if event["type"] as? String == "ready" { isReady = true }
+        onEvent?(event)
+    }
+
+    // MARK: app → page
+
+    /// Send one protocol message (a request: hello, ping, settings.set, chat.send,
+    /// chat.abort, tokens.count). `v` is added.
+    func send(_ message: [String: Any]) {
+        var message = message
+        message["v"] = 1
+        guard JSONSerialization.isValidJSONObject(message),
+              let data = try? JSONSerialization.data(withJSONObject: message),
+              let text = String(data: data, encoding: .utf8)
+        else { return }
+        webView.callAsyncJavaScript("window.firsttoken.post(text)", arguments: ["text": text],
+                                    in: nil, in: .page) { _ in }
+    }
+
+    /// Settings for the page and for the app's own chats. The key comes from the Keychain
+    /// and stays in the page's memory only.
+    func configure(baseURL: String, model: String, system: String? = nil) {
+        var settings: [String: Any] = ["base_url": baseURL, "model": model]
+        if let system { settings["system"] = system }
+        if let key = Keychain.apiKey() { settings["api_key"] = key }
+        send(["type": "settings.set", "id": "settings", "settings": settings])
+    }
+
+    // MARK: warm-up
+
+    private static var warm: FirsttokenChat?
+
+    /// Start the page early and keep it alive, invisible, behind the window's content.
+    @discardableResult
+    static func warmUp(in window: UIWindow, bundle: URL) throws -> FirsttokenChat {
+        if let warm { return warm }
+        let chat = try FirsttokenChat(bundle: bundle)
+        chat.webView.alpha = 0
+        chat.webView.isUserInteractionEnabled = false
+        chat.webView.frame = window.bounds
+        window.insertSubview(chat.webView, at: 0)
+        warm = chat
+        return chat
+    }
+
+    /// Take the warmed page to show it (its web view moves to `container`).
+    static func take(into container: UIView) -> FirsttokenChat? {
+        guard let chat = warm else { return nil }
+        warm = nil
+        chat.webView.removeFromSuperview()
+        chat.webView.alpha = 1
+        chat.webView.isUserInteractionEnabled = true
+        chat.webView.frame = container.bounds
+        chat.webView.autoresizingMask = [.flexibleWidth, .flexibleHeight]
+        container.addSubview(chat.webView)
+        return chat
+    }
+}
+
+private final class WeakHandler: NSObject, WKScriptMessageHandler {
+    weak var target: WKScriptMessageHandler?
+    init(_ target: WKScriptMessageHandler) { self.target = target }
+    func userContentController(_ controller: WKUserContentController, didReceive message: WKScriptMessage) {
+        target?.userContentController(controller, didReceive: message)
+    }
+}
