@@ -21,7 +21,7 @@ from firsttoken.errors import LocalProtocolError
 def test_public_surface() -> None:
     assert sorted(compress.__all__) == sorted(
         ["COMPRESSION_VERSION", "LEVELS", "PASSES", "PassSaving", "Report", "Compressed",
-         "CompressedMessages", "compress_text", "compress_messages", "compact_json"]
+         "CompressedMessages", "RepeatState", "compress_text", "compress_messages", "compact_json"]
     )
     for name in compress.__all__:
         assert hasattr(compress, name)
@@ -121,9 +121,12 @@ def test_short_repeats_and_whole_repeated_messages_stay() -> None:
     assert compress_messages(msgs).messages[1]["content"] == TEMPLATE
 
 
-def test_repeat_within_one_text() -> None:
+def test_a_repeat_within_one_text_stays() -> None:
+    # Repeats count across messages only: inside one text a second copy is deliberate.
     para = "Always answer in English and cite the section of the policy you rely on."
-    assert compress_text(f"{para}\n\nQuestion one?\n\n{para}").text == f"{para}\n\nQuestion one?"
+    text = f"{para}\n\nQuestion one?\n\n{para}"
+    assert compress_text(text).text == text
+    assert compress_messages([{"role": "user", "content": text}]).messages[0]["content"] == text
 
 
 def test_repeat_adjacent_to_a_paragraph_is_not_dropped() -> None:

@@ -111,7 +111,7 @@ from .json_pass import JSON_LANGS, minify, minify_region, parse_container
 from .markdown import FENCE, JSON, PROSE, Block, split_blocks
 from . import report as _report_module
 from .prose import compress_prose, strip_final_newlines
-from .repeats import drop_repeats, units_of
+from .repeats import MAX_STATE_KEYS, RepeatState, drop_repeats, units_of
 from .report import PassSaving, Report, make_report, sum_reports
 from .tables import compress_tables
 
@@ -123,6 +123,7 @@ __all__ = [
     "Report",
     "Compressed",
     "CompressedMessages",
+    "RepeatState",
     "compress_text",
     "compress_messages",
     "compact_json",
@@ -162,6 +163,9 @@ class CompressedMessages:
     messages: list[dict[str, Any]]
     report: Report
     reports: tuple[Report, ...]
+    #: what the repeats pass has seen after the last message: pass it as `prior` to
+    #: compress the messages that follow (see `RepeatState`)
+    state: RepeatState | None = None
 
 
 def _enabled(level: str, passes: Mapping[str, bool] | None) -> frozenset[str]:
@@ -176,6 +180,11 @@ def _enabled(level: str, passes: Mapping[str, bool] | None) -> frozenset[str]:
         else:
             on.discard(name)
     return frozenset(on)
+
+
+def _config(on: frozenset[str]) -> str:
+    # What a RepeatState depends on: the units it hashed come out of these passes.
+    return f"{COMPRESSION_VERSION}/{','.join(p for p in PASSES if p in on)}"
 
 
 def compact_json(value: Any) -> str:
@@ -297,7 +306,9 @@ def compress_text(
     snapshots = list(doc.snapshots)
     out = doc.text()
     if "repeats" in on:
-        out = drop_repeats([(units_of(doc.blocks), True)])[0]
+        # Repeats are dropped across messages only (see `repeats`): one text has no
+        # earlier message, so the pass keeps it whole. It stays in the report so that
+        # every text's report lists the same passes.
         snapshots.append(("repeats", out if count is not None else len(out)))
     return Compressed(out, make_report(level, snapshots, count, doc.untouched))
 
@@ -308,13 +319,19 @@ def compress_messages(
     level: str = "balanced",
     passes: Mapping[str, bool] | None = None,
     count: Callable[[str], int] | None = None,
+    prior: RepeatState | None = None,
 ) -> CompressedMessages:
     """Compress the text of OpenAI-style chat messages (see the module docstring).
 
-    Returns new message dicts (the input is not modified), a total report and one
-    report per message, for showing the saving beside each message.
+    Returns new message dicts (the input is not modified), a total report, one report
+    per message (for showing the saving beside each message) and the repeat `state`
+    after the last message. `prior` is the state left by compressing the messages
+    before these; it must come from the same version, level and passes, and be
+    `known`, or `LocalProtocolError` is raised.
     """
     on = _enabled(level, passes)
+    config = _config(on)
+    seen = prior._seen(config) if prior is not None else set()
     # Every text in order: (message index, part index or None, text, instructive).
     slots: list[tuple[int, int | None, str, bool]] = []
     for i, m in enumerate(messages):
@@ -331,7 +348,13 @@ def compress_messages(
     docs = [_Doc(text, on, keep) for _, _, text, _ in slots]
     snaps = [list(d.snapshots) for d in docs]
     if "repeats" in on:
-        outs = drop_repeats([(units_of(d.blocks), s[3]) for d, s in zip(docs, slots)])
+        json_regions = "json" in on
+        ends = [k + 1 == len(slots) or slots[k + 1][0] != s[0] for k, s in enumerate(slots)]
+        outs = drop_repeats(
+            [(units_of(d.blocks), s[3], e) for d, s, e in zip(docs, slots, ends)],
+            lambda text: units_of(split_blocks(text, json_regions=json_regions)),
+            seen,
+        )
         for sn, out in zip(snaps, outs):
             sn.append(("repeats", out if keep else len(out)))
     else:
@@ -352,4 +375,5 @@ def compress_messages(
         by_message.setdefault(i, []).append(rep)
     empty = make_report(level, [("", "")], None, ())
     reports = tuple(sum_reports(level, by_message.get(i, [empty])) for i in range(len(messages)))
-    return CompressedMessages(new, sum_reports(level, list(reports) or [empty]), reports)
+    state = RepeatState(config, seen if len(seen) <= MAX_STATE_KEYS else None)
+    return CompressedMessages(new, sum_reports(level, list(reports) or [empty]), reports, state)
