@@ -30,7 +30,7 @@ __all__ = [
 
 #: Part of every key: a new entry format or key rule gets a new scheme, so old
 #: records simply stop matching (and age out) instead of being misread.
-KEY_SCHEME = "firsttoken.cache/1"
+KEY_SCHEME = "firsttoken.cache/2"  # 2: entries carry the repeats state after them
 RECORD_MAGIC = "ft1"
 
 
@@ -97,7 +97,10 @@ class Entry:
     `text` is what is sent (compressed), `tokens` its exact count in `encoding`,
     `report` its compression report (`firsttoken.compress.Report.to_dict()` fields),
     `text_sha256` the SHA-256 of `text` (the gateway reference), `created_at` seconds
-    since the epoch.
+    since the epoch. `state` is what the repeats pass had seen after this message
+    (`firsttoken.compress.RepeatState.to_json()`), so the messages after it can be
+    compressed exactly as if this one had been compressed with them; None when
+    compression is off.
     """
 
     key: str
@@ -108,6 +111,7 @@ class Entry:
     report: dict[str, Any]
     text_sha256: str | None
     created_at: float
+    state: str | None = None
 
     @property
     def ref(self) -> str | None:
@@ -124,6 +128,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "report": dict,
     "text_sha256": (str, type(None)),
     "created_at": (int, float),
+    "state": (str, type(None)),
 }
 
 
