@@ -1,9 +1,11 @@
 """firsttoken.cache: prepared system messages, kept once by content hash.
 
 A long system prompt goes out with every request. Compressing and counting it each
-time costs the phone CPU, and uploading it costs the uplink. The core therefore keeps
-each prepared system message (its compressed text, exact token count and compression
-report) here, and, with the firsttoken gateway, sends a reference instead of the text
+time costs the phone CPU, and uploading it costs the uplink. The one preparation
+pipeline (`firsttoken.prepare`, which also says why a hit gives exactly what a miss
+gives) therefore keeps each prepared system message here (its compressed text, exact
+token count, compression report and the repeats state after it), and, with the
+firsttoken gateway, the core sends a reference instead of the text
 (`firsttoken.cache.refs`, bridge/PROTOCOL.md "Cache references").
 
 Layers

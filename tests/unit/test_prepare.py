@@ -1,0 +1,275 @@
+"""The one preparation pipeline gives exactly what compressing and fitting the whole
+conversation gives (messages sent, counts, reports, what was left out), with no cache,
+cold and warm, on the compression corpus and on generated conversations; a warm hit
+does not touch the system text; and every distinct text is counted once per prepare."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from firsttoken import prepare as _prepare
+from firsttoken import tokens
+from firsttoken.cache import Cache, MemoryStore
+from firsttoken.compress import compress_messages
+from firsttoken.core import budget_for
+from firsttoken.errors import ContextBudgetExceeded
+from firsttoken.prepare import Prepared, leading_system_count, prepare
+from firsttoken.stream.client import ChatSettings
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "compress"
+CHATS = sorted(CORPUS.glob("*.chat.json"))
+DOCS = sorted(p for p in CORPUS.glob("*.md"))
+SYSTEM_PROMPTS = sorted(CORPUS.glob("system-prompt-*.md"))
+PARAGRAPHS = [p for d in DOCS for p in d.read_text().split("\n\n") if p.strip()]
+LEVELS = ["safe", "balanced", "max", "off"]
+COMPARED = ("compression", "saved", "saved_unit", "prompt_tokens", "exact", "dropped", "truncated")
+MODEL = "gpt-4o"
+
+
+def exact(text: str) -> int:
+    return tokens.count(text, MODEL)
+
+
+def run(messages: list[dict], level: str, cache: Cache | None, counter: Callable[[str], int] | None = exact,
+        **extra: Any) -> Prepared:
+    s = ChatSettings(model=MODEL, compress=level, **extra)
+
+    async def main() -> Prepared:
+        done = await prepare([dict(m) for m in messages], s, budget=budget_for(s)[0], counter=counter,
+                             clock=lambda: 1000.0, cache=cache)
+        if cache is not None:
+            await cache.settle()
+        return done
+
+    return asyncio.run(main())
+
+
+def reference(messages: list[dict], level: str, **extra: Any) -> tuple[list[dict], dict]:
+    """The slow way, written out: compress everything, then fit everything."""
+    budget = budget_for(ChatSettings(model=MODEL, compress=level, **extra))[0]
+    fields: dict[str, Any] = {"compression": None, "saved": [], "saved_unit": "tokens"}
+    sent = [dict(m) for m in messages]
+    if level != "off":
+        done = compress_messages(messages, level=level, count=exact)
+        sent = done.messages
+        fields.update(compression=done.report.to_dict(), saved=[r.saved_tokens for r in done.reports])
+    fit = tokens.fit_messages(sent, budget, MODEL)
+    fields.update(prompt_tokens=fit.total, exact=fit.exact, dropped=list(fit.dropped),
+                  truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated])
+    return fit.messages, fields
+
+
+def same(got: Prepared, want: tuple[list[dict], dict]) -> None:
+    assert got.messages == want[0]
+    assert {k: got.fields[k] for k in COMPARED} == want[1]
+
+
+def check(messages: list[dict], level: str, **extra: Any) -> list[str]:
+    """No cache, cold, then warm, against the reference; returns the cache statuses seen."""
+    want = reference(messages, level, **extra)
+    same(run(messages, level, None, **extra), want)
+    cache = Cache(MemoryStore())
+    statuses = []
+    for _ in range(2):
+        got = run(messages, level, cache, **extra)
+        same(got, want)
+        statuses.append(got.fields["cache"]["system"])
+    return statuses
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("path", CHATS, ids=lambda p: p.stem)
+def test_corpus_chats_prepare_as_the_whole_would_cold_and_warm(path: Path, level: str) -> None:
+    messages = json.loads(path.read_text())["messages"]
+    statuses = check(messages, level)
+    # A system template pasted into a user turn is no reason to bypass the cache any more:
+    # the entry carries the repeats state the rest is compressed with.
+    assert statuses == (["miss", "hit"] if messages[0]["role"] == "system" else ["none", "none"])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("path", SYSTEM_PROMPTS, ids=lambda p: p.stem)
+def test_system_prompts_hit_when_warm(path: Path, level: str) -> None:
+    messages = [
+        {"role": "system", "content": path.read_text()},
+        {"role": "user", "content": (CORPUS / "json-pretty-01.md").read_text()},
+        {"role": "assistant", "content": "Here you go:\n\n| a  | b |\n|----|---|\n| 1  | 2 |\n"},
+        {"role": "user", "content": "Thanks! And the same for yesterday's file?\n\n" + path.read_text()},
+    ]
+    assert check(messages, level) == ["miss", "hit"]
+
+
+def test_two_leading_system_messages_are_chained_and_a_partial_hit_resumes() -> None:
+    first = SYSTEM_PROMPTS[0].read_text()
+    second = first.split("\n\n")[2] + "\n\nAlso: answer in French."  # repeats a paragraph of the first
+    messages = [{"role": "system", "content": first}, {"role": "developer", "content": second},
+                {"role": "user", "content": "Bonjour"}]
+    assert check(messages, "balanced") == ["miss", "hit"]
+    # The second's entry depends on the first: another first makes both miss.
+    cache = Cache(MemoryStore())
+    run(messages, "balanced", cache)
+    other = [{"role": "system", "content": first + "\n\nOne more rule."}, *messages[1:]]
+    assert run(other, "balanced", cache).fields["cache"]["system"] == "miss"
+    # Another second: the first comes from the cache, the second is compressed from its state.
+    changed = [messages[0], {"role": "developer", "content": second + " And in verse."}, messages[2]]
+    got = run(changed, "balanced", cache)
+    assert got.fields["cache"]["system"] == "miss" and cache.stats["hits"] >= 1
+    same(got, reference(changed, "balanced"))
+    assert run(changed, "balanced", cache).fields["cache"]["system"] == "hit"
+
+
+def test_fitting_drops_and_cuts_the_same_and_budget_errors_match() -> None:
+    system = SYSTEM_PROMPTS[1].read_text()
+    history: list[dict] = [{"role": "system", "content": system}]
+    for i in range(12):
+        history += [{"role": "user", "content": f"question {i} " + PARAGRAPHS[i % len(PARAGRAPHS)]},
+                    {"role": "assistant", "content": f"answer {i} " + PARAGRAPHS[(i * 7) % len(PARAGRAPHS)]}]
+    history.append({"role": "user", "content": "the newest question"})
+    cut = 0
+    for window in range(1000, 2100, 100):
+        assert check(history, "balanced", context_window=window, max_tokens=400) == ["miss", "hit"]
+        cut += bool(reference(history, "balanced", context_window=window, max_tokens=400)[1]["truncated"])
+    assert cut >= 3  # the budgets above drop and cut history, not only keep it whole
+    for cache in (None, Cache(MemoryStore())):
+        with pytest.raises(ContextBudgetExceeded) as caught:
+            run(history, "balanced", cache, context_window=300, max_tokens=100)
+        assert caught.value.required > caught.value.available == 200
+
+
+def test_a_hit_neither_compresses_nor_counts_the_system_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    system = "\n\n".join(p.read_text() for p in SYSTEM_PROMPTS)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "hello"}]
+    cache = Cache(MemoryStore())
+    counted: list[str] = []
+    compressed: list[int] = []
+    real = _prepare.compress_messages
+
+    def recording(msgs, **kw):  # type: ignore[no-untyped-def]
+        compressed.append(len(msgs))
+        return real(msgs, **kw)
+
+    monkeypatch.setattr(_prepare, "compress_messages", recording)
+    statuses = []
+    for _ in range(2):
+        counted.clear()
+        compressed.clear()
+        done = run(messages, "balanced", cache, counter=lambda t: counted.append(t) or exact(t))
+        statuses.append(done.fields["cache"]["system"])
+    assert statuses == ["miss", "hit"]
+    assert [n for n in compressed if n] == [1]  # only the user message (0: the state checked)
+    assert all(len(t) < 100 for t in counted)  # never the system prompt, as written or as sent
+
+
+def counting_fake() -> tuple[Callable[[str], int], collections.Counter[str]]:
+    seen: collections.Counter[str] = collections.Counter()
+
+    def count(text: str) -> int:
+        seen[text] += 1
+        return exact(text)
+
+    return count, seen
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_each_text_is_counted_once_per_prepare(level: str) -> None:
+    chats = [json.loads(p.read_text())["messages"] for p in CHATS]
+    chats.append([{"role": "system", "content": SYSTEM_PROMPTS[0].read_text()},
+                  *({"role": "user" if i % 2 == 0 else "assistant", "content": p} for i, p in enumerate(PARAGRAPHS[:30])),
+                  {"role": "user", "content": PARAGRAPHS[31]}])
+    for messages in chats:
+        for extra in ({}, {"context_window": 2000, "max_tokens": 400}):
+            cache = Cache(MemoryStore())
+            for store in (None, cache, cache):  # no cache, cold, warm
+                count, seen = counting_fake()
+                try:
+                    done = run(messages, level, store, counter=count, **extra)
+                except ContextBudgetExceeded:
+                    continue
+                assert seen and max(seen.values()) == 1, [t[:40] for t, n in seen.items() if n > 1]
+                assert done.uncompressed == tokens.count_chat(messages, MODEL)
+
+
+def test_live_count_pieces_without_a_counter_are_compressed_but_not_counted() -> None:
+    messages = json.loads(CHATS[0].read_text())["messages"]
+    done = run(messages, "balanced", Cache(MemoryStore()), counter=None)
+    assert done.fields["prompt_tokens"] is None and done.fields["saved_unit"] == "chars"
+    assert "cache" not in done.fields and done.uncompressed is None and done.lead == []
+    assert done.messages == compress_messages(messages, level="balanced").messages
+
+
+def test_an_entry_whose_state_does_not_verify_is_a_miss() -> None:
+    messages = [{"role": "system", "content": SYSTEM_PROMPTS[2].read_text()},
+                {"role": "user", "content": SYSTEM_PROMPTS[2].read_text() + "\n\nAnd?"}]
+    cache = Cache(MemoryStore(), hot_entries=0)
+    run(messages, "balanced", cache)
+    store = cache._store
+    assert isinstance(store, MemoryStore) and len(store.records) == 1
+    (key, record), = store.records.items()
+    from firsttoken.cache import decode_entry, encode_entry
+    entry = decode_entry(record, key)
+    for state in (None, "not json", '{"config": "other", "keys": ""}', '{"config": "x", "keys": null}'):
+        import dataclasses
+        store.records[key] = encode_entry(dataclasses.replace(entry, state=state))
+        got = run(messages, "balanced", cache)
+        assert got.fields["cache"]["system"] == "miss"
+        same(got, reference(messages, "balanced"))
+
+
+def test_a_state_past_its_bound_compresses_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    import firsttoken.compress as compress
+    import firsttoken.compress.repeats as repeats
+
+    monkeypatch.setattr(repeats, "MAX_STATE_KEYS", 2)
+    monkeypatch.setattr(compress, "MAX_STATE_KEYS", 2)
+    system = SYSTEM_PROMPTS[0].read_text()
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": system + "\n\nSo?"}]
+    assert check(messages, "balanced") == ["miss", "miss"]  # nothing to resume from: nothing stored
+    assert run(messages, "balanced", Cache(MemoryStore())).lead  # still entries, for references
+
+
+def test_leading_system_count() -> None:
+    s = {"role": "system", "content": "x"}
+    assert leading_system_count([s, {"role": "developer", "content": "y", "name": "ops"}, {"role": "user", "content": "z"}]) == 2
+    assert leading_system_count([{"role": "user", "content": "z"}, s]) == 0
+    assert leading_system_count([{"role": "system", "content": [{"type": "text", "text": "x"}]}]) == 0
+    assert leading_system_count([{**s, "cache_control": {"type": "ephemeral"}}]) == 0
+
+
+# ---- generated conversations -------------------------------------------------------------------
+
+paragraph = st.sampled_from(PARAGRAPHS)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[dict]:
+    system_parts = draw(st.lists(paragraph, min_size=1, max_size=6))
+    messages = [{"role": "system", "content": "\n\n".join(system_parts)}]
+    if draw(st.booleans()):
+        messages.append({"role": "developer", "content": "\n\n".join(draw(st.lists(
+            st.one_of(paragraph, st.sampled_from(system_parts)), min_size=1, max_size=3)))})
+    for _ in range(draw(st.integers(1, 3))):
+        parts = draw(st.lists(
+            st.one_of(
+                paragraph,
+                st.sampled_from(system_parts),  # pasted from the system prompt
+                st.sampled_from(system_parts).map(lambda p: p.replace("\n", " ")),  # and re-wrapped
+                st.sampled_from(["Thanks!", "OK", "go on", "## Rules", "}", "<example>", "</example>", "```"]),
+            ),
+            min_size=1, max_size=4,
+        ))
+        messages.append({"role": "user", "content": "\n\n".join(parts)})
+        messages.append({"role": "assistant", "content": draw(paragraph)})
+    return messages[:-1]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.sampled_from(LEVELS))
+def test_generated_conversations_prepare_as_the_whole_would(messages: list[dict], level: str) -> None:
+    check(messages, level)
