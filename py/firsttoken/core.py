@@ -14,7 +14,7 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from . import __version__
-from .prepare import Prepared, prepare
+from .prepare import ConversationMemory, Prepared, prepare
 from .cache.refs import GatewayRefs, RefPlan, is_unknown_ref
 from .cache import Cache, Entry
 from .stream.client import AbortSignal, ChatSettings, HTTPRequest, Timings, Transport, build_request, stream_chat
@@ -46,6 +46,8 @@ class Core:
         # gateway may be sent our client id before it has answered once.
         self.cache = cache
         self.refs = GatewayRefs(page_origin)
+        # The conversation's compression, kept between live counts and sends (firsttoken.prepare).
+        self.memory = ConversationMemory()
         self._notices: list[dict[str, Any]] = []
         if cache is not None and cache.on_notice is None:
             cache.on_notice = self._notices.append
@@ -125,7 +127,9 @@ class Core:
     async def _prepared(self, messages: list[dict[str, Any]], settings: ChatSettings) -> Prepared:
         counter = await self._counter(settings.model)
         budget, window_known = budget_for(settings)
-        done = await prepare(messages, settings, budget=budget, counter=counter, clock=self.clock, cache=self.cache)
+        done = await prepare(
+            messages, settings, budget=budget, counter=counter, clock=self.clock, cache=self.cache, memory=self.memory
+        )
         done.fields.update(budget=budget, window_known=window_known)
         return done
 

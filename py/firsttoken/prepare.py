@@ -48,8 +48,11 @@ conversation directly, on the compression corpus and on generated conversations
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import tokens
 from .cache import Cache, Entry, cache_key, text_digest
@@ -58,7 +61,7 @@ from .compress.report import sum_reports
 from .errors import LocalProtocolError
 from .stream.client import ChatSettings
 
-__all__ = ["Prepared", "TextCounts", "prepare", "leading_system_count", "compression_id"]
+__all__ = ["ConversationMemory", "Prepared", "TextCounts", "prepare", "leading_system_count", "compression_id"]
 
 #: Roles of the messages that may be kept in the cache (when they lead the conversation).
 LEAD_ROLES = frozenset({"system", "developer"})
@@ -73,9 +76,9 @@ class TextCounts:
 
     __slots__ = ("_count", "_known", "counted")
 
-    def __init__(self, count: Callable[[str], int]) -> None:
+    def __init__(self, count: Callable[[str], int], known: dict[str, int] | None = None) -> None:
         self._count = count
-        self._known: dict[str, int] = {}
+        self._known: dict[str, int] = known if known is not None else {}
         self.counted = 0
 
     def __call__(self, text: str) -> int:
@@ -88,6 +91,10 @@ class TextCounts:
     def remember(self, text: str, n: int) -> None:
         """A count known already (from the cache): `text` will cost nothing."""
         self._known.setdefault(text, n)
+
+    def of(self, texts: Iterable[str]) -> dict[str, int]:
+        """The counts known of `texts` (those counted or remembered)."""
+        return {t: self._known[t] for t in texts if t in self._known}
 
 
 @dataclass
@@ -115,6 +122,15 @@ def leading_system_count(messages: Sequence[Mapping[str, Any]]) -> int:
             break
         n += 1
     return n
+
+
+def _texts(message: Mapping[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+    return []
 
 
 def compression_id(level: str) -> str:
@@ -192,6 +208,110 @@ async def _cached(
     return found, sources
 
 
+class ConversationMemory:
+    """The compression of the conversations prepared last, by message prefix.
+
+    While the user types, the live count prepares the same history with a new draft
+    after it, many times; a send then prepares it once more, and the next turn adds two
+    messages to it. Compressing the history again each time would cost more than
+    everything else in the count. So `prepare` compresses the messages after the
+    leading system ones in two calls (all but the last, then the last), and keeps the
+    result of each here under a digest of everything it depends on: the compressor
+    version and level, the tokenizer, whether it counted, and every message up to
+    there (the leading system messages included, as the repeats state they leave is
+    the input of the rest). The next prepare resumes from the longest prefix kept,
+    with its repeats state, exactly as the cache resumes after the system messages.
+
+    It also keeps the token counts of the texts the last prepare sent or was given,
+    so that a count spends its time on the draft, not on the history. Bounded:
+    `keep` prefixes, and one conversation's counts.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._points: OrderedDict[bytes, _Point] = OrderedDict()
+        self._counts: tuple[str, dict[str, int]] = ("", {})
+
+    def _get(self, digest: bytes) -> _Point | None:
+        point = self._points.get(digest)
+        if point is not None:
+            self._points.move_to_end(digest)
+        return point
+
+    def _put(self, digest: bytes, point: _Point) -> None:
+        self._points[digest] = point
+        self._points.move_to_end(digest)
+        while len(self._points) > self.keep:
+            self._points.popitem(last=False)
+
+    def counts(self, encoding: str) -> dict[str, int]:
+        """Counts kept from the last prepare in `encoding` (a copy)."""
+        return dict(self._counts[1]) if self._counts[0] == encoding else {}
+
+    def keep_counts(self, encoding: str, counts: dict[str, int]) -> None:
+        self._counts = (encoding, counts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Point:
+    """Messages k..p compressed (k: the leading system messages), and the state after."""
+
+    messages: tuple[dict[str, Any], ...]
+    reports: tuple[Report, ...]
+    state: RepeatState
+
+
+def _canonical(value: Any) -> bytes:
+    # ensure_ascii: one spelling per string (lone surrogates included).
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True, default=repr).encode("ascii")
+
+
+def _prefix_digests(messages: Sequence[Mapping[str, Any]], k: int, context: list[Any]) -> list[bytes]:
+    """For p in k..n: a digest of `context` and messages[:p] (index p - k)."""
+    h = hashlib.sha256(_canonical([context, list(messages[:k])]))
+    digests = [h.digest()]
+    for m in messages[k:]:
+        h.update(_canonical(m))
+        digests.append(h.digest())
+    return digests
+
+
+class _Unresumable(Exception):
+    """A repeats state grew past its bound: what follows must be compressed from the start."""
+
+
+def _compress_rest(
+    rest: Sequence[Mapping[str, Any]],
+    prior: RepeatState | None,
+    level: str,
+    counts: TextCounts | None,
+    memory: ConversationMemory | None,
+    digests: list[bytes],
+) -> tuple[list[dict[str, Any]], list[Report]]:
+    """The messages after the leading ones, compressed from `prior`: from the longest
+    prefix `memory` holds, then up to the last message, then the last."""
+    start, out, reports, state = 0, [], [], prior
+    if memory is not None:
+        for p in range(len(rest), 0, -1):
+            point = memory._get(digests[p])
+            if point is not None:
+                start, out, reports, state = p, list(point.messages), list(point.reports), point.state
+                break
+    for end in (len(rest) - 1, len(rest)):
+        if end <= start:
+            continue
+        if state is not None and not state.known:
+            raise _Unresumable
+        done = compress_messages(rest[start:end], level=level, count=counts, prior=state)
+        out += done.messages
+        reports += done.reports
+        state = done.state
+        if memory is not None and state is not None and state.known:
+            memory._put(digests[end], _Point(tuple(out), tuple(reports), state))
+        start = end
+    return out, reports
+
+
 async def prepare(
     messages: Sequence[Mapping[str, Any]],
     settings: ChatSettings,
@@ -200,22 +320,27 @@ async def prepare(
     counter: Callable[[str], int] | None,
     clock: Callable[[], float],
     cache: Cache | None = None,
+    memory: ConversationMemory | None = None,
 ) -> Prepared:
     """Compress, count and fit `messages` into `budget` prompt tokens.
 
     `counter` counts one text exactly in the model's encoding, or is None (no encoder
     yet: the messages are compressed but neither counted nor fitted, savings are in
     characters). `cache` makes the leading system messages cheap after the first time
-    and is used only with a counter. `clock` gives milliseconds (for `prepare_ms` and
-    entries' creation times). Raises `ContextBudgetExceeded` when the system messages
-    and the newest turn cannot fit, `LocalProtocolError` for an unknown level.
+    and is used only with a counter; `memory` does the same for the rest of a
+    conversation prepared again. Neither changes the result. `clock` gives
+    milliseconds (for `prepare_ms` and entries' creation times). Raises
+    `ContextBudgetExceeded` when the system messages and the newest turn cannot fit,
+    `LocalProtocolError` for an unknown level.
     """
     started = clock()
     model, level = settings.model, settings.compress
-    counts = TextCounts(counter) if counter is not None else None
-    if counts is None:
-        cache = None  # an entry holds an exact count
     encoding, _ = tokens.encoding_for_model(model)
+    counts = None
+    if counter is not None:
+        counts = TextCounts(counter, memory.counts(encoding) if memory is not None else None)
+    else:
+        cache = None  # an entry holds an exact count
     compression = compression_id(level)
     k = leading_system_count(messages)
 
@@ -251,14 +376,19 @@ async def prepare(
     rest_reports: list[Report] | None = None
     if level == "off":
         rest = [dict(m) for m in messages[k:]]
-    elif whole:
-        done = compress_messages(messages, level=level, count=counts)
-        leads = [_Lead(m["content"], r, None) for m, r in zip(done.messages[:k], done.reports[:k])]
-        hits = 0  # nothing cached is used, and nothing is stored: there is no state to resume from
-        rest, rest_reports = done.messages[k:], list(done.reports[k:])
     else:
-        done = compress_messages(messages[k:], level=level, count=counts, prior=prior)
-        rest, rest_reports = done.messages, list(done.reports)
+        if not whole:
+            context = [compression, encoding, counts is not None]
+            digests = _prefix_digests(messages, k, context) if memory is not None else []
+            try:
+                rest, rest_reports = _compress_rest(messages[k:], prior, level, counts, memory, digests)
+            except _Unresumable:
+                whole = True
+        if whole:
+            done = compress_messages(messages, level=level, count=counts)
+            leads = [_Lead(m["content"], r, None) for m, r in zip(done.messages[:k], done.reports[:k])]
+            hits = 0  # nothing cached is used, and nothing is stored: there is no state to resume from
+            rest, rest_reports = done.messages[k:], list(done.reports[k:])
     head = [{**m, "content": lead.text} for m, lead in zip(messages[:k], leads)]
 
     if cache is not None:
@@ -309,5 +439,7 @@ async def prepare(
             # Where a hit came from: "memory" (this session) or "store" (e.g. after a reload).
             "source": ("store" if "store" in sources else "memory") if status == "hit" else None,
         }
+    if memory is not None and counts is not None:
+        memory.keep_counts(encoding, counts.of(t for m in (*messages, *head, *rest) for t in _texts(m)))
     fields["prepare_ms"] = round(clock() - started, 3)
     return Prepared(to_send, fields, [lead.entry for lead in leads if lead.entry is not None], uncompressed)

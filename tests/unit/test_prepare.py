@@ -20,7 +20,7 @@ from firsttoken.cache import Cache, MemoryStore
 from firsttoken.compress import compress_messages
 from firsttoken.core import budget_for
 from firsttoken.errors import ContextBudgetExceeded
-from firsttoken.prepare import Prepared, leading_system_count, prepare
+from firsttoken.prepare import ConversationMemory, Prepared, leading_system_count, prepare
 from firsttoken.stream.client import ChatSettings
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "compress"
@@ -38,12 +38,12 @@ def exact(text: str) -> int:
 
 
 def run(messages: list[dict], level: str, cache: Cache | None, counter: Callable[[str], int] | None = exact,
-        **extra: Any) -> Prepared:
-    s = ChatSettings(model=MODEL, compress=level, **extra)
+        memory: ConversationMemory | None = None, model: str = MODEL, **extra: Any) -> Prepared:
+    s = ChatSettings(model=model, compress=level, **extra)
 
     async def main() -> Prepared:
         done = await prepare([dict(m) for m in messages], s, budget=budget_for(s)[0], counter=counter,
-                             clock=lambda: 1000.0, cache=cache)
+                             clock=lambda: 1000.0, cache=cache, memory=memory)
         if cache is not None:
             await cache.settle()
         return done
@@ -72,13 +72,15 @@ def same(got: Prepared, want: tuple[list[dict], dict]) -> None:
 
 
 def check(messages: list[dict], level: str, **extra: Any) -> list[str]:
-    """No cache, cold, then warm, against the reference; returns the cache statuses seen."""
+    """No cache, cold, then warm (with a conversation memory, cold then warm too),
+    against the reference; returns the cache statuses seen."""
     want = reference(messages, level, **extra)
     same(run(messages, level, None, **extra), want)
     cache = Cache(MemoryStore())
+    memory = ConversationMemory()
     statuses = []
     for _ in range(2):
-        got = run(messages, level, cache, **extra)
+        got = run(messages, level, cache, memory=memory, **extra)
         same(got, want)
         statuses.append(got.fields["cache"]["system"])
     return statuses
@@ -273,3 +275,45 @@ def conversations(draw: st.DrawFn) -> list[dict]:
 @given(conversations(), st.sampled_from(LEVELS))
 def test_generated_conversations_prepare_as_the_whole_would(messages: list[dict], level: str) -> None:
     check(messages, level)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.sampled_from(LEVELS), st.data())
+def test_a_conversation_growing_and_drafts_changing_prepare_as_the_whole_would(
+    messages: list[dict], level: str, data: st.DataObject
+) -> None:
+    # As the page does it: live counts while a draft is typed, a send, the answer, the
+    # next draft; with one cache and one memory throughout, against the slow way.
+    cache, memory = Cache(MemoryStore()), ConversationMemory(keep=data.draw(st.integers(1, 4)))
+    for n in range(1, len(messages) + 1):
+        drafts = [messages[n - 1]]
+        if messages[n - 1]["role"] == "user":
+            text = messages[n - 1]["content"]
+            drafts = [{"role": "user", "content": text[:cut]} for cut in sorted(data.draw(
+                st.lists(st.integers(1, len(text)), max_size=3)))] + drafts
+        for draft in drafts:
+            conversation = [*messages[: n - 1], draft]
+            same(run(conversation, level, cache, memory=memory), reference(conversation, level))
+
+
+def test_the_memory_keeps_models_and_levels_apart() -> None:
+    messages = json.loads(CHATS[1].read_text())["messages"]
+    memory = ConversationMemory()
+    for level in ("balanced", "safe", "balanced"):
+        for model in ("gpt-4o", "gpt-4", "gpt-4o"):
+            got = run(messages, level, None, memory=memory, model=model)
+            want = run(messages, level, None, model=model)
+            assert got.messages == want.messages and got.fields == want.fields
+    counted, _ = counting_fake()
+    assert run(messages, "balanced", None, counter=None, memory=memory).fields["saved_unit"] == "chars"
+    assert run(messages, "balanced", None, counter=counted, memory=memory).fields["saved_unit"] == "tokens"
+
+
+def test_with_a_memory_typing_counts_only_the_draft() -> None:
+    messages = json.loads(CHATS[2].read_text())["messages"]
+    memory = ConversationMemory()
+    run(messages, "balanced", Cache(MemoryStore()), memory=memory)
+    count, seen = counting_fake()
+    draft = {"role": "user", "content": "and one more question"}
+    run([*messages, draft], "balanced", None, counter=count, memory=memory)
+    assert set(seen) <= {draft["content"], "user", "assistant", "system"}, list(seen)
