@@ -317,3 +317,10 @@ def test_with_a_memory_typing_counts_only_the_draft() -> None:
     draft = {"role": "user", "content": "and one more question"}
     run([*messages, draft], "balanced", None, counter=count, memory=memory)
     assert set(seen) <= {draft["content"], "user", "assistant", "system"}, list(seen)
+
+
+def test_public_surface() -> None:
+    assert sorted(_prepare.__all__) == sorted(
+        ["ConversationMemory", "Prepared", "TextCounts", "prepare", "leading_system_count", "compression_id"])
+    for name in _prepare.__all__:
+        assert getattr(_prepare, name).__doc__

@@ -1,0 +1,87 @@
+"""The compression of the conversations prepared last, kept by message prefix.
+
+While the user types, the live count prepares the same history with a new draft after
+it, many times; a send then prepares it once more, and the next turn adds two messages
+to it. Compressing and counting the history each time would cost more than all the
+rest of a count. So `firsttoken.prepare` compresses the messages after the leading
+system ones in two calls (all but the last, then the last) and keeps each result here,
+with the repeats state after it, under a digest of everything it depends on
+(`prefix_digests`). The next prepare resumes from the longest prefix kept, exactly as
+it resumes from the cache after the system messages.
+
+It also keeps the token counts of the texts the last prepare was given and sent, so
+that a live count spends its time on the draft. Bounded: `keep` prefixes, and the
+counts of one conversation. In memory only: it lasts the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..compress import RepeatState, Report
+
+__all__ = ["ConversationMemory", "Point", "prefix_digests"]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """The messages after the leading system ones up to some point, compressed, their
+    reports, and the repeats state after them."""
+
+    messages: tuple[dict[str, Any], ...]
+    reports: tuple[Report, ...]
+    state: RepeatState
+
+
+class ConversationMemory:
+    """Prefixes of conversations, compressed (`Point`s), and the last counts."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._points: OrderedDict[bytes, Point] = OrderedDict()
+        self._counts: tuple[str, dict[str, int]] = ("", {})
+
+    def longest(self, digests: Sequence[bytes]) -> tuple[int, Point | None]:
+        """(p, point) for the largest p > 0 whose `digests[p]` is kept, else (0, None)."""
+        for p in range(len(digests) - 1, 0, -1):
+            point = self._points.get(digests[p])
+            if point is not None:
+                self._points.move_to_end(digests[p])
+                return p, point
+        return 0, None
+
+    def put(self, digest: bytes, point: Point) -> None:
+        self._points[digest] = point
+        self._points.move_to_end(digest)
+        while len(self._points) > self.keep:
+            self._points.popitem(last=False)
+
+    def counts(self, encoding: str) -> dict[str, int]:
+        """The counts the last prepare kept, if it counted in `encoding` (a copy)."""
+        return dict(self._counts[1]) if self._counts[0] == encoding else {}
+
+    def keep_counts(self, encoding: str, counts: dict[str, int]) -> None:
+        self._counts = (encoding, counts)
+
+
+def _canonical(value: Any) -> bytes:
+    # ensure_ascii: one spelling per string (lone surrogates included); sort_keys: one
+    # per object. `repr` for what JSON cannot hold, which the protocol never sends.
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True, default=repr).encode("ascii")
+
+
+def prefix_digests(messages: Sequence[Mapping[str, Any]], k: int, context: Sequence[Any]) -> list[bytes]:
+    """For p = k..n, at index p - k: a digest of `context` (what compressing depends on
+    besides the messages: compressor version and level, tokenizer, whether it counted)
+    and of messages[:p]. The leading k messages are in every digest since the repeats
+    state they leave is the input of what follows them."""
+    h = hashlib.sha256(_canonical([list(context), list(messages[:k])]))
+    digests = [h.digest()]
+    for m in messages[k:]:
+        h.update(_canonical(m))
+        digests.append(h.digest())
+    return digests
