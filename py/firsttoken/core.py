@@ -124,11 +124,12 @@ class Core:
         done = await self._prepared(messages, settings)
         return done.messages, done.fields, done.lead
 
-    async def _prepared(self, messages: list[dict[str, Any]], settings: ChatSettings) -> Prepared:
+    async def _prepared(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
         counter = await self._counter(settings.model)
         budget, window_known = budget_for(settings)
         done = await prepare(
-            messages, settings, budget=budget, counter=counter, clock=self.clock, cache=self.cache, memory=self.memory
+            messages, settings, budget=budget, counter=counter, clock=self.clock,
+            cache=self.cache, memory=self.memory, live=live,
         )
         done.fields.update(budget=budget, window_known=window_known)
         return done
@@ -153,7 +154,7 @@ class Core:
         budget, _ = budget_for(settings)
         fields: dict[str, Any] = {"dropped": []}
         try:
-            done = await self._prepared(msg["messages"], settings)
+            done = await self._prepared(msg["messages"], settings, live=True)
         except ContextBudgetExceeded as exc:
             # Even fitted it does not fit: the least it needs, which is over the budget.
             count, exact, uncompressed = exc.required, False, None

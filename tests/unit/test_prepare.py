@@ -38,12 +38,12 @@ def exact(text: str) -> int:
 
 
 def run(messages: list[dict], level: str, cache: Cache | None, counter: Callable[[str], int] | None = exact,
-        memory: ConversationMemory | None = None, model: str = MODEL, **extra: Any) -> Prepared:
+        memory: ConversationMemory | None = None, model: str = MODEL, live: bool = False, **extra: Any) -> Prepared:
     s = ChatSettings(model=model, compress=level, **extra)
 
     async def main() -> Prepared:
         done = await prepare([dict(m) for m in messages], s, budget=budget_for(s)[0], counter=counter,
-                             clock=lambda: 1000.0, cache=cache, memory=memory)
+                             clock=lambda: 1000.0, cache=cache, memory=memory, live=live)
         if cache is not None:
             await cache.settle()
         return done
@@ -291,9 +291,53 @@ def test_a_conversation_growing_and_drafts_changing_prepare_as_the_whole_would(
             text = messages[n - 1]["content"]
             drafts = [{"role": "user", "content": text[:cut]} for cut in sorted(data.draw(
                 st.lists(st.integers(1, len(text)), max_size=3)))] + drafts
-        for draft in drafts:
+        for i, draft in enumerate(drafts):
             conversation = [*messages[: n - 1], draft]
-            same(run(conversation, level, cache, memory=memory), reference(conversation, level))
+            live = i < len(drafts) - 1  # counts while typing, then the send
+            same(run(conversation, level, cache, memory=memory, live=live), reference(conversation, level))
+
+
+class RecordingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    async def get(self, key: str) -> str | None:
+        self.calls.append("get")
+        return await super().get(key)
+
+    async def put(self, key: str, record: str, meta: Any) -> None:
+        self.calls.append("put")
+        await super().put(key, record, meta)
+
+    async def touch(self, meta: Any) -> None:
+        self.calls.append("touch")
+        await super().touch(meta)
+
+
+def test_a_live_count_does_no_storage_io_and_compresses_the_system_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    system = "\n\n".join(p.read_text() for p in SYSTEM_PROMPTS)
+    history = [{"role": "system", "content": system}, {"role": "user", "content": system + "\n\nhello"},
+               {"role": "assistant", "content": "Hi."}]
+    store = RecordingStore()
+    run(history + [{"role": "user", "content": "x"}], "balanced", Cache(store))  # a send: stored
+    store.calls.clear()
+    compressed: list[int] = []
+    real = _prepare.compress_messages
+
+    def recording(msgs, **kw):  # type: ignore[no-untyped-def]
+        compressed.append(len(msgs))
+        return real(msgs, **kw)
+
+    monkeypatch.setattr(_prepare, "compress_messages", recording)
+    cache, memory = Cache(store), ConversationMemory()  # after a reload: the memory tier is empty
+    for draft in ("w", "wh", "why"):
+        conversation = [*history, {"role": "user", "content": draft}]
+        same(run(conversation, "balanced", cache, memory=memory, live=True), reference(conversation, "balanced"))
+    assert store.calls == []  # no storage I/O while typing
+    assert compressed == [1, 2, 1, 1, 1]  # the system message and history once, then each draft alone
+    sent = run([*history, {"role": "user", "content": "why"}], "balanced", cache, memory=memory)
+    assert sent.fields["cache"] == {"system": "hit", "messages": 1, "store": "memory", "source": "store"}
 
 
 def test_the_memory_keeps_models_and_levels_apart() -> None:

@@ -238,6 +238,12 @@ class Cache:
         self.spawn(self._call("touch", Meta(key, size, self.clock(), entry.created_at)))
         return entry
 
+    def peek(self, key: str) -> Entry | None:
+        """The entry under `key` if the memory tier holds it, else None: no storage I/O
+        and no mark of use (for the live count, which runs on every pause in typing)."""
+        hot = self._hot.get(key)
+        return hot[0] if hot is not None else None
+
     def _remember(self, entry: Entry, size: int) -> None:
         self._hot[entry.key] = (entry, size)
         self._hot.move_to_end(entry.key)

@@ -144,6 +144,7 @@ async def prepare(
     clock: Callable[[], float],
     cache: Cache | None = None,
     memory: ConversationMemory | None = None,
+    live: bool = False,
 ) -> Prepared:
     """Compress, count and fit `messages` into `budget` prompt tokens.
 
@@ -152,6 +153,8 @@ async def prepare(
     in characters). `cache` makes the leading system messages cheap after the first
     time (used only with a counter: an entry holds an exact count); `memory` does the
     same for the rest of a conversation prepared again. Neither changes the result.
+    `live`: a live count, which runs on every pause in typing, so it reads only the
+    cache's memory tier and writes nothing (no storage I/O beside a send's).
     `clock` gives milliseconds (for `prepare_ms` and entries' creation times). Raises
     `ContextBudgetExceeded` when the system messages and the newest turn cannot fit,
     `LocalProtocolError` for an unknown compression level.
@@ -165,10 +168,13 @@ async def prepare(
     else:
         cache = None
     k = leading_system_count(messages)
+    digests: Sequence[bytes] = ()
+    if memory is not None:
+        digests = prefix_digests(messages, k, (compression_id(level), encoding, counts is not None))
 
     # 1. Compress: the leading system messages, from the cache where it has them...
     keys = cache_keys(messages[:k], encoding, level) if cache is not None else []
-    leads, sources = await cached(cache, keys, encoding, level) if cache is not None else ([], set())
+    leads, sources = await cached(cache, keys, encoding, level, peek=live) if cache is not None else ([], set())
     hits = len(leads)
     for m, lead in zip(messages, leads):
         # What an entry knows costs nothing to count again: the text as sent, and the
@@ -180,13 +186,17 @@ async def prepare(
     # ... then the rest, from the state they left.
     rest_reports: list[Report] | None = None
     stored = True
+    kept = memory.leads(digests[0]) if memory is not None and hits < k else None
     try:
-        leads += _compress_leads(messages[hits:k], leads[-1].state if leads else None, level, counts)
+        if kept is not None:  # ... or from the memory, or compressed now
+            leads += [Lead(lead.text, lead.report, lead.state) for lead in kept[hits:]]
+        else:
+            leads += _compress_leads(messages[hits:k], leads[-1].state if leads else None, level, counts)
+        if memory is not None:
+            memory.keep_leads(digests[0], leads)
         if level == "off":
             rest = [dict(m) for m in messages[k:]]
         else:
-            context = (compression_id(level), encoding, counts is not None)
-            digests = prefix_digests(messages, k, context) if memory is not None else ()
             prior = leads[-1].state if leads else None
             rest, rest_reports = _compress_rest(messages[k:], prior, level, counts, memory, digests)
     except _Unresumable:
@@ -199,7 +209,7 @@ async def prepare(
         assert counts is not None
         for key, lead in zip(keys[hits:], leads[hits:]):
             lead.entry = entry_for(key, lead, counts(lead.text), encoding, level, clock() / 1000.0)
-            if stored:
+            if stored and not live:
                 cache.spawn(cache.put(lead.entry))
 
     fields: dict[str, Any] = {"compression": None, "saved": []}

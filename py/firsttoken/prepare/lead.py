@@ -104,21 +104,21 @@ def _lead_of(entry: Entry, level: str) -> Lead | None:
 
 
 async def cached(
-    cache: Cache, keys: Sequence[str], encoding: str, level: str
+    cache: Cache, keys: Sequence[str], encoding: str, level: str, *, peek: bool = False
 ) -> tuple[list[Lead], set[str | None]]:
     """The longest run of leading messages the cache holds, usable, and where each
-    came from (`Cache.last_source`)."""
+    came from (`Cache.last_source`). `peek`: from its memory tier only (`Cache.peek`)."""
     found: list[Lead] = []
     sources: set[str | None] = set()
     for key in keys:
-        entry = await cache.get(key)
+        entry = cache.peek(key) if peek else await cache.get(key)
         if entry is None or entry.encoding != encoding or entry.compression != compression_id(level):
             break
         lead = _lead_of(entry, level)
         if lead is None:
             break
         found.append(lead)
-        sources.add(cache.last_source)
+        sources.add("memory" if peek else cache.last_source)
     return found, sources
 
 

@@ -9,9 +9,12 @@ with the repeats state after it, under a digest of everything it depends on
 (`prefix_digests`). The next prepare resumes from the longest prefix kept, exactly as
 it resumes from the cache after the system messages.
 
-It also keeps the token counts of the texts the last prepare was given and sent, so
-that a live count spends its time on the draft. Bounded: `keep` prefixes, and the
-counts of one conversation. In memory only: it lasts the session.
+It also keeps the leading system messages last prepared (the live count reads the
+cache's memory tier only, so until a send has stored them, they would be compressed on
+every count) and the token counts of the texts the last prepare was given and sent, so
+that a live count spends its time on the draft. Bounded: `keep` prefixes, one run of
+leading messages, and the counts of one conversation. In memory only: it lasts the
+session.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..compress import RepeatState, Report
+from .lead import Lead
 
 __all__ = ["ConversationMemory", "Point", "prefix_digests"]
 
@@ -38,12 +42,14 @@ class Point:
 
 
 class ConversationMemory:
-    """Prefixes of conversations, compressed (`Point`s), and the last counts."""
+    """Prefixes of conversations, compressed (`Point`s), the last leading system
+    messages prepared, and the last counts."""
 
     def __init__(self, keep: int = 4) -> None:
         self.keep = keep
         self._points: OrderedDict[bytes, Point] = OrderedDict()
         self._counts: tuple[str, dict[str, int]] = ("", {})
+        self._leads: tuple[bytes, tuple[Lead, ...]] = (b"", ())
 
     def longest(self, digests: Sequence[bytes]) -> tuple[int, Point | None]:
         """(p, point) for the largest p > 0 whose `digests[p]` is kept, else (0, None)."""
@@ -59,6 +65,13 @@ class ConversationMemory:
         self._points.move_to_end(digest)
         while len(self._points) > self.keep:
             self._points.popitem(last=False)
+
+    def leads(self, digest: bytes) -> list[Lead] | None:
+        """The leading system messages last prepared, if `digest` is theirs."""
+        return list(self._leads[1]) if self._leads[0] == digest else None
+
+    def keep_leads(self, digest: bytes, leads: Sequence[Lead]) -> None:
+        self._leads = (digest, tuple(leads))
 
     def counts(self, encoding: str) -> dict[str, int]:
         """The counts the last prepare kept, if it counted in `encoding` (a copy)."""
