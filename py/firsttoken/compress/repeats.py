@@ -25,6 +25,9 @@ reason:
   heading is never taken for a pasted template;
 * a blank line or the text's edge bounds it on both sides, so dropping it never joins
   two neighbours into one paragraph (which would also break idempotence);
+* it starts or ends the text: a template is pasted before or after the new input,
+  while a copy with the user's own words on both sides is a quote those words refer
+  to ("like this one: ... that is what I want");
 * it starts outside every tag and its own tags balance, so it takes whole elements
   or none: never a closing tag without its opening one, never part of an example;
 * none of its paragraphs holds a line that could open or close a fence (fences we
@@ -70,10 +73,6 @@ _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|(?=\r?\n?$))(.*?)(?:[ \t]+#+)?[ 
 _TAG = re.compile(r"<!--|-->|<(/?)([A-Za-z][\w.:-]*)((?:[ \t\r\n][^<>]*)?)>")
 # A line that could open or close a fence, at top level or in a container.
 _FENCE_LINE = re.compile(r"[ \t>]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?(?:`{3,}|~{3,})")
-# HTML void elements never close: they open no context.
-_VOID = frozenset(
-    "area base br col embed hr img input link meta param source track wbr".split()
-)
 _COMMENT = "!--"
 
 
@@ -107,8 +106,10 @@ def _prose_unit(text: str) -> Unit:
                 tags.append((_COMMENT, ""))
             else:
                 name = m.group(2).lower()
-                if name in _VOID or m.group(3).rstrip().endswith("/"):
-                    continue
+                if m.group(3).rstrip().endswith("/"):
+                    continue  # self-closing
+                # HTML void elements (`<br>`) are not special: prompts use `<input>` as
+                # an XML tag with a closing tag, and an open `<br>` only drops less.
                 tags.append((name, "" if m.group(1) else _key(whole)))
     headings: list[tuple[int, str]] = []
     if "#" in text:
@@ -312,10 +313,12 @@ def _drop(units: list[Unit], rep: list[bool], depth: list[int]) -> str:
             j += 1
         before_ok = i == 0 or not units[i - 1].key
         after_ok = last == n - 1 or not units[last + 1].key
+        at_edge = not any(u.key for u in units[:i]) or not any(u.key for u in units[last + 1 :])
         if (
             size >= MIN_RUN_CHARS
             and before_ok
             and after_ok
+            and at_edge
             and depth[i] == 0
             and _balanced(units[i : last + 1])
         ):
