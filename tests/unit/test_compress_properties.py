@@ -93,9 +93,25 @@ def _block(draw: st.DrawFn) -> str:
     return "\n" * draw(st.integers(1, 3))
 
 
+_TAGS = st.sampled_from(['<example>', '<example type="bad">', '<example type="good">', "<input>", "<rules>"])
+_HEADINGS = st.sampled_from(["# Rules", "## Bad example", "## Good example", "### Example", "Setext\n---"])
+
+
+@st.composite
+def _structured(draw: st.DrawFn) -> str:
+    """Blocks wrapped in XML-ish tags or under headings, as prompts show examples."""
+    inner = "".join(draw(st.lists(_block(), min_size=1, max_size=3)))
+    if draw(st.booleans()):
+        tag = draw(_TAGS)
+        name = tag[1:].split(">")[0].split()[0]
+        gap = draw(st.sampled_from(["", "\n"]))
+        return f"{tag}\n{gap}{inner}{gap}</{name}>\n"
+    return f"{draw(_HEADINGS)}\n{draw(st.sampled_from(['', chr(10)]))}{inner}"
+
+
 @st.composite
 def markdownish(draw: st.DrawFn) -> str:
-    text = "".join(draw(st.lists(_block(), min_size=1, max_size=6)))
+    text = "".join(draw(st.lists(_block() | _structured(), min_size=1, max_size=6)))
     if draw(st.booleans()):
         text = text.replace("\n", "\r\n")
     return text
