@@ -180,3 +180,35 @@ def test_passes_switch_on_and_off() -> None:
 def test_bad_options_raise_local_protocol_error(kwargs: dict) -> None:
     with pytest.raises(LocalProtocolError):
         compress_text("x", **kwargs)
+
+
+def test_report_counts_each_text_at_most_twice() -> None:
+    text = "```python\nx = 1  # c\n```\n\n\n\n| a   |\n|-----|\n\n{\n  \"a\": 1\n}\n"
+    counted: list[str] = []
+
+    def count(s: str) -> int:
+        counted.append(s)
+        return len(s.split())
+
+    r = compress_text(text, count=count).report
+    assert counted == [text, compress_text(text).text]
+    assert r.saved_tokens == sum(p.tokens for p in r.passes if p.tokens is not None)
+    # The shares follow the characters: a pass that saved none gets no tokens.
+    assert all(p.tokens == 0 for p in r.passes if p.chars == 0)
+    counted.clear()
+    exact = compress_text(text, count=count, count_passes=True).report
+    assert len(counted) > 2 and exact.tokens_before == r.tokens_before and exact.tokens_after == r.tokens_after
+    msgs = [{"role": "user", "content": text}, {"role": "user", "content": "plain"}]
+    counted.clear()
+    out = compress_messages(msgs, count=count)
+    assert counted == [text, out.messages[0]["content"], "plain"]
+
+
+def test_token_shares_add_up() -> None:
+    from firsttoken.compress.report import _shares
+
+    assert _shares(10, [1, 1, 1]) == [4, 3, 3]
+    assert _shares(-5, [3, 0, 1]) == [-4, 0, -1]
+    assert _shares(3, [0, 0]) == [0, 3]
+    assert _shares(0, [5, 5]) == [0, 0]
+    assert _shares(7, [-2, 4]) == [0, 7]

@@ -294,23 +294,27 @@ def compress_text(
     level: str = "balanced",
     passes: Mapping[str, bool] | None = None,
     count: Callable[[str], int] | None = None,
+    count_passes: bool = False,
 ) -> Compressed:
     """Compress one text (markdown-ish: prose with fenced code, JSON, tables).
 
     `passes` switches passes on or off on top of `level` (e.g. ``{"repeats": False}``);
-    `count` makes the report count tokens too. Raises `LocalProtocolError` only for an
+    `count` makes the report count tokens too: the text before and after, with each
+    pass's share of the saving by characters, or after every pass with
+    `count_passes` (see `report`). Raises `LocalProtocolError` only for an
     unknown level or pass name, never because of the text.
     """
     on = _enabled(level, passes)
-    doc = _Doc(text, on, keep_text=count is not None)
+    exact = count is not None and count_passes
+    doc = _Doc(text, on, keep_text=exact)
     snapshots = list(doc.snapshots)
     out = doc.text()
     if "repeats" in on:
         # Repeats are dropped across messages only (see `repeats`): one text has no
         # earlier message, so the pass keeps it whole. It stays in the report so that
         # every text's report lists the same passes.
-        snapshots.append(("repeats", out if count is not None else len(out)))
-    return Compressed(out, make_report(level, snapshots, count, doc.untouched))
+        snapshots.append(("repeats", out if exact else len(out)))
+    return Compressed(out, make_report(level, snapshots, count, doc.untouched, None if exact else (text, out)))
 
 
 def compress_messages(
@@ -320,6 +324,7 @@ def compress_messages(
     passes: Mapping[str, bool] | None = None,
     count: Callable[[str], int] | None = None,
     prior: RepeatState | None = None,
+    count_passes: bool = False,
 ) -> CompressedMessages:
     """Compress the text of OpenAI-style chat messages (see the module docstring).
 
@@ -344,7 +349,7 @@ def compress_messages(
             for j, part in enumerate(content):
                 if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
                     slots.append((i, j, part["text"], instructive))
-    keep = count is not None
+    keep = count is not None and count_passes
     docs = [_Doc(text, on, keep) for _, _, text, _ in slots]
     snaps = [list(d.snapshots) for d in docs]
     if "repeats" in on:
@@ -359,7 +364,10 @@ def compress_messages(
             sn.append(("repeats", out if keep else len(out)))
     else:
         outs = [d.text() for d in docs]
-    per_slot = [make_report(level, sn, count, d.untouched) for sn, d in zip(snaps, docs)]
+    per_slot = [
+        make_report(level, sn, count, d.untouched, None if keep else (s[2], out))
+        for sn, d, s, out in zip(snaps, docs, slots, outs)
+    ]
 
     new: list[dict[str, Any]] = [dict(m) for m in messages]
     by_message: dict[int, list[Report]] = {}
