@@ -126,3 +126,21 @@ def test_state_json_is_compact() -> None:
     text = "\n\n".join(f"Rule {i}: say it once." for i in range(100))
     state = compress_messages([{"role": "system", "content": text}]).state
     assert len(state) == 100 and len(state.to_json()) < 100 * 23 + 80
+
+
+def _corpus_chats() -> list:
+    from tests.unit.test_compress_properties import CORPUS
+
+    return sorted(CORPUS.glob("*.chat.json"))
+
+
+@pytest.mark.parametrize("path", _corpus_chats(), ids=lambda p: p.stem)
+def test_corpus_chats_split_at_every_message(path) -> None:
+    msgs = json.loads(path.read_text())["messages"]
+    for level in sorted(LEVELS):
+        whole = compress_messages(msgs, level=level)
+        for k in range(len(msgs) + 1):
+            head = compress_messages(msgs[:k], level=level)
+            rest = compress_messages(msgs[k:], level=level, prior=RepeatState.from_json(head.state.to_json()))
+            assert head.messages + rest.messages == whole.messages, (level, k)
+            assert head.reports + rest.reports == whole.reports, (level, k)
