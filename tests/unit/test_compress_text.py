@@ -249,3 +249,10 @@ def test_a_pasted_template_goes_with_its_whole_elements() -> None:
     user = "<rules>\nAlso: be brief.\n\n" + system.split("\n", 1)[1] + "\n\nMay I carry over vacation days?"
     out = compress_messages([{"role": "system", "content": system}, {"role": "user", "content": user}])
     assert out.messages[1]["content"] == user
+
+
+def test_tags_in_inline_code_are_not_markup() -> None:
+    system = "Close every tag you open, as in `</example>`, and cite the policy section you rely on."
+    out = compress_messages([{"role": "system", "content": system},
+                             {"role": "user", "content": system + "\n\nMay I carry over vacation days?"}])
+    assert out.messages[1]["content"] == "May I carry over vacation days?"

@@ -60,7 +60,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import LocalProtocolError
-from .markdown import FENCE, PROSE, Block, is_blank, split_lines
+from .markdown import PROSE, Block, is_blank, split_lines
+from .prose import protect_code_spans
 
 __all__ = ["MIN_RUN_CHARS", "MAX_STATE_KEYS", "Unit", "RepeatState", "units_of", "drop_repeats"]
 
@@ -72,7 +73,8 @@ _WS = re.compile(r"[ \t\r\n\f\v]+")
 # ATX headings (CommonMark §4.2): up to three spaces, 1-6 `#`, then space or the end.
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|(?=\r?\n?$))(.*?)(?:[ \t]+#+)?[ \t]*\r?\n?$")
 # Any tag-looking thing: `<name ...>`, `</name>`, `<name/>`, and HTML comment edges.
-# Over-matching (`a<b and c>d` reads as a tag) only makes the pass drop less.
+# Over-matching (`a<b and c>d`) only makes the pass drop less: an unmatched opening
+# tag opens a context or unbalances a run. Inline code spans are not scanned.
 _TAG = re.compile(r"<!--|-->|<(/?)([A-Za-z][\w.:-]*)((?:[ \t\r\n][^<>]*)?)>")
 # A line that could open or close a fence, at top level or in a container.
 _FENCE_LINE = re.compile(r"[ \t>]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?(?:`{3,}|~{3,})")
@@ -103,7 +105,10 @@ def _key(text: str) -> str:
 def _prose_unit(text: str) -> Unit:
     tags: list[tuple[str, str]] = []
     if "<" in text or "-->" in text:
-        for m in _TAG.finditer(text):
+        # Tags inside inline code spans are text, not markup.
+        seen: list[str] = []
+        protect_code_spans(text, lambda t: seen.append(t) or t)
+        for m in _TAG.finditer(seen[0] if seen else text):
             whole = m.group(0)
             if whole == "<!--":
                 tags.append((_COMMENT, _COMMENT))
