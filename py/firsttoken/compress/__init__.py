@@ -149,7 +149,7 @@ from .json_pass import JSON_LANGS, minify, minify_region, parse_container
 from .markdown import FENCE, JSON, PROSE, Block, split_blocks
 from . import report as _report_module
 from .prose import compress_prose, strip_final_newlines
-from .repeats import MAX_STATE_KEYS, RepeatState, drop_repeats, units_of
+from .repeats import RepeatState, drop_repeats, units_of
 from .report import PassSaving, Report, make_report, sum_reports
 from .tables import compress_tables
 
@@ -421,5 +421,5 @@ def compress_messages(
         by_message.setdefault(i, []).append(rep)
     empty = make_report(level, [("", "")], None, ())
     reports = tuple(sum_reports(level, by_message.get(i, [empty])) for i in range(len(messages)))
-    state = RepeatState(config, seen if len(seen) <= MAX_STATE_KEYS else None)
+    state = RepeatState(config, seen)  # unknown past MAX_STATE_KEYS
     return CompressedMessages(new, sum_reports(level, list(reports) or [empty]), reports, state)
