@@ -71,7 +71,11 @@ def test_split_with_state_is_compressing_all(msgs: list[dict], level: str, data:
     assert rest.state == whole.state
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("FIRSTTOKEN_COMPRESS_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(conversations(), st.sampled_from(sorted(LEVELS)))
 def test_conversations_keep_structure(msgs: list[dict], level: str) -> None:
     plain = [m for m in msgs if isinstance(m["content"], str)]
