@@ -18,15 +18,21 @@ attributes included, as written) and the path of markdown headings (`## Good exa
 above it. The same code under "Bad example" and under "Good example", or inside
 `<bad>` and `<good>`, is two different units.
 
-A maximal run of repeated units is dropped only when all of these hold, each for a
-reason:
+The longest part of a maximal run of repeated units, from its start, is dropped when
+all of these hold, each for a reason:
 
 * it holds at least `MIN_RUN_CHARS` visible characters, so "Thanks!" or a bare
   heading is never taken for a pasted template;
 * a blank line or the text's edge bounds it on both sides, so dropping it never joins
   two neighbours into one paragraph (which would also break idempotence);
+* it starts or ends the text: a template is pasted before or after the new input,
+  while a copy with the user's own words on both sides is a quote those words refer
+  to ("like this one: ... that is what I want");
 * it starts outside every tag and its own tags balance, so it takes whole elements
   or none: never a closing tag without its opening one, never part of an example;
+* likewise for markdown sections: it starts at a heading or above every heading, and
+  if it holds a heading, a heading (or the end) follows it, so no heading is left
+  with less under it and nothing left is moved under another heading;
 * none of its paragraphs holds a line that could open or close a fence (fences we
   understand are whole units; a marker in prose belongs to one we do not), so no
   fence is ever left unbalanced;
@@ -54,7 +60,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import LocalProtocolError
-from .markdown import FENCE, PROSE, Block, is_blank, split_lines
+from .markdown import PROSE, Block, is_blank, split_lines
+from .prose import protect_code_spans
 
 __all__ = ["MIN_RUN_CHARS", "MAX_STATE_KEYS", "Unit", "RepeatState", "units_of", "drop_repeats"]
 
@@ -66,14 +73,11 @@ _WS = re.compile(r"[ \t\r\n\f\v]+")
 # ATX headings (CommonMark §4.2): up to three spaces, 1-6 `#`, then space or the end.
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|(?=\r?\n?$))(.*?)(?:[ \t]+#+)?[ \t]*\r?\n?$")
 # Any tag-looking thing: `<name ...>`, `</name>`, `<name/>`, and HTML comment edges.
-# Over-matching (`a<b and c>d` reads as a tag) only makes the pass drop less.
+# Over-matching (`a<b and c>d`) only makes the pass drop less: an unmatched opening
+# tag opens a context or unbalances a run. Inline code spans are not scanned.
 _TAG = re.compile(r"<!--|-->|<(/?)([A-Za-z][\w.:-]*)((?:[ \t\r\n][^<>]*)?)>")
 # A line that could open or close a fence, at top level or in a container.
 _FENCE_LINE = re.compile(r"[ \t>]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?(?:`{3,}|~{3,})")
-# HTML void elements never close: they open no context.
-_VOID = frozenset(
-    "area base br col embed hr img input link meta param source track wbr".split()
-)
 _COMMENT = "!--"
 
 
@@ -88,6 +92,8 @@ class Unit:
     tags: tuple[tuple[str, str], ...] = ()
     #: the ATX headings in the unit, in order: (level, words)
     headings: tuple[tuple[int, str], ...] = ()
+    #: the unit's first line is a heading
+    opens_section: bool = False
     #: a prose paragraph holding a fence-like line: never dropped
     fenceish: bool = False
 
@@ -99,7 +105,10 @@ def _key(text: str) -> str:
 def _prose_unit(text: str) -> Unit:
     tags: list[tuple[str, str]] = []
     if "<" in text or "-->" in text:
-        for m in _TAG.finditer(text):
+        # Tags inside inline code spans are text, not markup.
+        seen: list[str] = []
+        protect_code_spans(text, lambda t: seen.append(t) or t)
+        for m in _TAG.finditer(seen[0] if seen else text):
             whole = m.group(0)
             if whole == "<!--":
                 tags.append((_COMMENT, _COMMENT))
@@ -107,18 +116,22 @@ def _prose_unit(text: str) -> Unit:
                 tags.append((_COMMENT, ""))
             else:
                 name = m.group(2).lower()
-                if name in _VOID or m.group(3).rstrip().endswith("/"):
-                    continue
+                if m.group(3).rstrip().endswith("/"):
+                    continue  # self-closing
+                # HTML void elements (`<br>`) are not special: prompts use `<input>` as
+                # an XML tag with a closing tag, and an open `<br>` only drops less.
                 tags.append((name, "" if m.group(1) else _key(whole)))
     headings: list[tuple[int, str]] = []
+    opens = False
     if "#" in text:
-        for line in split_lines(text):
+        for k, line in enumerate(split_lines(text)):
             if line.lstrip(" ").startswith("#"):
                 m = _HEADING.match(line)
                 if m is not None:
                     headings.append((len(m.group(1)), _key(m.group(2))))
+                    opens = opens or k == 0
     fenceish = ("`" in text or "~" in text) and any(_FENCE_LINE.match(line) for line in split_lines(text))
-    return Unit(text, _key(text), tuple(tags), tuple(headings), fenceish)
+    return Unit(text, _key(text), tuple(tags), tuple(headings), opens, fenceish)
 
 
 def units_of(blocks: Sequence[Block]) -> list[Unit]:
@@ -144,14 +157,17 @@ def units_of(blocks: Sequence[Block]) -> list[Unit]:
     return units
 
 
-def _contexts(units: Sequence[Unit]) -> tuple[list[str], list[int]]:
-    """For each unit, its context string and how many tags are open before it."""
+def _contexts(units: Sequence[Unit]) -> tuple[list[str], list[int], list[bool]]:
+    """For each unit: its context string, how many tags are open before it, and
+    whether a heading stands above it."""
     tags: list[str] = []  # the open tags' words, innermost last
     names: list[str] = []
     headings: list[tuple[int, str]] = []
     out: list[str] = []
     depth: list[int] = []
+    headed: list[bool] = []
     for u in units:
+        headed.append(bool(headings))
         out.append("\x1f".join(tags) + "\x1e" + "\x1f".join(f"{lv}{t}" for lv, t in headings))
         depth.append(len(tags))
         for level, words in u.headings:
@@ -167,7 +183,7 @@ def _contexts(units: Sequence[Unit]) -> tuple[list[str], list[int]]:
                 # inside it (HTML-style implied ends); a stray closing tag opens nothing.
                 cut = len(names) - 1 - names[::-1].index(name)
                 del tags[cut:], names[cut:]
-    return out, depth
+    return out, depth, headed
 
 
 def _balanced(units: Sequence[Unit]) -> bool:
@@ -277,10 +293,10 @@ def drop_repeats(
         else:
             text = "".join(u.text for u in units)
             while True:
-                contexts, depth = _contexts(units)
+                contexts, depth, headed = _contexts(units)
                 digests = [_digest(c, u.key) if u.key else b"" for c, u in zip(contexts, units)]
                 rep = [bool(u.key) and d in seen for u, d in zip(units, digests)]
-                new = _drop(units, rep, depth) if any(rep) else text
+                new = _drop(units, rep, depth, headed) if any(rep) else text
                 if new == text:
                     break
                 text = new
@@ -293,40 +309,52 @@ def drop_repeats(
     return out
 
 
-def _drop(units: list[Unit], rep: list[bool], depth: list[int]) -> str:
+def _drop(units: list[Unit], rep: list[bool], depth: list[int], headed: list[bool]) -> str:
     n = len(units)
     drop = [False] * n
+    keyed = [k for k in range(n) if units[k].key]
+    first_keyed = keyed[0] if keyed else n
+
+    def next_keyed(k: int) -> int | None:
+        return next((j for j in range(k + 1, n) if units[j].key), None)
+
+    def droppable(i: int, end: int) -> bool:
+        run = units[i : end + 1]
+        after = next_keyed(end)
+        return (
+            sum(len(u.key) for u in run) >= MIN_RUN_CHARS
+            and (end == n - 1 or not units[end + 1].key)
+            and (i == first_keyed or after is None)
+            and depth[i] == 0
+            and (units[i].opens_section or not headed[i])
+            and (after is None or units[after].opens_section or not any(u.headings for u in run))
+            and _balanced(run)
+        )
+
     i = 0
     while i < n:
         if not (units[i].key and rep[i]):
             i += 1
             continue
-        # Extend over repeated units and the separators between them.
+        # The maximal run of repeated units (and the separators between them).
         j = i
         last = i
-        size = 0
         while j < n and (not units[j].key or rep[j]):
             if units[j].key:
                 last = j
-                size += len(units[j].key)
             j += 1
-        before_ok = i == 0 or not units[i - 1].key
-        after_ok = last == n - 1 or not units[last + 1].key
-        if (
-            size >= MIN_RUN_CHARS
-            and before_ok
-            and after_ok
-            and depth[i] == 0
-            and _balanced(units[i : last + 1])
-        ):
-            for k in range(i, last + 1):
-                drop[k] = True
-            k = last + 1
-            if i == 0 or last + 1 < n:
-                # Take the separators after the run (or, at the very end, before it).
-                while k < n and not units[k].key:
+        if i == 0 or not units[i - 1].key:
+            # The longest part of it, from its start, that may go.
+            end = next((e for e in range(last, i - 1, -1) if units[e].key and droppable(i, e)), None)
+            if end is not None:
+                for k in range(i, end + 1):
                     drop[k] = True
-                    k += 1
+                k = end + 1
+                if i == 0 or end + 1 < n:
+                    # Take the separators after the run (or, at the very end, before it).
+                    while k < n and not units[k].key:
+                        drop[k] = True
+                        k += 1
         i = last + 1
     if not any(drop):
         return "".join(u.text for u in units)
