@@ -225,11 +225,9 @@ def test_an_entry_whose_state_does_not_verify_is_a_miss() -> None:
 
 
 def test_a_state_past_its_bound_compresses_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    import firsttoken.compress as compress
     import firsttoken.compress.repeats as repeats
 
     monkeypatch.setattr(repeats, "MAX_STATE_KEYS", 2)
-    monkeypatch.setattr(compress, "MAX_STATE_KEYS", 2)
     system = SYSTEM_PROMPTS[0].read_text()
     messages = [{"role": "system", "content": system}, {"role": "user", "content": system + "\n\nSo?"}]
     assert check(messages, "balanced") == ["miss", "miss"]  # nothing to resume from: nothing stored
