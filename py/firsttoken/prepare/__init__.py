@@ -172,7 +172,8 @@ async def prepare(
     if memory is not None:
         digests = prefix_digests(messages, k, (compression_id(level), encoding, counts is not None))
 
-    # 1. Compress: the leading system messages, from the cache where it has them...
+    # 1. Compress. The leading system messages: what the cache holds of them, else the
+    # memory's, else compressed now; then the rest, from the state they left.
     keys = cache_keys(messages[:k], encoding, level) if cache is not None else []
     leads, sources = await cached(cache, keys, encoding, level, peek=live) if cache is not None else ([], set())
     hits = len(leads)
@@ -183,12 +184,11 @@ async def prepare(
         counts.remember(lead.text, lead.entry.tokens)
         if lead.report is not None and lead.report.tokens_before is not None:
             counts.remember(m["content"], lead.report.tokens_before)
-    # ... then the rest, from the state they left.
     rest_reports: list[Report] | None = None
     stored = True
     kept = memory.leads(digests[0]) if memory is not None and hits < k else None
     try:
-        if kept is not None:  # ... or from the memory, or compressed now
+        if kept is not None:
             leads += [Lead(lead.text, lead.report, lead.state) for lead in kept[hits:]]
         else:
             leads += _compress_leads(messages[hits:k], leads[-1].state if leads else None, level, counts)
