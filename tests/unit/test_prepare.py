@@ -145,19 +145,25 @@ def test_fitting_drops_and_cuts_the_same_and_budget_errors_match() -> None:
         assert caught.value.required > caught.value.available == 200
 
 
-def test_a_hit_neither_compresses_nor_counts_the_system_text(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def compressed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages each call of `compress_messages` in the pipeline was given."""
+    calls: list[int] = []
+    real = _prepare.compress_messages
+
+    def recording(msgs, **kw):  # type: ignore[no-untyped-def]
+        calls.append(len(msgs))
+        return real(msgs, **kw)
+
+    monkeypatch.setattr(_prepare, "compress_messages", recording)
+    return calls
+
+
+def test_a_hit_neither_compresses_nor_counts_the_system_text(compressed: list[int]) -> None:
     system = "\n\n".join(p.read_text() for p in SYSTEM_PROMPTS)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "hello"}]
     cache = Cache(MemoryStore())
     counted: list[str] = []
-    compressed: list[int] = []
-    real = _prepare.compress_messages
-
-    def recording(msgs, **kw):  # type: ignore[no-untyped-def]
-        compressed.append(len(msgs))
-        return real(msgs, **kw)
-
-    monkeypatch.setattr(_prepare, "compress_messages", recording)
     statuses = []
     for _ in range(2):
         counted.clear()
@@ -313,21 +319,14 @@ class RecordingStore(MemoryStore):
         await super().touch(meta)
 
 
-def test_a_live_count_does_no_storage_io_and_compresses_the_system_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_live_count_does_no_storage_io_and_compresses_the_system_text_once(compressed: list[int]) -> None:
     system = "\n\n".join(p.read_text() for p in SYSTEM_PROMPTS)
     history = [{"role": "system", "content": system}, {"role": "user", "content": system + "\n\nhello"},
                {"role": "assistant", "content": "Hi."}]
     store = RecordingStore()
     run(history + [{"role": "user", "content": "x"}], "balanced", Cache(store))  # a send: stored
     store.calls.clear()
-    compressed: list[int] = []
-    real = _prepare.compress_messages
-
-    def recording(msgs, **kw):  # type: ignore[no-untyped-def]
-        compressed.append(len(msgs))
-        return real(msgs, **kw)
-
-    monkeypatch.setattr(_prepare, "compress_messages", recording)
+    compressed.clear()
     cache, memory = Cache(store), ConversationMemory()  # after a reload: the memory tier is empty
     for draft in ("w", "wh", "why"):
         conversation = [*history, {"role": "user", "content": draft}]

@@ -26,6 +26,7 @@ __all__ = [
     "encode_entry",
     "decode_entry",
     "plan_eviction",
+    "canonical_json",
 ]
 
 #: Part of every key: a new entry format or key rule gets a new scheme, so old
@@ -69,7 +70,8 @@ class CacheVersionConflict(CacheError):
 # ---- keys and entries ----------------------------------------------------------------
 
 
-def _canonical(value: Any) -> bytes:
+def canonical_json(value: Any) -> bytes:
+    """`value` as JSON with exactly one spelling (the bytes that keys and digests hash)."""
     # ensure_ascii: one spelling per string (lone surrogates included), bytes are ASCII.
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True).encode("ascii")
 
@@ -77,7 +79,7 @@ def _canonical(value: Any) -> bytes:
 def cache_key(text: str, encoding: str, compression: str, previous: str = "") -> str:
     """The key of a system message: SHA-256 (hex) over (scheme, text, encoding,
     compression version and level, key of the system message before it or "")."""
-    return hashlib.sha256(_canonical([KEY_SCHEME, text, encoding, compression, previous])).hexdigest()
+    return hashlib.sha256(canonical_json([KEY_SCHEME, text, encoding, compression, previous])).hexdigest()
 
 
 def text_digest(text: str) -> str | None:
@@ -134,7 +136,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 
 def encode_entry(entry: Entry) -> str:
     """The record stored for `entry` (ASCII text)."""
-    payload = _canonical({name: getattr(entry, name) for name in _FIELDS}).decode("ascii")
+    payload = canonical_json({name: getattr(entry, name) for name in _FIELDS}).decode("ascii")
     digest = hashlib.sha256(payload.encode("ascii")).hexdigest()
     return f"{RECORD_MAGIC} {digest}\n{payload}"
 

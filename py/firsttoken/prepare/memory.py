@@ -20,11 +20,11 @@ session.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..cache.entries import canonical_json
 from ..compress import RepeatState, Report
 from .lead import Lead
 
@@ -81,20 +81,14 @@ class ConversationMemory:
         self._counts = (encoding, counts)
 
 
-def _canonical(value: Any) -> bytes:
-    # ensure_ascii: one spelling per string (lone surrogates included); sort_keys: one
-    # per object. `repr` for what JSON cannot hold, which the protocol never sends.
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True, default=repr).encode("ascii")
-
-
 def prefix_digests(messages: Sequence[Mapping[str, Any]], k: int, context: Sequence[Any]) -> list[bytes]:
     """For p = k..n, at index p - k: a digest of `context` (what compressing depends on
     besides the messages: compressor version and level, tokenizer, whether it counted)
     and of messages[:p]. The leading k messages are in every digest since the repeats
     state they leave is the input of what follows them."""
-    h = hashlib.sha256(_canonical([list(context), list(messages[:k])]))
+    h = hashlib.sha256(canonical_json([list(context), list(messages[:k])]))
     digests = [h.digest()]
     for m in messages[k:]:
-        h.update(_canonical(m))
+        h.update(canonical_json(m))
         digests.append(h.digest())
     return digests
