@@ -168,13 +168,14 @@ async def prepare(
     else:
         cache = None
     k = leading_system_count(messages)
+    keys = cache_keys(messages[:k], encoding, level) if cache is not None or memory is not None else []
     digests: Sequence[bytes] = ()
     if memory is not None:
-        digests = prefix_digests(messages, k, (compression_id(level), encoding, counts is not None))
+        # The leading messages' cache keys stand for them.
+        digests = prefix_digests(messages[k:], (compression_id(level), encoding, counts is not None, keys))
 
     # 1. Compress. The leading system messages: what the cache holds of them, else the
     # memory's, else compressed now; then the rest, from the state they left.
-    keys = cache_keys(messages[:k], encoding, level) if cache is not None else []
     leads, sources = await cached(cache, keys, encoding, level, peek=live) if cache is not None else ([], set())
     hits = len(leads)
     for m, lead in zip(messages, leads):

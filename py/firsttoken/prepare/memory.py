@@ -81,14 +81,14 @@ class ConversationMemory:
         self._counts = (encoding, counts)
 
 
-def prefix_digests(messages: Sequence[Mapping[str, Any]], k: int, context: Sequence[Any]) -> list[bytes]:
-    """For p = k..n, at index p - k: a digest of `context` (what compressing depends on
-    besides the messages: compressor version and level, tokenizer, whether it counted)
-    and of messages[:p]. The leading k messages are in every digest since the repeats
-    state they leave is the input of what follows them."""
-    h = hashlib.sha256(canonical_json([list(context), list(messages[:k])]))
+def prefix_digests(rest: Sequence[Mapping[str, Any]], context: Any) -> list[bytes]:
+    """For p = 0..len(rest): a digest of `context` and rest[:p]. `context` is what
+    compressing `rest` depends on besides itself: the messages before it (the repeats
+    state they leave is its input), compressor version and level, tokenizer, and
+    whether it was counted."""
+    h = hashlib.sha256(canonical_json(context))
     digests = [h.digest()]
-    for m in messages[k:]:
+    for m in rest:
         h.update(canonical_json(m))
         digests.append(h.digest())
     return digests
