@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.core import Core
@@ -204,12 +204,13 @@ def test_live_count_reports_tokens_and_budget() -> None:
                        "budget": 128_000 - 4096, "exact": True, "dropped": []}]
 
 
-def live_count_and_send(messages: list[dict], settings: dict) -> tuple[dict, dict, list[dict]]:
+def live_count_and_send(messages: list[dict], settings: dict, cache: Any = None) -> tuple[dict, dict, list[dict]]:
     """The live count of `messages`, then sending them: (tokens.counted, chat.prepared, what was sent)."""
     t = FakeTime()
     transport = CannedTransport(Canned(200, SSE, OK_STREAM))
     events: list[dict] = []
-    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep)
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep,
+                cache=cache)
     asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c1", "messages": messages, "settings": settings})))
     asyncio.run(core.handle(json.dumps({**send(), "messages": messages, "settings": {**send()["settings"], **settings}})))
     counted = next(e for e in events if e["type"] == "tokens.counted")
@@ -224,9 +225,11 @@ def test_live_count_is_the_count_of_what_is_sent() -> None:
         history += [{"role": "user", "content": f"question {i} " + pretty}, {"role": "assistant", "content": f"answer {i} " + "word " * 40}]
     history.append({"role": "user", "content": "the newest question, the draft"})
     from firsttoken import tokens
-    for settings in ({"model": "gpt-4o"}, {"model": "gpt-4o", "compress": "off"},
-                     {"model": "gpt-4o", "context_window": 900, "max_tokens": 100}):
-        counted, prepared, sent = live_count_and_send(history, settings)
+    from firsttoken.cache import Cache, MemoryStore
+    for settings, cache in (({"model": "gpt-4o"}, None), ({"model": "gpt-4o"}, Cache(MemoryStore())),
+                            ({"model": "gpt-4o", "compress": "off"}, Cache(MemoryStore())),
+                            ({"model": "gpt-4o", "context_window": 900, "max_tokens": 100}, None)):
+        counted, prepared, sent = live_count_and_send(history, settings, cache)
         assert counted["tokens"] == prepared["prompt_tokens"] == tokens.count_chat(sent, "gpt-4o")
         assert counted["budget"] == prepared["budget"] and counted["exact"] == prepared["exact"]
         assert counted["dropped"] == prepared["dropped"]
