@@ -33,7 +33,8 @@ Guarantees (tested with Hypothesis and on a corpus, see tests/unit/test_compress
   platform reaches the output. Line endings are kept (CRLF stays CRLF). The one
   outside input is the Python grammar: a block that only a newer Python parses is
   compressed there and left as it is on an older one; `COMPRESSION_VERSION` therefore
-  names the interpreter, and changes whenever any output could;
+  names the interpreter, and changes whenever any output could (the golden test,
+  tests/unit/test_compress_golden.py, fails when corpus output changes under it);
 * safe: Python blocks give the same `ast.dump`; JSON gives the same `json.loads`
   (with duplicate keys and number literals); outside code the sequence of words is
   unchanged except for dropped repeats; string literals are byte-identical. What
@@ -59,7 +60,8 @@ A state belongs to one `COMPRESSION_VERSION` and one set of passes, and holds at
 about 22 characters of JSON each. Past that bound it is *unknown*
 (`state.known` is false, `to_json` keeps only that): `compress_messages` refuses an
 unknown or foreign `prior` with `LocalProtocolError`, and the caller compresses from
-the first message instead. Exactness never depends on the bound.
+the first message instead. Exactness never depends on the bound, and compressing in
+one call uses the same digests, so both ways agree even on a digest collision.
 
 Messages (OpenAI chat format): only text is touched, meaning string `content` or the
 `text` of `{"type": "text"}` parts. Roles, names, `tool_calls`, `tool_call_id` and
