@@ -7,11 +7,17 @@ and times the compressor alone. Human-readable lines come first; the last line i
 JSON object:
 
   {"docs", "tokens_before", "tokens_after", "saved_pct_median",
-   "saved_pct_by_category", "violations", "cpython_mb_s"}
+   "saved_pct_by_category", "repeats_saved_tokens", "violations",
+   "violations_by_level", "cpython_mb_s"}
 
 for the default level ("balanced"). `saved_pct_median` is the median per-prompt saving
 over the code- and JSON-bearing prompts; `saved_pct_by_category` holds per-category
-medians; `violations` counts prompts that break an invariant at any level.
+medians; `repeats_saved_tokens` is what the repeats pass alone saved over the corpus
+(output with it against output without it); `violations` counts prompts that break an
+invariant at any level, `violations_by_level` the same per level. The invariants
+include structure: no tag or fence left unbalanced, no element or section left with
+less under its tags or heading (tests/corpus/compress/example-pair-* are the cases
+that broke before).
 The peer in the same run is level "safe" (whitespace, JSON and tables only: what a
 generic whitespace/JSON minifier achieves) and "max".
 """
@@ -93,6 +99,8 @@ def main() -> None:
     results: dict[str, dict[str, list[float]]] = {lv: {} for lv in LEVELS}
     totals = {lv: [0, 0] for lv in LEVELS}
     violations = 0
+    by_level = {lv: 0 for lv in LEVELS}
+    repeats_saved = 0
     for name, category, payload in docs:
         before = _tokens(count, payload)
         bad: list[str] = []
@@ -104,7 +112,12 @@ def main() -> None:
             totals[lv][0] += before
             totals[lv][1] += after
             row.append(f"{pct:5.1f}")
-            bad += (check_text(payload, lv) if isinstance(payload, str) else check_messages(payload, compress_messages, lv))
+            found = check_text(payload, lv) if isinstance(payload, str) else check_messages(payload, compress_messages, lv)
+            by_level[lv] += bool(found)
+            bad += found
+            if lv == "balanced" and not isinstance(payload, str):
+                flat = compress_messages(payload, level=lv, passes={"repeats": False}).messages
+                repeats_saved += _tokens(count, flat) - after
         if bad:
             violations += 1
         print(f"{name:40s} {before:6d} tok  safe/balanced/max %: {' '.join(row)}" + (f"  VIOLATION {sorted(set(bad))}" if bad else ""))
@@ -138,7 +151,9 @@ def main() -> None:
                 "tokens_after": totals["balanced"][1],
                 "saved_pct_median": headline("balanced"),
                 "saved_pct_by_category": medians("balanced"),
+                "repeats_saved_tokens": repeats_saved,
                 "violations": violations,
+                "violations_by_level": by_level,
                 "cpython_mb_s": round(mb_s, 2),
             }
         )

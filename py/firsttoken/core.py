@@ -14,13 +14,12 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from . import __version__
-from .cache.prepare import leading_system_count, prepare_with_cache
+from .prepare import ConversationMemory, Prepared, prepare
 from .cache.refs import GatewayRefs, RefPlan, is_unknown_ref
 from .cache import Cache, Entry
 from .stream.client import AbortSignal, ChatSettings, HTTPRequest, Timings, Transport, build_request, stream_chat
-from .errors import FirstTokenError, HTTPStatusError, InvalidMessage, TransportError
+from .errors import ContextBudgetExceeded, FirstTokenError, HTTPStatusError, InvalidMessage, TransportError
 from .protocol import PROTOCOL_VERSION, encode, parse_message
-from .compress import compress_messages
 from .ratelimit import Governor
 from . import tokens
 
@@ -47,6 +46,8 @@ class Core:
         # gateway may be sent our client id before it has answered once.
         self.cache = cache
         self.refs = GatewayRefs(page_origin)
+        # The conversation's compression, kept between live counts and sends (firsttoken.prepare).
+        self.memory = ConversationMemory()
         self._notices: list[dict[str, Any]] = []
         if cache is not None and cache.on_notice is None:
             cache.on_notice = self._notices.append
@@ -117,57 +118,21 @@ class Core:
     async def _prepare(
         self, messages: list[dict[str, Any]], settings: ChatSettings
     ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
-        """Compress, count and fit the conversation before it leaves the device.
-        Also returns the cache entries of its leading system messages (for references)."""
-        started = self.clock()
-        messages, prepared, lead = await self._prepare_messages(messages, settings)
-        prepared["prepare_ms"] = round(self.clock() - started, 3)
-        return messages, prepared, lead
+        """Compress, count and fit the conversation before it leaves the device
+        (`firsttoken.prepare`). Also returns the cache entries of its leading system
+        messages (for references)."""
+        done = await self._prepared(messages, settings)
+        return done.messages, done.fields, done.lead
 
-    async def _prepare_messages(
-        self, messages: list[dict[str, Any]], settings: ChatSettings
-    ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
+    async def _prepared(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
         counter = await self._counter(settings.model)
         budget, window_known = budget_for(settings)
-        if self.cache is not None and counter is not None and leading_system_count(messages):
-            # The leading system messages from the cache: the same result, less work.
-            done = await prepare_with_cache(
-                messages, model=settings.model, level=settings.compress, budget=budget,
-                counter=counter, cache=self.cache, now=lambda: self.clock() / 1000.0,
-            )
-            return done.messages, {
-                "budget": budget,
-                "window_known": window_known,
-                **done.fields,
-            }, done.lead
-        report: dict[str, Any] | None = None
-        per_message: list[int | None] = []
-        if settings.compress != "off":
-            compressed = compress_messages(messages, level=settings.compress, count=counter)
-            messages = compressed.messages
-            report = compressed.report.to_dict()
-            per_message = [r.saved_tokens if counter else r.saved_chars for r in compressed.reports]
-        prepared: dict[str, Any] = {
-            "compression": report,
-            "saved": per_message,
-            "saved_unit": "tokens" if counter else "chars",
-            "budget": budget,
-            "window_known": window_known,
-            "prompt_tokens": None,
-            "exact": False,
-            "dropped": [],
-            "truncated": [],
-        }
-        if counter is None:
-            return messages, prepared, []
-        fit = tokens.fit_messages(messages, budget, settings.model, reserve_for_reply=0)
-        prepared.update(
-            prompt_tokens=fit.total,
-            exact=fit.exact,
-            dropped=list(fit.dropped),
-            truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated],
+        done = await prepare(
+            messages, settings, budget=budget, counter=counter, clock=self.clock,
+            cache=self.cache, memory=self.memory, live=live,
         )
-        return fit.messages, prepared, []
+        done.fields.update(budget=budget, window_known=window_known)
+        return done
 
     def _calibrate(self, model: str, prepared: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
         """Record estimate vs the server's count, and report both (and the next adjustment)."""
@@ -182,16 +147,30 @@ class Core:
         }
 
     async def _count(self, msg: dict[str, Any]) -> None:
-        """Live count for the composer: the conversation plus the draft, and the budget."""
+        """Live count for the composer: the conversation plus the draft as it would be
+        sent (compressed and fitted: the `prompt_tokens` a send would report), the
+        count as written beside it, and the budget."""
         settings = ChatSettings.from_dict(msg["settings"])
-        counter = await self._counter(settings.model)
         budget, _ = budget_for(settings)
-        if counter is None:
-            count, exact = estimate_tokens(msg["messages"], settings.model), False
+        fields: dict[str, Any] = {"dropped": []}
+        try:
+            done = await self._prepared(msg["messages"], settings, live=True)
+        except ContextBudgetExceeded as exc:
+            # Even fitted it does not fit: the least it needs, which is over the budget.
+            count, exact, uncompressed = exc.required, False, None
+        except FirstTokenError as exc:  # e.g. an unknown compression level
+            self.post(encode("error", msg.get("id"), error=exc.to_dict()))
+            return
         else:
-            count, exact = tokens.count_chat(msg["messages"], settings.model), True
-            count = self.calibration.adjust(settings.model, count)
-        self.post(encode("tokens.counted", msg.get("id"), tokens=count, budget=budget, exact=exact))
+            count, exact, uncompressed = done.fields["prompt_tokens"], done.fields["exact"], done.uncompressed
+            fields["dropped"] = done.fields["dropped"]
+            if count is None:  # no encoder yet
+                count, uncompressed = estimate_tokens(done.messages, settings.model), estimate_tokens(msg["messages"], settings.model)
+        self.post(encode(
+            "tokens.counted", msg.get("id"), tokens=count, budget=budget, exact=exact,
+            uncompressed=uncompressed if uncompressed is not None else count,
+            calibrated=self.calibration.adjust(settings.model, count), **fields,
+        ))
 
     async def _request(
         self, messages: list[dict[str, Any]], settings: ChatSettings, lead: list[Entry], *, full: bool = False

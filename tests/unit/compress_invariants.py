@@ -7,11 +7,18 @@ byte-identical and, with comments blanked out and backslash-newline splices join
 their code must hold the same words, so that whitespace changes (indentation,
 alignment, blank lines) may never glue or split a token. YAML must instead keep the
 indentation of every content line. A mistake in our own lexers cannot vouch for itself.
+
+Structure (`structure_problems`) is judged the same way, apart from the compressor's
+own tag and fence reading: a text whose XML-ish tags nest must still nest after
+compression, no fence may be left without its closing line, and every element that
+survives must hold what it held (a repeat dropped from inside an element, leaving the
+element's tags around less content, is how meaning broke on real prompts).
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import json
 import re
@@ -162,12 +169,125 @@ def _subsequence(small: list[str], big: list[str]) -> bool:
     return all(any(w == b for b in it) for w in small)
 
 
+def _unclosed_fences(text: str) -> int:
+    """1 if some top-level fence opener has no closing line, else 0."""
+    pos = 0
+    while True:
+        m = _FENCE.search(text, pos)
+        if m is None:
+            return 0
+        char, n = m.group(2)[0], len(m.group(2))
+        if char == "`" and "`" in m.group(3):
+            pos = m.end()
+            continue
+        close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*\r?$" % n, re.M).search(text, m.end())
+        if close is None:
+            return 1
+        pos = close.end()
+
+
+_TAG_ANY = re.compile(r"<(/?)([A-Za-z][\w.:-]*)([^<>]*)>")
+
+
+def _masked(text: str) -> str:
+    """`text` with each closed top-level fence replaced by one word naming its body, so
+    that tags in code are not read as markup and an element's content includes its code."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        m = _FENCE.search(text, pos)
+        if m is None:
+            break
+        char, n = m.group(2)[0], len(m.group(2))
+        if char == "`" and "`" in m.group(3):
+            out.append(text[pos : m.end()])
+            pos = m.end()
+            continue
+        close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*\r?$" % n, re.M).search(text, m.end())
+        if close is None:
+            break
+        body = " ".join(text[m.end() : close.start()].split())
+        out.append(text[pos : m.start()] + f"\nFENCE{hashlib.sha256(body.encode()).hexdigest()[:12]}\n")
+        pos = close.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def elements(text: str) -> tuple[bool, list[tuple[str, str]]]:
+    """(do the tags nest?, [(opening tag, inner words)] for every matched pair)."""
+    masked = _masked(text)
+    stack: list[tuple[str, str, int]] = []
+    pairs: list[tuple[str, str]] = []
+    nested = True
+    for m in _TAG_ANY.finditer(masked):
+        if m.group(3).rstrip().endswith("/"):
+            continue
+        name = m.group(2).lower()
+        if not m.group(1):
+            stack.append((name, " ".join(m.group(0).split()), m.end()))
+        elif stack and stack[-1][0] == name:
+            _, opener, start = stack.pop()
+            pairs.append((opener, " ".join(masked[start : m.start()].split())))
+        else:
+            nested = False
+    return nested and not stack, sorted(pairs)
+
+
+_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+[^\n]*)?$", re.M)
+
+
+def sections(text: str) -> list[tuple[str, str]]:
+    """[(heading, words up to the next heading)] for every ATX heading outside code."""
+    masked = _masked(text)
+    heads = list(_ATX.finditer(masked))
+    out = []
+    for k, m in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(masked)
+        out.append((" ".join(m.group(0).split()), "".join(masked[m.end() : end].split())))
+    return sorted(out)
+
+
+def _missing(small: list[tuple[str, str]], big: list[tuple[str, str]]) -> tuple[str, str] | None:
+    remaining = list(big)
+    for pair in small:
+        if pair not in remaining:
+            return pair
+        remaining.remove(pair)
+    return None
+
+
+def structure_problems(before: str, after: str, flat: str) -> list[str]:
+    """Tags and fences broken by compressing `before` into `after`, where `flat` is
+    `before` compressed without the repeats pass (see the module docstring)."""
+    problems: list[str] = []
+    if _unclosed_fences(after) > _unclosed_fences(before):
+        problems.append("a fence lost its closing line")
+    nested_before = elements(before)[0]
+    pairs_before = elements(flat)[1]
+    nested_after, pairs_after = elements(after)
+    if nested_before and not nested_after:
+        problems.append("tags no longer balance")
+    # Compression may change whitespace inside an element, not which words it holds;
+    # compare words without spaces so that whitespace passes do not count.
+    squash = lambda pairs: sorted((o, "".join(w.split())) for o, w in pairs)  # noqa: E731
+    if nested_before:
+        pair = _missing(squash(pairs_after), squash(pairs_before))
+        if pair is not None:
+            problems.append(f"element {pair[0]} changed its content")
+    # The same for markdown sections: a heading that stays keeps what is under it.
+    head = _missing(sections(after), sections(flat))
+    if head is not None:
+        problems.append(f"section {head[0]!r} changed its content")
+    return problems
+
+
 def check_text(text: str, level: str = "balanced") -> list[str]:
     """Every invariant violated by compressing `text` at `level` (empty if none)."""
     problems: list[str] = []
     out = compress_text(text, level=level).text
     if compress_text(out, level=level).text != out:
         problems.append("not idempotent")
+    problems += structure_problems(text, out, compress_text(text, level=level, passes={"repeats": False}).text)
     # Structural checks without repeats, so that blocks line up one to one.
     flat = compress_text(text, level=level, passes={"repeats": False}).text
     stripped = text.strip(" \t\r\n")
@@ -235,15 +355,20 @@ def _check_block(lang: str, a: str, b: str, level: str) -> list[str]:
 
 
 def check_messages(messages: list[dict[str, Any]], compress: Callable[..., Any], level: str = "balanced") -> list[str]:
-    """Idempotence and per-text invariants for a conversation."""
+    """Idempotence, per-text invariants and, for each message as compressed in the
+    conversation (repeats across messages included), the structure checks."""
     problems: list[str] = []
     out = compress(messages, level=level).messages
     if compress(out, level=level).messages != out:
         problems.append("messages not idempotent")
-    for m in messages:
+    for m, o in zip(messages, out):
         if isinstance(m.get("content"), str):
             problems += check_text(m["content"], level)
+            flat = compress([m], level=level, passes={"repeats": False}).messages[0]["content"]
+            problems += structure_problems(m["content"], o["content"], flat)
+            if not _subsequence(_words(o["content"]), _words(flat)):
+                problems.append("repeats pass added or reordered words")
     return problems
 
 
-__all__ = ["check_text", "check_messages", "fences", "ClassNotFound"]
+__all__ = ["check_text", "check_messages", "structure_problems", "elements", "fences", "ClassNotFound"]

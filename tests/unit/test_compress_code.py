@@ -26,7 +26,7 @@ def run(lang: str, body: str, level: str = "balanced") -> str:
 
 def test_python_comments_blank_lines_trailing_space_go_strings_stay() -> None:
     body = 'import os  # the os module\n\n\ndef f(x):   \n    s = "# not a comment"  # real\n    return s\n'
-    assert run("python", body) == 'import os\ndef f(x):\n    s = "# not a comment"\n    return s\n'
+    assert run("python", body) == 'import os\ndef f(x):\n s = "# not a comment"\n return s\n'
 
 
 def test_python_multiline_string_keeps_blank_lines_and_trailing_spaces() -> None:
@@ -36,13 +36,13 @@ def test_python_multiline_string_keeps_blank_lines_and_trailing_spaces() -> None
 
 def test_python_docstrings_kept_at_balanced_removed_at_max() -> None:
     body = 'def f():\n    """Doc."""\n    return 1\n\n\nclass C:\n    """Only a docstring."""\n'
-    assert run("python", body) == 'def f():\n    """Doc."""\n    return 1\nclass C:\n    """Only a docstring."""\n'
+    assert run("python", body) == 'def f():\n """Doc."""\n return 1\nclass C:\n """Only a docstring."""\n'
     # At max the docstring goes where a statement remains, never where it is alone.
-    assert run("python", body, "max") == 'def f():\n    return 1\nclass C:\n    """Only a docstring."""\n'
+    assert run("python", body, "max") == 'def f():\n return 1\nclass C:\n """Only a docstring."""\n'
 
 
 def test_python_docstring_followed_by_string_statement_stays_for_idempotence() -> None:
-    body = 'def f():\n    """Doc."""\n    "not a docstring yet"\n    return 1\n'
+    body = 'def f():\n """Doc."""\n "not a docstring yet"\n return 1\n'
     assert run("python", body, "max") == body
 
 
@@ -262,9 +262,18 @@ def test_indentation_goes_where_the_language_ignores_it(lang: str, body: str, ex
     assert run(lang, expected) == expected
 
 
-def test_indentation_stays_in_python_and_yaml() -> None:
+def test_python_indentation_becomes_one_space_per_level() -> None:
     py = "def f():\n    if x:\n        return 1\n"
-    assert run("python", py) == py
+    assert run("python", py) == "def f():\n if x:\n  return 1\n"
+    # Continuation lines move with their statement; string interiors never move.
+    py = 'def f():\n    x = g(a,\n          b)\n    s = """\n    kept\n    """\n    y = 1 + \\\n        2\n'
+    assert run("python", py) == 'def f():\n x = g(a,\n       b)\n s = """\n    kept\n    """\n y = 1 + \\\n     2\n'
+    # Tabs: the statement line is rewritten, its continuations keep their bytes.
+    py = "if x:\n\ty = (1,\n\t     2)\n"
+    assert run("python", py) == "if x:\n y = (1,\n\t     2)\n"
+
+
+def test_indentation_stays_in_yaml() -> None:
     yaml = "a:\n  b:\n    - c\n"
     assert run("yaml", yaml) == yaml
 

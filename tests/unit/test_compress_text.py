@@ -21,11 +21,11 @@ from firsttoken.errors import LocalProtocolError
 def test_public_surface() -> None:
     assert sorted(compress.__all__) == sorted(
         ["COMPRESSION_VERSION", "LEVELS", "PASSES", "PassSaving", "Report", "Compressed",
-         "CompressedMessages", "compress_text", "compress_messages", "compact_json"]
+         "CompressedMessages", "RepeatState", "compress_text", "compress_messages", "compact_json"]
     )
     for name in compress.__all__:
         assert hasattr(compress, name)
-    assert COMPRESSION_VERSION.startswith("2+py3.")
+    assert COMPRESSION_VERSION.startswith("3+py3.")
     assert PASSES == ("json", "code", "docs", "tables", "whitespace", "repeats")
     assert LEVELS["safe"] < LEVELS["balanced"] < LEVELS["max"]
 
@@ -121,9 +121,12 @@ def test_short_repeats_and_whole_repeated_messages_stay() -> None:
     assert compress_messages(msgs).messages[1]["content"] == TEMPLATE
 
 
-def test_repeat_within_one_text() -> None:
+def test_a_repeat_within_one_text_stays() -> None:
+    # Repeats count across messages only: inside one text a second copy is deliberate.
     para = "Always answer in English and cite the section of the policy you rely on."
-    assert compress_text(f"{para}\n\nQuestion one?\n\n{para}").text == f"{para}\n\nQuestion one?"
+    text = f"{para}\n\nQuestion one?\n\n{para}"
+    assert compress_text(text).text == text
+    assert compress_messages([{"role": "user", "content": text}]).messages[0]["content"] == text
 
 
 def test_repeat_adjacent_to_a_paragraph_is_not_dropped() -> None:
@@ -177,3 +180,79 @@ def test_passes_switch_on_and_off() -> None:
 def test_bad_options_raise_local_protocol_error(kwargs: dict) -> None:
     with pytest.raises(LocalProtocolError):
         compress_text("x", **kwargs)
+
+
+def test_report_counts_each_text_at_most_twice() -> None:
+    text = "```python\nx = 1  # c\n```\n\n\n\n| a   |\n|-----|\n\n{\n  \"a\": 1\n}\n"
+    counted: list[str] = []
+
+    def count(s: str) -> int:
+        counted.append(s)
+        return len(s.split())
+
+    r = compress_text(text, count=count).report
+    assert counted == [text, compress_text(text).text]
+    assert r.saved_tokens == sum(p.tokens for p in r.passes if p.tokens is not None)
+    # The shares follow the characters: a pass that saved none gets no tokens.
+    assert all(p.tokens == 0 for p in r.passes if p.chars == 0)
+    counted.clear()
+    exact = compress_text(text, count=count, count_passes=True).report
+    assert len(counted) > 2 and exact.tokens_before == r.tokens_before and exact.tokens_after == r.tokens_after
+    msgs = [{"role": "user", "content": text}, {"role": "user", "content": "plain"}]
+    counted.clear()
+    out = compress_messages(msgs, count=count)
+    assert counted == [text, out.messages[0]["content"], "plain"]
+
+
+def test_token_shares_add_up() -> None:
+    from firsttoken.compress.report import _shares
+
+    assert _shares(10, [1, 1, 1]) == [4, 3, 3]
+    assert _shares(-5, [3, 0, 1]) == [-4, 0, -1]
+    assert _shares(3, [0, 0]) == [0, 3]
+    assert _shares(0, [5, 5]) == [0, 0]
+    assert _shares(7, [-2, 4]) == [0, 7]
+
+
+# ---- structure-safe repeats (issue 17) -----------------------------------------------
+
+CODE = "```python\ndef total(prices):\n    return sum(p for p in prices if p is not None)\n```"
+PAIR = (
+    f'<example type="bad">\nA comment that names nothing:\n"Fix it."\n{CODE}\n</example>\n\n'
+    f'<example type="good">\nA comment that names the problem and the fix:\n"Skip None explicitly."\n\n{CODE}\n</example>\n\n'
+    "Reply with the review comments only."
+)
+
+
+def test_an_example_pair_keeps_both_code_blocks_and_its_tags() -> None:
+    for msgs in ([{"role": "system", "content": PAIR}],
+                 [{"role": "system", "content": PAIR}, {"role": "user", "content": PAIR + "\n\nNext file."}]):
+        first = compress_messages(msgs).messages[0]["content"]
+        assert first.count("```python") == 2 and first.count("</example>") == 2
+
+
+def test_a_quoted_block_in_another_context_stays() -> None:
+    system = "## Bad example\n\n" + CODE + "\n\n## Good example\n\nUse a generator and say why."
+    for user in (CODE + "\n\nIs my code fine?",  # no heading above it: another context
+                 "<mine>\n\n" + CODE + "\n\n</mine>\n\nIs my code fine?",  # inside a tag
+                 "Like this?\n\n" + CODE + "\n\nThat is what I mean."):  # a quote, not at an edge
+        out = compress_messages([{"role": "system", "content": system}, {"role": "user", "content": user}])
+        assert out.messages[1]["content"] == compress_text(user).text  # every pass but repeats
+
+
+def test_a_pasted_template_goes_with_its_whole_elements() -> None:
+    system = "<rules>\nAnswer in English and cite the section of the policy you rely on.\n</rules>"
+    out = compress_messages([{"role": "system", "content": system},
+                             {"role": "user", "content": system + "\n\nMay I carry over vacation days?"}])
+    assert out.messages[1]["content"] == "May I carry over vacation days?"
+    # Half an element never goes: here only its closing part repeats.
+    user = "<rules>\nAlso: be brief.\n\n" + system.split("\n", 1)[1] + "\n\nMay I carry over vacation days?"
+    out = compress_messages([{"role": "system", "content": system}, {"role": "user", "content": user}])
+    assert out.messages[1]["content"] == user
+
+
+def test_tags_in_inline_code_are_not_markup() -> None:
+    system = "Close every tag you open, as in `</example>`, and cite the policy section you rely on."
+    out = compress_messages([{"role": "system", "content": system},
+                             {"role": "user", "content": system + "\n\nMay I carry over vacation days?"}])
+    assert out.messages[1]["content"] == "May I carry over vacation days?"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.core import Core
@@ -199,8 +199,57 @@ def test_live_count_reports_tokens_and_budget() -> None:
     asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c1", "messages": messages,
                                         "settings": {"model": "gpt-4o"}})))
     from firsttoken import tokens
-    assert events == [{"v": 1, "type": "tokens.counted", "id": "c1", "tokens": tokens.count_chat(messages, "gpt-4o"),
-                       "budget": 128_000 - 4096, "exact": True}]
+    n = tokens.count_chat(messages, "gpt-4o")
+    assert events == [{"v": 1, "type": "tokens.counted", "id": "c1", "tokens": n, "uncompressed": n, "calibrated": n,
+                       "budget": 128_000 - 4096, "exact": True, "dropped": []}]
+
+
+def live_count_and_send(messages: list[dict], settings: dict, cache: Any = None) -> tuple[dict, dict, list[dict]]:
+    """The live count of `messages`, then sending them: (tokens.counted, chat.prepared, what was sent)."""
+    t = FakeTime()
+    transport = CannedTransport(Canned(200, SSE, OK_STREAM))
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep,
+                cache=cache)
+    asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c1", "messages": messages, "settings": settings})))
+    asyncio.run(core.handle(json.dumps({**send(), "messages": messages, "settings": {**send()["settings"], **settings}})))
+    counted = next(e for e in events if e["type"] == "tokens.counted")
+    prepared = next(e for e in events if e["type"] == "chat.prepared")
+    return counted, prepared, json.loads(transport.sent[0].body)["messages"]
+
+
+def test_live_count_is_the_count_of_what_is_sent() -> None:
+    pretty = "Please fix:\n\n```json\n{\n    \"a\": 1,\n    \"b\": [\n        2,\n        3\n    ]\n}\n```\n"
+    history: list[dict] = [{"role": "system", "content": "Be brief."}]
+    for i in range(12):
+        history += [{"role": "user", "content": f"question {i} " + pretty}, {"role": "assistant", "content": f"answer {i} " + "word " * 40}]
+    history.append({"role": "user", "content": "the newest question, the draft"})
+    from firsttoken import tokens
+    from firsttoken.cache import Cache, MemoryStore
+    for settings, cache in (({"model": "gpt-4o"}, None), ({"model": "gpt-4o"}, Cache(MemoryStore())),
+                            ({"model": "gpt-4o", "compress": "off"}, Cache(MemoryStore())),
+                            ({"model": "gpt-4o", "context_window": 900, "max_tokens": 100}, None)):
+        counted, prepared, sent = live_count_and_send(history, settings, cache)
+        assert counted["tokens"] == prepared["prompt_tokens"] == tokens.count_chat(sent, "gpt-4o")
+        assert counted["budget"] == prepared["budget"] and counted["exact"] == prepared["exact"]
+        assert counted["dropped"] == prepared["dropped"]
+        assert counted["uncompressed"] == tokens.count_chat(history, "gpt-4o")
+        if settings.get("compress") == "off" and "context_window" not in settings:
+            assert counted["tokens"] == counted["uncompressed"]
+        else:
+            assert counted["tokens"] < counted["uncompressed"]
+        if "context_window" in settings:
+            assert counted["dropped"] and counted["tokens"] <= counted["budget"] == 800
+
+
+def test_live_count_over_the_budget_says_so() -> None:
+    t = FakeTime()
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=CannedTransport(), clock=t.clock, sleep=t.sleep)
+    messages = [{"role": "system", "content": "rule " * 400}, {"role": "user", "content": "hello"}]
+    asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c1", "messages": messages,
+                                        "settings": {"model": "gpt-4o", "context_window": 300, "max_tokens": 100}})))
+    assert events[0]["type"] == "tokens.counted" and events[0]["tokens"] > events[0]["budget"] == 200
 
 
 def test_text_in_the_same_chunk_as_an_error_is_still_delivered() -> None:

@@ -1,9 +1,11 @@
 """firsttoken.cache: prepared system messages, kept once by content hash.
 
 A long system prompt goes out with every request. Compressing and counting it each
-time costs the phone CPU, and uploading it costs the uplink. The core therefore keeps
-each prepared system message (its compressed text, exact token count and compression
-report) here, and, with the firsttoken gateway, sends a reference instead of the text
+time costs the phone CPU, and uploading it costs the uplink. The one preparation
+pipeline (`firsttoken.prepare`, which also says why a hit gives exactly what a miss
+gives) therefore keeps each prepared system message here (its compressed text, exact
+token count, compression report and the repeats state after it), and, with the
+firsttoken gateway, the core sends a reference instead of the text
 (`firsttoken.cache.refs`, bridge/PROTOCOL.md "Cache references").
 
 Layers
@@ -235,6 +237,12 @@ class Cache:
         self.stats["hits"] += 1
         self.spawn(self._call("touch", Meta(key, size, self.clock(), entry.created_at)))
         return entry
+
+    def peek(self, key: str) -> Entry | None:
+        """The entry under `key` if the memory tier holds it, else None: no storage I/O
+        and no mark of use (for the live count, which runs on every pause in typing)."""
+        hot = self._hot.get(key)
+        return hot[0] if hot is not None else None
 
     def _remember(self, entry: Entry, size: int) -> None:
         self._hot[entry.key] = (entry, size)

@@ -26,11 +26,12 @@ __all__ = [
     "encode_entry",
     "decode_entry",
     "plan_eviction",
+    "canonical_json",
 ]
 
 #: Part of every key: a new entry format or key rule gets a new scheme, so old
 #: records simply stop matching (and age out) instead of being misread.
-KEY_SCHEME = "firsttoken.cache/1"
+KEY_SCHEME = "firsttoken.cache/2"  # 2: entries carry the repeats state after them
 RECORD_MAGIC = "ft1"
 
 
@@ -69,7 +70,8 @@ class CacheVersionConflict(CacheError):
 # ---- keys and entries ----------------------------------------------------------------
 
 
-def _canonical(value: Any) -> bytes:
+def canonical_json(value: Any) -> bytes:
+    """`value` as JSON with exactly one spelling (the bytes that keys and digests hash)."""
     # ensure_ascii: one spelling per string (lone surrogates included), bytes are ASCII.
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True).encode("ascii")
 
@@ -77,7 +79,7 @@ def _canonical(value: Any) -> bytes:
 def cache_key(text: str, encoding: str, compression: str, previous: str = "") -> str:
     """The key of a system message: SHA-256 (hex) over (scheme, text, encoding,
     compression version and level, key of the system message before it or "")."""
-    return hashlib.sha256(_canonical([KEY_SCHEME, text, encoding, compression, previous])).hexdigest()
+    return hashlib.sha256(canonical_json([KEY_SCHEME, text, encoding, compression, previous])).hexdigest()
 
 
 def text_digest(text: str) -> str | None:
@@ -97,7 +99,10 @@ class Entry:
     `text` is what is sent (compressed), `tokens` its exact count in `encoding`,
     `report` its compression report (`firsttoken.compress.Report.to_dict()` fields),
     `text_sha256` the SHA-256 of `text` (the gateway reference), `created_at` seconds
-    since the epoch.
+    since the epoch. `state` is what the repeats pass had seen after this message
+    (`firsttoken.compress.RepeatState.to_json()`), so the messages after it can be
+    compressed exactly as if this one had been compressed with them; None when
+    compression is off.
     """
 
     key: str
@@ -108,6 +113,7 @@ class Entry:
     report: dict[str, Any]
     text_sha256: str | None
     created_at: float
+    state: str | None = None
 
     @property
     def ref(self) -> str | None:
@@ -124,12 +130,13 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "report": dict,
     "text_sha256": (str, type(None)),
     "created_at": (int, float),
+    "state": (str, type(None)),
 }
 
 
 def encode_entry(entry: Entry) -> str:
     """The record stored for `entry` (ASCII text)."""
-    payload = _canonical({name: getattr(entry, name) for name in _FIELDS}).decode("ascii")
+    payload = canonical_json({name: getattr(entry, name) for name in _FIELDS}).decode("ascii")
     digest = hashlib.sha256(payload.encode("ascii")).hexdigest()
     return f"{RECORD_MAGIC} {digest}\n{payload}"
 

@@ -1,4 +1,12 @@
-"""The compression report: characters (and tokens, given a counter) saved per pass."""
+"""The compression report: characters (and tokens, given a counter) saved per pass.
+
+Counting is what the report costs, so a text is counted at most twice: before and
+after compression. What each pass saved in tokens is then the total saving shared out
+in proportion to the characters each pass saved (largest remainders, so the shares add
+up exactly); `count_passes` instead counts the text after every pass, which is exact
+per pass and costs up to six counts a text (for benchmarks and tuning, not the page).
+Characters are always exact per pass.
+"""
 
 from __future__ import annotations
 
@@ -65,33 +73,65 @@ def _len(snap: str | int) -> int:
     return snap if isinstance(snap, int) else len(snap)
 
 
+def _shares(total: int, weights: Sequence[int]) -> list[int]:
+    """`total` split in proportion to `weights` (largest remainders, first wins ties)."""
+    if not weights:
+        return []
+    w = [max(0, x) for x in weights]
+    whole = sum(w)
+    if whole == 0:
+        # Tokens moved without characters moving: give them to the last pass.
+        return [0] * (len(w) - 1) + [total]
+    sign, left = (1, total) if total >= 0 else (-1, -total)
+    exact = [left * x / whole for x in w]
+    out = [int(e) for e in exact]
+    order = sorted(range(len(w)), key=lambda k: (-(exact[k] - out[k]), k))
+    for k in order[: left - sum(out)]:
+        out[k] += 1
+    return [sign * x for x in out]
+
+
 def make_report(
     level: str,
     snapshots: Sequence[tuple[str, str | int]],
     count: Callable[[str], int] | None,
     untouched: Sequence[str],
+    ends: tuple[str, str] | None = None,
 ) -> Report:
-    """The report of one text from its snapshots: (pass, text or length after it)."""
+    """The report of one text from its snapshots: (pass, text or length after it).
+
+    With `count` and texts as snapshots, every pass is counted exactly. With `count`,
+    lengths as snapshots and `ends` (the text before and after), only the two ends are
+    counted and the token saving is shared out by characters (see the module
+    docstring).
+    """
     savings = []
-    counts: list[int] = []
-    if count is not None:
+    chars = [_len(snapshots[i - 1][1]) - _len(snapshots[i][1]) for i in range(1, len(snapshots))]
+    names = [snapshots[i][0] for i in range(1, len(snapshots))]
+    tokens: list[int | None] = [None] * len(names)
+    before = after = None
+    if count is not None and ends is not None:
+        before = count(ends[0])
+        after = before if ends[1] == ends[0] else count(ends[1])
+        tokens = list(_shares(before - after, chars))
+    elif count is not None:
+        counts: list[int] = []
         prev_text: str | int | None = None
         for _, text in snapshots:
             assert isinstance(text, str)
             counts.append(counts[-1] if text == prev_text else count(text))
             prev_text = text
-    for i in range(1, len(snapshots)):
-        name = snapshots[i][0]
-        chars = _len(snapshots[i - 1][1]) - _len(snapshots[i][1])
-        tokens = counts[i - 1] - counts[i] if counts else None
-        savings.append(PassSaving(name, chars, tokens))
+        before, after = counts[0], counts[-1]
+        tokens = [counts[i - 1] - counts[i] for i in range(1, len(counts))]
+    for name, c, t in zip(names, chars, tokens):
+        savings.append(PassSaving(name, c, t))
     return Report(
         level=level,
         passes=tuple(savings),
         chars_before=_len(snapshots[0][1]),
         chars_after=_len(snapshots[-1][1]),
-        tokens_before=counts[0] if counts else None,
-        tokens_after=counts[-1] if counts else None,
+        tokens_before=before,
+        tokens_after=after,
         untouched=tuple(untouched),
         version=VERSION,
     )

@@ -4,7 +4,7 @@ and their sources."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from firsttoken.tokens.encoders import Encoder, _count_with, get_encoder
 from firsttoken.tokens.models import ChatFormat, model_info
@@ -28,6 +28,9 @@ IMAGE_TOKENS_DEFAULT = 765
 TOOL_CALL_OVERHEAD = 7
 
 Message = Mapping[str, Any]
+#: Counts the tokens of one text (e.g. a memo over the encoder, so that a caller that
+#: already counted a text does not pay for it again).
+TextCount = Callable[[str], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +54,11 @@ class ChatCount:
 class _Counter:
     """Counts messages for one model; collects notes on what was estimated."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, count: TextCount | None = None) -> None:
         info = model_info(model)
         self.format: ChatFormat = info.chat_format
         self.encoder: Encoder = get_encoder(info.encoding)
+        self._count = count
         self.notes: dict[str, None] = {}  # ordered set
         if not info.known:
             self.note(f"unknown model {model!r}: counted with o200k_base, formatted like gpt-4o")
@@ -65,6 +69,8 @@ class _Counter:
         self.notes[text] = None
 
     def text(self, value: str) -> int:
+        if self._count is not None:
+            return self._count(value)
         return _count_with(self.encoder, value)
 
     def content(self, content: Any) -> int:
@@ -178,10 +184,16 @@ def _part_text(part: Any) -> str | None:
 
 
 def count_chat_detailed(
-    messages: Sequence[Message], model: str, tools: Sequence[Mapping[str, Any]] | None = None
+    messages: Sequence[Message],
+    model: str,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    count: TextCount | None = None,
 ) -> ChatCount:
-    """Tokens of a chat-completions prompt, per message, with notes on what was estimated."""
-    counter = _Counter(model)
+    """Tokens of a chat-completions prompt, per message, with notes on what was estimated.
+    `count`, if given, counts each text instead of `model`'s encoder (it must agree
+    with it: a memo over it, say)."""
+    counter = _Counter(model, count)
     per_message = tuple(counter.message(m) for m in messages)
     tool_tokens = counter.tools(tools)
     priming = counter.format.reply_priming
@@ -197,7 +209,11 @@ def count_chat_detailed(
 
 
 def count_chat(
-    messages: Sequence[Message], model: str, tools: Sequence[Mapping[str, Any]] | None = None
+    messages: Sequence[Message],
+    model: str,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    count: TextCount | None = None,
 ) -> int:
     """Prompt tokens the server will likely report for `messages` (+ `tools`) on `model`."""
-    return count_chat_detailed(messages, model, tools).total
+    return count_chat_detailed(messages, model, tools, count=count).total

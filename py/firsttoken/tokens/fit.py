@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence
 
-from firsttoken.tokens.chat import Message, _Counter, _part_text, count_chat_detailed
+from firsttoken.tokens.chat import Message, TextCount, _Counter, _part_text, count_chat_detailed
 from firsttoken.tokens.encoders import truncate_counted
 from firsttoken.errors import ContextBudgetExceeded, TokenizerError
 
@@ -127,6 +127,7 @@ def fit_messages(
     reserve_for_reply: int = 0,
     min_partial_tokens: int = 16,
     cut_side: Literal["start", "end"] = "start",
+    count: TextCount | None = None,
 ) -> FitResult:
     """Choose the messages to send so the prompt fits `budget - reserve_for_reply` tokens.
 
@@ -140,10 +141,13 @@ def fit_messages(
     System messages are never cut: if they (with tool schemas, reply priming and the
     smallest possible current turn) exceed the budget, `ContextBudgetExceeded` is raised,
     since silently rewriting the operator's instructions would change behaviour.
+
+    `count`, if given, counts each text instead of `model`'s encoder (a memo over it,
+    so that texts the caller counted already cost nothing here).
     """
     if budget < 0 or reserve_for_reply < 0 or min_partial_tokens < 1:
         raise ValueError("budget and reserve_for_reply must be >= 0, min_partial_tokens >= 1")
-    counter = _Counter(model)
+    counter = _Counter(model, count)
     costs = [counter.message(m) for m in messages]
     available = budget - reserve_for_reply
     fixed = counter.format.reply_priming + counter.tools(tools)
@@ -209,7 +213,7 @@ def fit_messages(
     kept = sorted({*pinned, *turn, *kept_history})
     kept_set = set(kept)
     result = [replaced.get(i) or dict(messages[i]) for i in kept]
-    final = count_chat_detailed(result, model, tools)
+    final = count_chat_detailed(result, model, tools, count=count)
     if final.total > available:  # counting is additive, so this cannot happen; guard anyway
         raise TokenizerError(f"fit_messages overshot: {final.total} > {available}")
     return FitResult(
