@@ -63,6 +63,9 @@ _RULES: tuple[tuple[re.Pattern[str], str, ChatFormat], ...] = tuple(
         (r"gpt-5(?:[-.:@].*)?", "o200k_base", O200K_ASSUMED),
         (rf"o[134]{_TAIL}", "o200k_base", O200K_ASSUMED),
         (rf"gpt-oss{_TAIL}", "o200k_base", O200K_ASSUMED),
+        # The gateway's built-in model: it counts its usage with this very table
+        # (gateway/simulator.py), as gpt-4o does, so its counts are exact by definition.
+        (rf"firsttoken-sim{_TAIL}", "o200k_base", GPT_4O_CHAT),
         (rf"gpt-4{_TAIL}", "cl100k_base", CL100K_CHAT),
         (rf"gpt-3\.5{_TAIL}|gpt-35-turbo{_TAIL}", "cl100k_base", CL100K_CHAT),
         (rf"text-embedding-3-(?:small|large){_TAIL}", "cl100k_base", CL100K_ASSUMED),
@@ -95,7 +98,8 @@ def encoding_for_model(model: str) -> tuple[str, bool]:
 
     o200k_base: gpt-4o*, chatgpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-oss*.
     cl100k_base: gpt-4 and gpt-4-* (turbo, 32k, dated), gpt-3.5*, text-embedding-3-*,
-    text-embedding-ada-002. Provider prefixes ("openai/gpt-4o") and fine-tune names
+    text-embedding-ada-002; o200k_base with gpt-4o's chat format: firsttoken-sim*, the
+    gateway's built-in model. Provider prefixes ("openai/gpt-4o") and fine-tune names
     ("ft:gpt-4o-mini:org::id") are understood. Anything else gives
     `("o200k_base", False)`: a guess, and the caller should say so.
     """
