@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
 from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
 from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
+from ..ratelimit import parse_retry_after_headers
 
 __all__ = [
     "AbortSignal",
@@ -167,22 +168,7 @@ class Timings:
         return {k: getattr(self, k) for k in ("send", "headers", "first_byte", "first_delta", "done", "bytes")}
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    lower = {k.lower(): v for k, v in headers.items()}
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = lower.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if 0 <= seconds <= 86_400:
-            return seconds
-    return None
-
-
-async def _status_error(response: HTTPResponse) -> HTTPStatusError:
+async def _status_error(response: HTTPResponse, now: float) -> HTTPStatusError:
     try:
         body = await response.read(MAX_ERROR_BODY)
         error = json.loads(body).get("error")
@@ -194,7 +180,7 @@ async def _status_error(response: HTTPResponse) -> HTTPStatusError:
         message,
         status=response.status,
         error=error,
-        retry_after_s=_retry_after(response.headers),
+        retry_after_s=parse_retry_after_headers(response.headers, now),
         headers=dict(response.headers),
     )
 
@@ -239,7 +225,7 @@ async def stream_chat(
         if on_response is not None:
             on_response(response.status, response.headers)
         if not 200 <= response.status < 300:
-            raise await _status_error(response)
+            raise await _status_error(response, clock() / 1000.0)
         content_type = {k.lower(): v for k, v in response.headers.items()}.get("content-type", "")
         if "text/event-stream" not in content_type:
             # Some servers ignore stream=true; a JSON body is the same answer in one piece.
