@@ -9,6 +9,8 @@ from typing import AsyncIterator
 
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.core import Core
+from firsttoken.flow import DeltaPacer
+from firsttoken.protocol import ChatDelta
 from firsttoken.ratelimit import Governor
 
 OK_STREAM = (
@@ -276,7 +278,8 @@ def test_with_flow_text_waits_for_the_ack_and_is_merged_never_lost_or_reordered(
     assert [e["type"] for e in events] == ["chat.delta", "chat.delta", "chat.done"]
     assert events[0]["text"] == "one" and events[0]["seq"] == 1
     assert events[1]["text"] == " two three four five" and events[1]["seq"] == 5
-    assert "".join(e["text"] for e in events[:-1]) == events[-1]["content"]
+    assert "".join(e["text"] for e in events[:-1]) == "".join(WORDS)
+    assert "content" not in events[-1]  # the deltas carried it; chat.done does not repeat it
 
 
 def test_with_flow_each_ack_releases_what_was_held() -> None:
@@ -289,13 +292,12 @@ def test_with_flow_each_ack_releases_what_was_held() -> None:
 
 
 def test_held_text_is_bounded() -> None:
-    events: list[str] = []
-    from firsttoken.core import _DeltaPacer
-    pacer = _DeltaPacer(events.append)
+    events: list[ChatDelta] = []
+    pacer = DeltaPacer(events.append)
     pacer.enabled = True
     big = "x" * (pacer.HOLD_LIMIT // 4)
     for seq in range(1, 10):
-        pacer.delta("a", {"seq": seq, "text": big, "t": 0.0})
+        pacer.delta(ChatDelta(id="a", seq=seq, text=big, t=0.0))
     assert len(events) >= 2  # went out without an ack once the bound was passed
     assert pacer.held_chars <= pacer.HOLD_LIMIT
 
