@@ -213,12 +213,16 @@ async def stream_chat(
     on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
 ) -> Completion:
     """Send `request`, call `on_text` once per network chunk that carried text, and
-    return the assembled completion. Errors are firsttoken errors carrying `partial`.
+    return the assembled completion. Errors are firsttoken errors carrying `partial`,
+    the answer so far as `ChatStream` assembled it. `clock`: milliseconds since the
+    epoch (an HTTP-date in `retry-after` is measured against it when the response has
+    no `Date`).
     """
     timings = timings if timings is not None else Timings()
     timings.send = clock()
+    # The answer is assembled by `stream` alone; here only what went out is counted.
     stream = ChatStream()
-    text_so_far: list[str] = []
+    delivered = 0  # characters of choice 0's text passed to on_text
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
@@ -237,7 +241,8 @@ async def stream_chat(
             timings.done = clock()
             return completion
         async for chunk in response.chunks():
-            abort.raise_if_aborted("".join(text_so_far))
+            if abort.aborted:
+                raise Aborted("stopped", partial=stream.partial)
             if timings.first_byte is None:
                 timings.first_byte = clock()
             timings.bytes += len(chunk)
@@ -248,9 +253,8 @@ async def stream_chat(
             except FirstTokenError:
                 # Text that came in the same network chunk as an error still reaches
                 # the page, so that what the server sent before failing stays on screen.
-                missing = stream.partial[len("".join(text_so_far)):]
+                missing = stream.partial[delivered:]
                 if missing:
-                    text_so_far.append(missing)
                     on_text(missing, "", sent_stamps(chunk))
                 raise
             for update in updates:
@@ -262,15 +266,16 @@ async def stream_chat(
                 if timings.first_delta is None:
                     timings.first_delta = clock()
                 text = "".join(content)
-                text_so_far.append(text)
+                delivered += len(text)
                 on_text(text, "".join(reasoning), sent_stamps(chunk))
-        abort.raise_if_aborted("".join(text_so_far))
+        if abort.aborted:
+            raise Aborted("stopped", partial=stream.partial)
         completion = stream.close()
         timings.done = clock()
         return completion
     except FirstTokenError as exc:
         if abort.aborted and not isinstance(exc, Aborted):
-            raise Aborted("stopped", partial="".join(text_so_far)) from exc
+            raise Aborted("stopped", partial=stream.partial) from exc
         if not exc.partial:
-            exc.partial = "".join(text_so_far)
+            exc.partial = stream.partial
         raise
