@@ -53,6 +53,13 @@ __all__ = ["Core"]
 
 
 class Core:
+    """One session of the protocol: `handle` each message the page sends; events go to
+    `post`. `transport` sends HTTP requests; `clock` (ms since the epoch) and `sleep`
+    are injected, so tests run on fake time. `governor` makes one rate-limit governor
+    per API; `prepare_encoder` loads a tokenizer before counting (the page's, lazily);
+    `cache` keeps prepared system messages; `page_origin` is where the page came from.
+    """
+
     def __init__(
         self,
         *,
