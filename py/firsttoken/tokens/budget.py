@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Protocol, Sequence
 
-from firsttoken.tokens.chat import count_chat
+from firsttoken.tokens.chat import _part_text, count_chat
 from firsttoken.tokens.models import context_window
 
 __all__ = ["DEFAULT_REPLY_RESERVE", "BudgetSettings", "budget_for", "estimate_tokens", "rough_count_chat"]
@@ -53,29 +53,23 @@ def budget_for(settings: BudgetSettings) -> tuple[int, bool]:
 def estimate_tokens(messages: Sequence[Mapping[str, Any]], model: str) -> int:
     """Prompt tokens: exact when an encoder for `model` is at hand, else rough."""
     try:
-        return count_chat(messages, model)  # type: ignore[arg-type]
+        return count_chat(messages, model)
     except Exception:  # noqa: BLE001 - no encoder (yet): the page loads it lazily
         return rough_count_chat(messages)
 
 
 def rough_count_chat(messages: Sequence[Mapping[str, Any]]) -> int:
     """Prompt tokens without an encoder: ~4 characters a token of each message's text
-    (string content, or the text parts of an array), plus the chat overhead."""
+    (the text `count_chat` would count: string content, or its text parts), plus the
+    chat overhead."""
     total = _REPLY_PRIMING
     for message in messages:
-        chars = sum(len(text) for text in _texts(message))
+        content = message.get("content")
+        if isinstance(content, str):
+            chars = len(content)
+        elif isinstance(content, list):
+            chars = sum(len(text) for text in map(_part_text, content) if text)
+        else:
+            chars = 0
         total += _PER_MESSAGE + -(-chars // _CHARS_PER_TOKEN)
     return total
-
-
-def _texts(message: Mapping[str, Any]) -> list[str]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [
-            part["text"]
-            for part in content
-            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
-        ]
-    return []
