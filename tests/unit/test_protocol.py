@@ -270,3 +270,31 @@ def _minimal(cls: type) -> dict:
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             values[f.name] = ChatSettings() if f.name == "settings" else "x" if f.name == "id" else None
     return values
+
+
+def test_everything_the_core_posts_is_a_defined_event_with_its_defined_fields() -> None:
+    import asyncio
+
+    from firsttoken.core import Core
+    from tests.unit.test_core import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
+
+    t = FakeTime()
+    transport = CannedTransport(Canned(503, {"retry-after": "1"}, b"{}"), Canned(200, SSE, OK_STREAM))
+    posted: list[str] = []
+    core = Core(post=posted.append, transport=transport, clock=t.clock, sleep=t.sleep)
+
+    async def main() -> None:
+        for msg in ({"type": "hello", "id": "h", "flow": True}, {"type": "ping", "id": "p"}, {"type": "delta.ack"},
+                    {"type": "tokens.count", "id": "c", "messages": CHAT["messages"], "settings": {}},
+                    {**CHAT, "settings": {"base_url": "http://api.test/v1", "model": "gpt-4o"}},
+                    {"type": "chat.abort", "id": "gone"}, {"type": "nonsense"}):
+            await core.handle(json.dumps(msg))
+
+    asyncio.run(main())
+    seen = set()
+    for text in posted:
+        event = json.loads(text)
+        cls = EVENTS[event["type"]]
+        assert set(event) - {"v", "type", "id"} <= set(fields_of(cls)), event
+        seen.add(event["type"])
+    assert seen == {"ready", "pong", "tokens.counted", "chat.prepared", "chat.retry", "chat.delta", "chat.done", "error"}
