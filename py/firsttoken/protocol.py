@@ -288,6 +288,8 @@ class Notice(Event):
     """Something the user should know that is not an error, beside the request during
     which it happened (e.g. `cache_degraded`: the prompt cache fell back to memory)."""
 
+    OMIT_EMPTY = frozenset({"reason", "store"})
+
     code: str
     message: str
     reason: str | None = None
