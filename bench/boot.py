@@ -120,7 +120,7 @@ def frozen_gateway(*, baked: bool) -> Iterator[str]:
         (copy / "node_modules").symlink_to(ROOT / "node_modules")
         if baked:
             subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
-                           env={**os.environ, "PYTHONPATH": str(copy)}, stdout=subprocess.DEVNULL)
+                           env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"}, stdout=subprocess.DEVNULL)
         with gateway("--log-level", "error", root=copy) as url:
             yield url
 

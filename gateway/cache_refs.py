@@ -32,6 +32,8 @@ from typing import Any
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from firsttoken.cache.refs import ADVERTISED, CLIENT_HEADER, GATEWAY_HEADER, REF_FIELD, UNKNOWN_REF_CODE
+
 from .errors import APIError, invalid
 
 __all__ = [
@@ -47,12 +49,6 @@ __all__ = [
     "expand_refs",
     "remember_system_messages",
 ]
-
-GATEWAY_HEADER = "x-firsttoken-gateway"
-ADVERTISED = "cache-refs=1"
-CLIENT_HEADER = "x-firsttoken-client"
-REF_FIELD = "x_firsttoken_ref"
-UNKNOWN_REF_CODE = "cache_ref_unknown"
 
 _REF = re.compile(r"sha256:([0-9a-f]{64})\Z")
 _CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{16,128}\Z")

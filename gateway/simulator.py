@@ -31,6 +31,8 @@ from collections import deque
 from dataclasses import dataclass, fields, replace
 from typing import Any, AsyncIterator, Awaitable, Callable
 
+from firsttoken.tokens import estimate_tokens
+
 from .errors import APIError, invalid
 from .validation import ChatRequest, message_text
 
@@ -232,10 +234,6 @@ Sleep = Callable[[float], Awaitable[None]]
 CountTokens = Callable[[list[dict[str, Any]], str], int]
 
 
-def _rough_count(messages: list[dict[str, Any]], model: str) -> int:
-    return sum(3 + len(_PIECE.findall(message_text(m))) for m in messages) + 3
-
-
 class Simulator:
     """The built-in model. `sleep` and `count_tokens` are injectable for tests."""
 
@@ -245,7 +243,7 @@ class Simulator:
         *,
         sleep: Sleep,
         rate: RateWindow,
-        count_tokens: CountTokens = _rough_count,
+        count_tokens: CountTokens = estimate_tokens,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.clock = clock

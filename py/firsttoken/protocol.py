@@ -1,19 +1,64 @@
-"""The firsttoken message protocol, version 1 (see bridge/PROTOCOL.md).
+"""The firsttoken message protocol, version 1: one definition per message type.
 
 One protocol everywhere: main thread ↔ worker, page ↔ iOS/Android host, page ↔
-embedding window. A message is one JSON object with a `type`; requests carry an `id`
-chosen by the sender, and every event about that request carries the same `id`.
-This module validates incoming messages and encodes outgoing ones; it does no I/O.
+embedding window (bridge/PROTOCOL.md). A message is one JSON object with a `type`;
+requests carry an `id` chosen by the sender, and every event about that request carries
+the same `id`.
+
+Each message type is one frozen dataclass here, registered under its wire name:
+
+* a **request** (page → core, `REQUESTS`) is validated by `parse_request`, which checks
+  the envelope and then the type's own fields (`Request.from_fields`), and returns the
+  typed request;
+* an **event** (core → page, `EVENTS`) is made by constructing its class and encoded by
+  `encode`: the fields are the dataclass's, in order; the few marked optional
+  (`OMIT_EMPTY`) are left out when empty.
+
+`tests/unit/test_protocol.py` checks these definitions against PROTOCOL.md's tables, both
+ways. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Callable, ClassVar, TypeVar, dataclass_transform
 
 from .errors import InvalidMessage
+from .stream.client import ChatSettings
 
-__all__ = ["PROTOCOL_VERSION", "MAX_MESSAGE_BYTES", "REQUEST_TYPES", "parse_message", "encode"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "MAX_MESSAGE_BYTES",
+    "REQUESTS",
+    "EVENTS",
+    "Message",
+    "Request",
+    "Event",
+    # requests
+    "Hello",
+    "Ping",
+    "DeltaAck",
+    "ChatSend",
+    "ChatAbort",
+    "TokensCount",
+    # events
+    "Ready",
+    "Pong",
+    "ErrorEvent",
+    "TokensCounted",
+    "Notice",
+    "ChatPrepared",
+    "ChatWait",
+    "ChatRetry",
+    "ChatDelta",
+    "ChatDone",
+    "ChatError",
+    # functions
+    "parse_request",
+    "encode",
+]
 
 PROTOCOL_VERSION = 1
 
@@ -21,18 +66,159 @@ PROTOCOL_VERSION = 1
 #: a long system prompt fits easily; a runaway host does not get to exhaust memory).
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
-#: Requests the core accepts, and the fields each must have (name → type).
-REQUEST_TYPES: dict[str, dict[str, type]] = {
-    "hello": {},
-    "ping": {},
-    "delta.ack": {},
-    "chat.send": {"messages": list, "settings": dict},
-    "chat.abort": {},
-    "tokens.count": {"messages": list, "settings": dict},
-}
+JSON = dict[str, Any]
 
 
-def parse_message(raw: str | dict[str, Any]) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """What every message has: its type (the class's `TYPE`) and an optional `id`."""
+
+    TYPE: ClassVar[str] = ""
+    id: str | None = None
+
+
+class Request(Message):
+    """A message the core accepts (page → core)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_fields(cls, msg: JSON) -> "Request":
+        """The typed request from a message whose envelope is valid; raises
+        `InvalidMessage` saying which field is wrong. Types with fields override it."""
+        return cls(id=msg.get("id"))
+
+
+class Event(Message):
+    """A message the core sends (core → page)."""
+
+    __slots__ = ()
+
+    #: Fields left out of the JSON when empty (None, "", an empty list).
+    OMIT_EMPTY: ClassVar[frozenset[str]] = frozenset()
+    _FIELDS: ClassVar[tuple[tuple[str, bool], ...]] = ()
+
+    def to_dict(self) -> JSON:
+        """The JSON object: `v`, `type`, `id` (when set), then the fields."""
+        out: JSON = {"v": PROTOCOL_VERSION, "type": self.TYPE}
+        if self.id is not None:
+            out["id"] = self.id
+        for name, omit_empty in self._FIELDS:
+            value = getattr(self, name)
+            if not (omit_empty and not value):
+                out[name] = value
+        return out
+
+
+#: Request types by wire name.
+REQUESTS: dict[str, type[Request]] = {}
+#: Event types by wire name.
+EVENTS: dict[str, type[Event]] = {}
+
+_M = TypeVar("_M", bound=Message)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def _message(name: str) -> Callable[[type[_M]], type[_M]]:
+    """Make a class a frozen message dataclass registered as `name`."""
+
+    def register(cls: type[_M]) -> type[_M]:
+        cls = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
+        cls.TYPE = name
+        if issubclass(cls, Event):
+            cls._FIELDS = tuple((f.name, f.name in cls.OMIT_EMPTY) for f in dataclasses.fields(cls) if f.name != "id")
+            registry: dict[str, Any] = EVENTS
+        else:
+            registry = REQUESTS
+        if name in registry:
+            raise RuntimeError(f"message type {name!r} is defined twice")
+        registry[name] = cls
+        return cls
+
+    return register
+
+
+# ---- requests (page → core) ----------------------------------------------------------
+
+
+@_message("hello")
+class Hello(Request):
+    """The page is listening; the core answers `ready`. `flow`: delta flow control."""
+
+    flow: bool = False
+
+    @classmethod
+    def from_fields(cls, msg: JSON) -> "Hello":
+        return cls(id=msg.get("id"), flow=msg.get("flow") is True)
+
+
+@_message("ping")
+class Ping(Request):
+    """Answered with `pong`."""
+
+
+@_message("delta.ack")
+class DeltaAck(Request):
+    """The page took the last `chat.delta` (only with flow control)."""
+
+
+@_message("chat.send")
+class ChatSend(Request):
+    """Send a conversation; answered by `chat.prepared`, `chat.delta`*, then `chat.done`
+    or `chat.error` (with `chat.wait`, `chat.retry` and `notice` as they happen)."""
+
+    id: str
+    messages: list[JSON]
+    settings: ChatSettings
+
+    @classmethod
+    def from_fields(cls, msg: JSON) -> "ChatSend":
+        return cls(id=msg["id"], messages=_messages(msg), settings=_settings(msg))
+
+
+@_message("chat.abort")
+class ChatAbort(Request):
+    """Stop the running `chat.send` with the same `id`."""
+
+    id: str
+
+
+@_message("tokens.count")
+class TokensCount(Request):
+    """Count a conversation (the composer's live count); answered by `tokens.counted`."""
+
+    messages: list[JSON]
+    settings: ChatSettings
+
+    @classmethod
+    def from_fields(cls, msg: JSON) -> "TokensCount":
+        return cls(id=msg.get("id"), messages=_messages(msg), settings=_settings(msg))
+
+
+def _messages(msg: JSON) -> list[JSON]:
+    messages = msg.get("messages")
+    if not isinstance(messages, list):
+        raise InvalidMessage(f"'{msg['type']}' needs 'messages' of type list")
+    if not messages:
+        raise InvalidMessage("'messages' is empty")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise InvalidMessage(f"messages[{i}] needs a string 'role'")
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise InvalidMessage(f"messages[{i}].content must be a string, an array or null")
+    return messages
+
+
+def _settings(msg: JSON) -> ChatSettings:
+    settings = msg.get("settings")
+    if not isinstance(settings, dict):
+        raise InvalidMessage(f"'{msg['type']}' needs 'settings' of type dict")
+    # Lenient within the object: a value of the wrong type is taken as not set.
+    return ChatSettings.from_dict(settings)
+
+
+def parse_request(raw: str | JSON) -> Request:
     """Validate one incoming request; raise `InvalidMessage` saying what is wrong."""
     if isinstance(raw, str):
         if len(raw) > MAX_MESSAGE_BYTES:
@@ -51,37 +237,144 @@ def parse_message(raw: str | dict[str, Any]) -> dict[str, Any]:
     version = msg.get("v", PROTOCOL_VERSION)
     if version != PROTOCOL_VERSION:
         raise InvalidMessage(f"unsupported protocol version {version!r}; this core speaks {PROTOCOL_VERSION}")
-    fields = REQUEST_TYPES.get(kind)
-    if fields is None:
+    cls = REQUESTS.get(kind)
+    if cls is None:
         raise InvalidMessage(f"unknown message type {kind[:60]!r}")
     request_id = msg.get("id")
     if request_id is not None and not isinstance(request_id, str):
         raise InvalidMessage("'id' must be a string")
     if kind.startswith("chat.") and not request_id:
         raise InvalidMessage(f"'{kind}' needs an 'id'")
-    for name, expected in fields.items():
-        if not isinstance(msg.get(name), expected):
-            raise InvalidMessage(f"'{kind}' needs '{name}' of type {expected.__name__}")
-    if kind in ("chat.send", "tokens.count"):
-        _check_messages(msg["messages"])
-    return msg
+    return cls.from_fields(msg)
 
 
-def _check_messages(messages: list[Any]) -> None:
-    if not messages:
-        raise InvalidMessage("'messages' is empty")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise InvalidMessage(f"messages[{i}] needs a string 'role'")
-        content = m.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise InvalidMessage(f"messages[{i}].content must be a string, an array or null")
+# ---- events (core → page) ------------------------------------------------------------
 
 
-def encode(kind: str, request_id: str | None = None, **fields: Any) -> str:
+@_message("ready")
+class Ready(Event):
+    """The answer to `hello`: the core is up."""
+
+    protocol: int
+    versions: JSON
+    boot: JSON
+
+
+@_message("pong")
+class Pong(Event):
+    """The answer to `ping`: the core's clock (ms since the epoch)."""
+
+    t: float
+
+
+@_message("error")
+class ErrorEvent(Event):
+    """A message that could not be handled (`invalid_message`), or a bug (`internal`)."""
+
+    error: JSON
+
+
+@_message("tokens.counted")
+class TokensCounted(Event):
+    """The answer to `tokens.count`: the count of what a send would carry (compressed
+    and fitted, as `chat.prepared.prompt_tokens`), beside the count as written."""
+
+    tokens: int
+    budget: int
+    exact: bool
+    uncompressed: int
+    calibrated: int
+    dropped: list[int]
+
+
+@_message("notice")
+class Notice(Event):
+    """Something the user should know that is not an error, beside the request during
+    which it happened (e.g. `cache_degraded`: the prompt cache fell back to memory)."""
+
+    OMIT_EMPTY = frozenset({"reason", "store"})
+
+    code: str
+    message: str
+    reason: str | None = None
+    store: str | None = None
+
+
+@_message("chat.prepared")
+class ChatPrepared(Event):
+    """What was done to the conversation before it left: compression, count, fit, cache."""
+
+    OMIT_EMPTY = frozenset({"cache"})
+
+    compression: JSON | None
+    saved: list[int | None]
+    saved_unit: str
+    budget: int
+    window_known: bool
+    prompt_tokens: int | None
+    exact: bool
+    dropped: list[int]
+    truncated: list[JSON]
+    cache: JSON | None = None
+    prepare_ms: float
+    request_bytes: int
+
+
+@_message("chat.wait")
+class ChatWait(Event):
+    """The request waits for an exhausted rate-limit window before it is sent."""
+
+    wait_s: float
+    reason: str
+    quota: JSON
+
+
+@_message("chat.retry")
+class ChatRetry(Event):
+    """An attempt failed before any text arrived; the request is sent again after `wait_s`."""
+
+    attempt: int
+    status: int | None
+    wait_s: float
+    error: JSON
+    quota: JSON
+
+
+@_message("chat.delta")
+class ChatDelta(Event):
+    """Answer text (and reasoning) from one network chunk, or several merged (flow control)."""
+
+    OMIT_EMPTY = frozenset({"reasoning", "stamps"})
+
+    seq: int
+    text: str
+    t: float
+    reasoning: str = ""
+    stamps: Sequence[float] = ()
+
+
+@_message("chat.done")
+class ChatDone(Event):
+    """The answer is complete. Its text is what the deltas carried: it is not repeated."""
+
+    finish_reason: str | None
+    usage: JSON | None
+    timings: JSON
+    quota: JSON
+    attempts: int
+    prompt: JSON
+    request_bytes: int
+
+
+@_message("chat.error")
+class ChatError(Event):
+    """The request ended without a complete answer; `error.partial` is what arrived."""
+
+    error: JSON
+    timings: JSON
+    quota: JSON
+
+
+def encode(event: Event) -> str:
     """One outgoing event as JSON text."""
-    msg: dict[str, Any] = {"v": PROTOCOL_VERSION, "type": kind}
-    if request_id is not None:
-        msg["id"] = request_id
-    msg.update(fields)
-    return json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":"))

@@ -37,6 +37,7 @@ __all__ = [
     "parse_duration",
     "parse_rate_limit_headers",
     "parse_retry_after",
+    "parse_retry_after_headers",
 ]
 
 #: The longest wait any header may ask for; longer values are treated as garbage.
@@ -113,6 +114,26 @@ def parse_retry_after(value: str, now: float, date: str | None = None) -> float 
     return _sane(max(0.0, delay))
 
 
+def parse_retry_after_headers(headers: Headers, now: float) -> float | None:
+    """Seconds a response received at `now` asks us to wait before retrying, or None.
+
+    `retry-after-ms` (OpenAI, Azure: milliseconds, finer than the standard header)
+    wins; else `retry-after` (`parse_retry_after`: delay-seconds or an HTTP-date,
+    measured against the response's own `Date`). The one reading of these headers:
+    the governor's pacing and `HTTPStatusError.retry_after_s` both come from here.
+    """
+    return _retry_after(_lower_items(headers), now)
+
+
+def _retry_after(h: dict[str, str], now: float) -> float | None:
+    retry_after: float | None = None
+    if "retry-after-ms" in h and _NUMBER.fullmatch(h["retry-after-ms"]):
+        retry_after = _sane(float(h["retry-after-ms"]) / 1000.0)
+    if retry_after is None and "retry-after" in h:
+        retry_after = parse_retry_after(h["retry-after"], now, h.get("date"))
+    return retry_after
+
+
 def _lower_items(headers: Headers) -> dict[str, str]:
     """Header names lowercased; a dict, a list of pairs, or any Mapping (httpx.Headers,
     a JS Headers converted to a dict); bytes are read as Latin-1; junk is skipped."""
@@ -158,11 +179,6 @@ def parse_rate_limit_headers(headers: Headers, now: float) -> RateLimitSnapshot:
         seconds = parse_duration(value) if value is not None else None
         return None if seconds is None else now + seconds
 
-    retry_after: float | None = None
-    if "retry-after-ms" in h and _NUMBER.fullmatch(h["retry-after-ms"]):
-        retry_after = _sane(float(h["retry-after-ms"]) / 1000.0)
-    if retry_after is None and "retry-after" in h:
-        retry_after = parse_retry_after(h["retry-after"], now, h.get("date"))
     should_retry = {"true": True, "false": False}.get(h.get("x-should-retry", "").lower())
     return RateLimitSnapshot(
         observed_at=now,
@@ -172,7 +188,7 @@ def parse_rate_limit_headers(headers: Headers, now: float) -> RateLimitSnapshot:
         remaining_tokens=count("x-ratelimit-remaining-tokens"),
         reset_requests_at=reset_at("x-ratelimit-reset-requests"),
         reset_tokens_at=reset_at("x-ratelimit-reset-tokens"),
-        retry_after_s=retry_after,
+        retry_after_s=_retry_after(h, now),
         should_retry=should_retry,
     )
 

@@ -309,7 +309,7 @@ def baked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]
     """A tree with its install-time snapshot baked (as `make` does), and its gateway."""
     copy = copy_tree(tmp_path_factory.mktemp("baked"))
     subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
-                   env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True)
+                   env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"}, capture_output=True)
     with gateway_over(copy) as url:
         yield copy, url
 

@@ -7,8 +7,12 @@ import asyncio
 import json
 from typing import Any, AsyncIterator
 
+import pytest
+
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.core import Core
+from firsttoken.flow import DeltaPacer
+from firsttoken.protocol import ChatDelta
 from firsttoken.ratelimit import Governor
 
 OK_STREAM = (
@@ -325,7 +329,8 @@ def test_with_flow_text_waits_for_the_ack_and_is_merged_never_lost_or_reordered(
     assert [e["type"] for e in events] == ["chat.delta", "chat.delta", "chat.done"]
     assert events[0]["text"] == "one" and events[0]["seq"] == 1
     assert events[1]["text"] == " two three four five" and events[1]["seq"] == 5
-    assert "".join(e["text"] for e in events[:-1]) == events[-1]["content"]
+    assert "".join(e["text"] for e in events[:-1]) == "".join(WORDS)
+    assert "content" not in events[-1]  # the deltas carried it; chat.done does not repeat it
 
 
 def test_with_flow_each_ack_releases_what_was_held() -> None:
@@ -338,13 +343,12 @@ def test_with_flow_each_ack_releases_what_was_held() -> None:
 
 
 def test_held_text_is_bounded() -> None:
-    events: list[str] = []
-    from firsttoken.core import _DeltaPacer
-    pacer = _DeltaPacer(events.append)
+    events: list[ChatDelta] = []
+    pacer = DeltaPacer(events.append)
     pacer.enabled = True
     big = "x" * (pacer.HOLD_LIMIT // 4)
     for seq in range(1, 10):
-        pacer.delta("a", {"seq": seq, "text": big, "t": 0.0})
+        pacer.delta(ChatDelta(id="a", seq=seq, text=big, t=0.0))
     assert len(events) >= 2  # went out without an ack once the bound was passed
     assert pacer.held_chars <= pacer.HOLD_LIMIT
 
@@ -353,3 +357,49 @@ def test_flow_is_only_on_when_hello_says_true() -> None:
     for flow in ("true", 1, None):
         events = stream_events({"type": "hello", "id": "h", "flow": flow})
         assert [e["text"] for e in events[:-1]] == WORDS, flow  # every chunk as it came
+
+
+# ---- the answer is assembled once (firsttoken.stream.completions._Text) ------------------
+
+def joins_for(n_chunks: int, end: bytes, monkeypatch, *, flow: bool) -> tuple[int, list[dict]]:
+    """How often the answer's text is joined while the core streams `n_chunks` chunks."""
+    from firsttoken.stream import completions
+
+    joins = 0
+    value = completions._Text.value
+
+    def counted(self):
+        nonlocal joins
+        joins += 1
+        return value(self)
+
+    monkeypatch.setattr(completions._Text, "value", counted)
+    events: list[dict] = []
+    t = FakeTime()
+    parts = [chunk(f" w{i}") for i in range(n_chunks)] + [end]
+    core = Core(post=lambda text: events.append(json.loads(text)), clock=t.clock, sleep=t.sleep,
+                transport=CannedTransport(Chunked(parts)))
+
+    async def main():
+        await core.handle(json.dumps({"type": "hello", "id": "h", "flow": flow}))
+        await core.handle(json.dumps(send()))
+
+    asyncio.run(main())
+    return joins, events
+
+
+@pytest.mark.parametrize("flow", [False, True])
+@pytest.mark.parametrize("end", [END, b""], ids=["done", "cut"])
+def test_per_chunk_cost_does_not_grow_with_the_answer(monkeypatch, flow: bool, end: bytes) -> None:
+    # Joining the whole answer at every chunk (as `text_so_far` once was) is quadratic:
+    # the answer is joined a fixed number of times per request, however long it is.
+    few, _ = joins_for(10, end, monkeypatch, flow=flow)
+    many, events = joins_for(1000, end, monkeypatch, flow=flow)
+    assert few == many <= 3
+    text = "".join(e["text"] for e in events if e["type"] == "chat.delta")
+    assert text == "".join(f" w{i}" for i in range(1000))
+    last = events[-1]
+    if end:
+        assert last["type"] == "chat.done" and "content" not in last
+    else:  # what is kept on an error comes from the one assembler, and is all of it
+        assert last["type"] == "chat.error" and last["error"]["partial"] == text

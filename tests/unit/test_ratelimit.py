@@ -22,7 +22,10 @@ from firsttoken.ratelimit import (
     parse_duration,
     parse_rate_limit_headers,
     parse_retry_after,
+    parse_retry_after_headers,
 )
+from firsttoken.errors import HTTPStatusError
+from firsttoken.stream.client import AbortSignal, HTTPRequest, stream_chat
 
 NOW = 1_732_000_000.0  # Unix time of "now" in these tests
 
@@ -174,6 +177,50 @@ def test_retry_after_ms_wins_over_retry_after() -> None:
     assert snap.retry_after_s == 1.5
     snap = parse_rate_limit_headers({"Retry-After": "20", "retry-after-ms": "nan"}, NOW)
     assert snap.retry_after_s == 20.0
+
+
+class _Refused:
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.status, self.headers = 429, headers
+
+    async def read(self, limit: int) -> bytes:
+        return b'{"error": {"message": "slow down"}}'
+
+    async def send(self, request: HTTPRequest, abort: AbortSignal) -> "_Refused":
+        return self
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after-ms": "1500", "retry-after": "20"},
+        {"Retry-After": "20"},
+        {"retry-after": "2.5"},
+        {"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT", "date": "Wed, 21 Oct 2015 07:28:00 GMT"},
+        {"retry-after-ms": "nan", "retry-after": "3"},
+        {"retry-after": "1e3"},
+        {"retry-after": "-1"},
+        {},
+    ],
+)
+def test_the_client_and_the_governor_read_retry_after_alike(headers: dict[str, str]) -> None:
+    # One parser (parse_retry_after_headers): what an HTTPStatusError says the server
+    # asked for is what the governor waits.
+    import asyncio
+
+    async def refused() -> HTTPStatusError:
+        request = HTTPRequest("POST", "http://api.test/v1/chat/completions", {}, b"{}")
+        try:
+            await stream_chat(_Refused(headers), request, abort=AbortSignal(), on_text=lambda *a: None, clock=lambda: NOW * 1000)
+        except HTTPStatusError as exc:
+            return exc
+        raise AssertionError("no HTTPStatusError")
+
+    error = asyncio.run(refused())
+    assert error.retry_after_s == parse_retry_after_headers(headers, NOW) == parse_rate_limit_headers(headers, NOW).retry_after_s
+    gov = Governor()
+    gov.observe(429, headers, NOW)
+    assert gov.quota(NOW)["retry_after_s"] == (round(error.retry_after_s, 3) if error.retry_after_s else None)
 
 
 @pytest.mark.parametrize(("value", "expected"), [("true", True), ("False", False), ("maybe", None)])

@@ -20,6 +20,7 @@ PUBLIC_API = {
     "ChatCount", "FitResult", "TruncatedMessage", "count_chat", "count_chat_detailed",
     "fit_messages", "IMAGE_TOKENS_DEFAULT", "IMAGE_TOKENS_LOW", "TOOL_CALL_OVERHEAD",
     "Calibration",
+    "DEFAULT_REPLY_RESERVE", "budget_for", "estimate_tokens", "rough_count_chat",
     "ENCODINGS", "Encoder", "EncoderFactory", "TiktokenEncoder", "available_backends",
     "backend_name", "clear_encoder_cache", "get_encoder", "register_backend", "set_backend",
     "tiktoken_backend",

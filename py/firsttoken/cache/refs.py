@@ -27,11 +27,28 @@ from urllib.parse import urlsplit
 
 from . import Entry
 
-__all__ = ["CLIENT_HEADER", "GATEWAY_HEADER", "REF_FIELD", "UNKNOWN_REF_CODE", "RefPlan", "GatewayRefs", "is_unknown_ref"]
+__all__ = [
+    "ADVERTISED",
+    "CLIENT_HEADER",
+    "GATEWAY_HEADER",
+    "REF_FIELD",
+    "UNKNOWN_REF_CODE",
+    "RefPlan",
+    "GatewayRefs",
+    "is_unknown_ref",
+]
 
+# The wire names of the extension, defined here once: the gateway (gateway/cache_refs.py)
+# imports them, so its two ends cannot drift apart.
+#: Response header by which a firsttoken gateway says it takes references ...
 GATEWAY_HEADER = "x-firsttoken-gateway"
+#: ... and its value (one of a comma-separated list of capabilities).
+ADVERTISED = "cache-refs=1"
+#: Request header naming the client whose stored texts references resolve against.
 CLIENT_HEADER = "x-firsttoken-client"
+#: The message field that replaces `content` with `sha256:<hex>`.
 REF_FIELD = "x_firsttoken_ref"
+#: `error.code` of the 409 answering a reference the gateway does not hold.
 UNKNOWN_REF_CODE = "cache_ref_unknown"
 #: A reference costs ~90 bytes of JSON; below this a text is cheaper sent as it is.
 MIN_REF_CHARS = 256
@@ -45,7 +62,7 @@ def _origin(url: str) -> str:
 def _advertises_refs(headers: Mapping[str, str]) -> bool:
     for name, value in headers.items():
         if name.lower() == GATEWAY_HEADER:
-            return "cache-refs=1" in [p.strip() for p in value.replace(";", ",").split(",")]
+            return ADVERTISED in [p.strip() for p in value.replace(";", ",").split(",")]
     return False
 
 

@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
 from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
 from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
+from ..ratelimit import parse_retry_after_headers
 
 __all__ = [
     "AbortSignal",
@@ -167,22 +168,7 @@ class Timings:
         return {k: getattr(self, k) for k in ("send", "headers", "first_byte", "first_delta", "done", "bytes")}
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    lower = {k.lower(): v for k, v in headers.items()}
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = lower.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if 0 <= seconds <= 86_400:
-            return seconds
-    return None
-
-
-async def _status_error(response: HTTPResponse) -> HTTPStatusError:
+async def _status_error(response: HTTPResponse, now: float) -> HTTPStatusError:
     try:
         body = await response.read(MAX_ERROR_BODY)
         error = json.loads(body).get("error")
@@ -194,7 +180,7 @@ async def _status_error(response: HTTPResponse) -> HTTPStatusError:
         message,
         status=response.status,
         error=error,
-        retry_after_s=_retry_after(response.headers),
+        retry_after_s=parse_retry_after_headers(response.headers, now),
         headers=dict(response.headers),
     )
 
@@ -227,19 +213,23 @@ async def stream_chat(
     on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
 ) -> Completion:
     """Send `request`, call `on_text` once per network chunk that carried text, and
-    return the assembled completion. Errors are firsttoken errors carrying `partial`.
+    return the assembled completion. Errors are firsttoken errors carrying `partial`,
+    the answer so far as `ChatStream` assembled it. `clock`: milliseconds since the
+    epoch (an HTTP-date in `retry-after` is measured against it when the response has
+    no `Date`).
     """
     timings = timings if timings is not None else Timings()
     timings.send = clock()
+    # The answer is assembled by `stream` alone; here only what went out is counted.
     stream = ChatStream()
-    text_so_far: list[str] = []
+    delivered = 0  # characters of choice 0's text passed to on_text
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
         if on_response is not None:
             on_response(response.status, response.headers)
         if not 200 <= response.status < 300:
-            raise await _status_error(response)
+            raise await _status_error(response, clock() / 1000.0)
         content_type = {k.lower(): v for k, v in response.headers.items()}.get("content-type", "")
         if "text/event-stream" not in content_type:
             # Some servers ignore stream=true; a JSON body is the same answer in one piece.
@@ -251,7 +241,8 @@ async def stream_chat(
             timings.done = clock()
             return completion
         async for chunk in response.chunks():
-            abort.raise_if_aborted("".join(text_so_far))
+            if abort.aborted:
+                raise Aborted("stopped", partial=stream.partial)
             if timings.first_byte is None:
                 timings.first_byte = clock()
             timings.bytes += len(chunk)
@@ -262,9 +253,8 @@ async def stream_chat(
             except FirstTokenError:
                 # Text that came in the same network chunk as an error still reaches
                 # the page, so that what the server sent before failing stays on screen.
-                missing = stream.partial[len("".join(text_so_far)):]
+                missing = stream.partial[delivered:]
                 if missing:
-                    text_so_far.append(missing)
                     on_text(missing, "", sent_stamps(chunk))
                 raise
             for update in updates:
@@ -276,15 +266,16 @@ async def stream_chat(
                 if timings.first_delta is None:
                     timings.first_delta = clock()
                 text = "".join(content)
-                text_so_far.append(text)
+                delivered += len(text)
                 on_text(text, "".join(reasoning), sent_stamps(chunk))
-        abort.raise_if_aborted("".join(text_so_far))
+        if abort.aborted:
+            raise Aborted("stopped", partial=stream.partial)
         completion = stream.close()
         timings.done = clock()
         return completion
     except FirstTokenError as exc:
         if abort.aborted and not isinstance(exc, Aborted):
-            raise Aborted("stopped", partial="".join(text_so_far)) from exc
+            raise Aborted("stopped", partial=stream.partial) from exc
         if not exc.partial:
-            exc.partial = "".join(text_so_far)
+            exc.partial = stream.partial
         raise

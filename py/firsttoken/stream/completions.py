@@ -13,6 +13,8 @@ usage-only chunk with empty `choices`, an `{"error": ...}` chunk or an `event: e
 instead of an HTTP status once the stream has started.
 
 Every failure is a firsttoken error carrying `partial`, the text of choice 0 so far.
+`ChatStream` is the one place an answer is assembled: what `chat.error` keeps on an error
+or Stop is its `partial`, and nothing else keeps a copy (the page has the deltas).
 The update and answer types live in `firsttoken.stream.types` and are re-exported here.
 """
 
@@ -66,6 +68,30 @@ __all__ = [
 DEFAULT_MAX_CHARS = 16 << 20
 
 
+class _Text:
+    """Text that arrives in pieces, joined only when asked for.
+
+    This is where an answer is assembled, once: the client and the core keep no copy
+    (the page gets the pieces, as deltas). `+=` per piece would be quadratic over a
+    long answer, and so would joining all the pieces again at every piece: `value()` is
+    for the end (or an error, or Stop), not for each chunk.
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def append(self, piece: str) -> None:
+        self._parts.append(piece)
+
+    def value(self) -> str:
+        parts = self._parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]  # a second call costs nothing
+        return parts[0] if parts else ""
+
+
 class _ToolCall:
     __slots__ = ("id", "type", "name", "arguments")
 
@@ -73,19 +99,17 @@ class _ToolCall:
         self.id = ""
         self.type = "function"
         self.name = ""
-        self.arguments: list[str] = []
+        self.arguments = _Text()
 
 
 class _ChoiceState:
-    # Text is kept as lists of pieces and joined once: `+=` per delta is quadratic
-    # over a long answer.
     __slots__ = ("role", "content", "reasoning", "refusal", "tool_calls", "finish_reason")
 
     def __init__(self) -> None:
         self.role = "assistant"
-        self.content: list[str] = []
-        self.reasoning: list[str] = []
-        self.refusal: list[str] = []
+        self.content = _Text()
+        self.reasoning = _Text()
+        self.refusal = _Text()
         self.tool_calls: dict[int, _ToolCall] = {}
         self.finish_reason: str | None = None
 
@@ -93,14 +117,14 @@ class _ChoiceState:
         return Choice(
             index=index,
             role=self.role,
-            content="".join(self.content),
-            reasoning="".join(self.reasoning),
-            refusal="".join(self.refusal),
+            content=self.content.value(),
+            reasoning=self.reasoning.value(),
+            refusal=self.refusal.value(),
             tool_calls=[
                 {
                     "id": call.id,
                     "type": call.type,
-                    "function": {"name": call.name, "arguments": "".join(call.arguments)},
+                    "function": {"name": call.name, "arguments": call.arguments.value()},
                 }
                 for _, call in sorted(self.tool_calls.items())
             ],
@@ -144,7 +168,7 @@ class _Assembler:
 
     def partial(self) -> str:
         state = self.choices.get(0)
-        return "".join(state.content) if state else ""
+        return state.content.value() if state else ""
 
     def _count(self, text: str) -> None:
         self.chars += len(text)
@@ -327,7 +351,7 @@ class ChatStream:
 
     @property
     def partial(self) -> str:
-        """Choice 0's text so far."""
+        """Choice 0's text so far (joined now: ask at the end, not per chunk)."""
         return self._assembler.partial()
 
     @property

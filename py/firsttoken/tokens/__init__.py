@@ -70,6 +70,12 @@ message when that lets more of it fit; never drops the newest user message (cuts
 instead, and reports it). System messages are never cut: if they cannot fit,
 `ContextBudgetExceeded` is raised. `FitResult` reports kept and dropped indices, the
 tokens cut from each truncated message, and the final count.
+
+Budget (`budget_for`, `estimate_tokens`, `rough_count_chat`)
+------------------------------------------------------------
+The budget a prompt is fitted to is the context window less a reply reserve. Without
+an encoder, a prompt is estimated at ~4 characters a token plus the chat overhead
+(`rough_count_chat`, also the gateway's built-in model's count when it has no data).
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ from firsttoken.tokens.bpe_data import (
     load_encoding_data,
     parse_bpe_ranks,
 )
+from firsttoken.tokens.budget import DEFAULT_REPLY_RESERVE, budget_for, estimate_tokens, rough_count_chat
 from firsttoken.tokens.calibration import Calibration
 from firsttoken.tokens.chat import (
     IMAGE_TOKENS_DEFAULT,
@@ -141,6 +148,11 @@ __all__ = [
     "IMAGE_TOKENS_LOW",
     "TOOL_CALL_OVERHEAD",
     "Calibration",
+    # budget
+    "DEFAULT_REPLY_RESERVE",
+    "budget_for",
+    "estimate_tokens",
+    "rough_count_chat",
     # backends
     "ENCODINGS",
     "Encoder",

@@ -50,6 +50,18 @@ class Calibration:
         while len(self._samples) > self.max_models:
             self._samples.popitem(last=False)
 
+    def compare(self, model: str, estimate: int | None, actual_prompt_tokens: int | None) -> dict[str, Any]:
+        """Our estimate of one request's prompt against the server's `prompt_tokens`:
+        recorded when both are known, and reported with the next adjustment of
+        `estimate` (`chat.done.prompt`: `{estimate, actual, adjusted}`)."""
+        if isinstance(estimate, int) and isinstance(actual_prompt_tokens, int):
+            self.record(model, estimate, actual_prompt_tokens)
+        return {
+            "estimate": estimate,
+            "actual": actual_prompt_tokens,
+            "adjusted": self.adjust(model, estimate) if isinstance(estimate, int) else None,
+        }
+
     def samples(self, model: str) -> int:
         """How many samples are held for `model`."""
         return len(self._samples.get(model, ()))

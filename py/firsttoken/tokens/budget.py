@@ -1,0 +1,75 @@
+"""What a prompt may cost, and what it costs when it cannot be counted exactly.
+
+* `budget_for(settings)`: the prompt budget, the model's context window less a reserve
+  for the reply. Fitting (`fit_messages`) keeps a conversation within it.
+* `estimate_tokens(messages, model)`: a prompt's tokens, exactly (`count_chat`) when an
+  encoder is at hand, else `rough_count_chat`. The page loads its encoder lazily, so
+  the first prompts of a session, and any session whose encoder failed to load, are
+  estimated: for the governor's quota check before sending, and the composer's count.
+* `rough_count_chat(messages)`: no encoder at all. About 4 characters a token (OpenAI's
+  rule of thumb for English text), plus the cookbook's chat overhead (3 tokens a
+  message, 3 priming the reply). Also the built-in model's `usage.prompt_tokens` when
+  the gateway cannot load the tokenizer data (gateway/simulator.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, Sequence
+
+from firsttoken.tokens.chat import _part_text, count_chat
+from firsttoken.tokens.models import context_window
+
+__all__ = ["DEFAULT_REPLY_RESERVE", "BudgetSettings", "budget_for", "estimate_tokens", "rough_count_chat"]
+
+#: Tokens kept free for the reply when `max_tokens` is not set (or a quarter of the
+#: window, for a small one).
+DEFAULT_REPLY_RESERVE = 4096
+
+# The cookbook's per-message and reply-priming overhead (firsttoken.tokens.chat).
+_PER_MESSAGE = 3
+_REPLY_PRIMING = 3
+_CHARS_PER_TOKEN = 4
+
+
+class BudgetSettings(Protocol):
+    """What the budget depends on (`firsttoken.stream.client.ChatSettings` has it)."""
+
+    model: str
+    context_window: int | None
+    max_tokens: int | None
+
+
+def budget_for(settings: BudgetSettings) -> tuple[int, bool]:
+    """`(prompt budget, window known)`: the model's context window (the user's setting
+    wins over our table) less a reserve for the reply: `max_tokens`, else
+    `DEFAULT_REPLY_RESERVE` or a quarter of the window, whichever is smaller.
+    `window known` is False when the model is not in our table and no setting says."""
+    window, known = context_window(settings.model)
+    if settings.context_window:
+        window, known = settings.context_window, True
+    return window - (settings.max_tokens or min(DEFAULT_REPLY_RESERVE, window // 4)), known
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, Any]], model: str) -> int:
+    """Prompt tokens: exact when an encoder for `model` is at hand, else rough."""
+    try:
+        return count_chat(messages, model)
+    except Exception:  # noqa: BLE001 - no encoder (yet): the page loads it lazily
+        return rough_count_chat(messages)
+
+
+def rough_count_chat(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Prompt tokens without an encoder: ~4 characters a token of each message's text
+    (the text `count_chat` would count: string content, or its text parts), plus the
+    chat overhead."""
+    total = _REPLY_PRIMING
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            chars = len(content)
+        elif isinstance(content, list):
+            chars = sum(len(text) for text in map(_part_text, content) if text)
+        else:
+            chars = 0
+        total += _PER_MESSAGE + -(-chars // _CHARS_PER_TOKEN)
+    return total
