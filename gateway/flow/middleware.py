@@ -39,14 +39,14 @@ from firsttoken.ratelimit import parse_rate_limit_headers
 from ..cache_refs import CLIENT_HEADER, client_key
 from ..errors import APIError
 from ..shared import SharedState, SharedStateDown
-from ..validation import ChatRequest, parse_chat_request, read_body
+from ..validation import ChatRequest, parse_chat_request, read_body, replay_body
 from .answers import go_duration, rate_headers, retry_headers, too_large, too_many_requests
 from .buckets import Buckets
 from .gcra import BucketView, Rate, Verdict
 from .limiter import Ask, Limiter, Refused
 from .usage import UsageMeter
 
-__all__ = ["FlowLimits", "FlowControl", "limit_key"]
+__all__ = ["Flow", "FlowLimits", "FlowControl", "limit_key"]
 
 log = logging.getLogger("firsttoken.gateway.flow")
 
@@ -69,8 +69,17 @@ class FlowLimits:
     queue_max: int = 256
     #: Completion tokens reserved for a request without max_tokens.
     reserve_tokens: int = 1024
-    #: Redis down: admit without limits (True) or answer 503 (False).
-    fail_open: bool = True
+    #: Redis down: admit without limits (True) or answer 503 (False); None: closed in
+    #: front of an upstream, open for the built-in model (decided in gateway/app.py).
+    fail_open: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("rpm", "tpm", "gateway_rpm", "gateway_tpm"):
+            per_minute = getattr(self, name)
+            if per_minute < 0 or (per_minute and per_minute * self.burst_s / 60.0 < 1):
+                raise ValueError(f"{name}={per_minute} with burst_s={self.burst_s:g} holds less than one unit")
+        if self.queue_wait_s < 0 or self.queue_max < 0 or self.reserve_tokens < 0:
+            raise ValueError("queue_wait_s, queue_max and reserve_tokens must be >= 0")
 
     def rate(self, per_minute: int) -> Rate:
         return Rate(per_minute, 60.0, per_minute * self.burst_s / 60.0)
@@ -100,13 +109,14 @@ class _Claim:
     model: str = ""
 
 
-class FlowControl:
-    """ASGI middleware; `authorize(scope)` runs first (raising `APIError`), so a request
-    that may not use the gateway spends no one's budget."""
+class Flow:
+    """Flow control's state and work: the limiter, the counting pool, the settling of
+    answers. One per gateway, shared by `FlowControl` (its ASGI face) and `/healthz`.
+    `authorize(scope)` runs first (raising `APIError`), so a request that may not use the
+    gateway spends no one's budget."""
 
     def __init__(
         self,
-        app: ASGIApp,
         *,
         limits: FlowLimits,
         buckets: Buckets,
@@ -119,7 +129,6 @@ class FlowControl:
         count_workers: int = 2,
         prefix: str = "/v1/",
     ) -> None:
-        self.app = app
         self.limits = limits
         self.limiter = Limiter(buckets, max_wait_s=limits.queue_wait_s, max_queue=limits.queue_max)
         self.max_body_bytes = max_body_bytes
@@ -144,9 +153,9 @@ class FlowControl:
 
     # ---- the ASGI call ---------------------------------------------------------------
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         try:
             if self.authorize is not None:
@@ -159,7 +168,7 @@ class FlowControl:
         except APIError as error:
             await error.response()(scope, receive, send)
             return
-        await self._pass(scope, receive, send, claim, verdict)
+        await self._pass(app, scope, receive, send, claim, verdict)
 
     async def _claim(self, scope: Scope, receive: Receive) -> tuple[_Claim, ChatRequest | None, Receive]:
         headers = Headers(scope=scope)
@@ -169,7 +178,7 @@ class FlowControl:
         prompt = reserved = 0
         if scope["path"] == self.prefix + "chat/completions" and scope["method"] == "POST":
             body = await read_body(Request(scope, receive), self.max_body_bytes)
-            receive = _replay(body, receive)
+            receive = replay_body(body, receive)
             chat = parse_chat_request(body)
             prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
             reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
@@ -196,7 +205,7 @@ class FlowControl:
 
     def _down(self) -> APIError | None:
         """What Redis being down means for a request: None (fail open) or a 503."""
-        if self.limits.fail_open:
+        if self.limits.fail_open is not False:
             return None
         return APIError(
             503, "The gateway cannot reach its rate limiter; try again shortly.",
@@ -245,7 +254,7 @@ class FlowControl:
 
     # ---- the answer ---------------------------------------------------------------------
 
-    async def _pass(self, scope: Scope, receive: Receive, send: Send, claim: _Claim, verdict: Verdict | None) -> None:
+    async def _pass(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, claim: _Claim, verdict: Verdict | None) -> None:
         meter: UsageMeter | None = None
         headers = self._headers(claim, verdict.views) if verdict is not None else {}
 
@@ -267,7 +276,7 @@ class FlowControl:
             await send(message)
 
         try:
-            await self.app(scope, receive, observe)
+            await app(scope, receive, observe)
         finally:
             if verdict is not None and claim.model and any(k == "tokens" for k in claim.kinds):
                 # A task of its own: it must run even when this request was cancelled
@@ -301,11 +310,22 @@ class FlowControl:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+class FlowControl:
+    """ASGI middleware: every request under the prefix goes through `flow`."""
+
+    def __init__(self, app: ASGIApp, *, flow: Flow) -> None:
+        self.app = app
+        self.flow = flow
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.flow.serve(self.app, scope, receive, send)
+
+
 class _DryRun:
     """`POST /v1/chat/completions?dry_run=true`: the count and the limiter's outlook,
     nothing generated, nothing spent."""
 
-    def __init__(self, flow: FlowControl, claim: _Claim, chat: ChatRequest) -> None:
+    def __init__(self, flow: Flow, claim: _Claim, chat: ChatRequest) -> None:
         self.flow, self.claim, self.chat = flow, claim, chat
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -317,7 +337,7 @@ class _DryRun:
             try:
                 outlook = await flow.limiter.outlook(claim.ask)
             except SharedStateDown:
-                limiter = {"action": "admit" if flow.limits.fail_open else "refuse", "wait_s": 0.0, "limiter": "down"}
+                limiter = {"action": "refuse" if flow.limits.fail_open is False else "admit", "wait_s": 0.0, "limiter": "down"}
             else:
                 headers = flow._headers(claim, outlook.verdict.views)
                 limiter = {"action": outlook.action, "wait_s": round(outlook.wait_s, 3) if math.isfinite(outlook.wait_s) else None}
@@ -362,18 +382,3 @@ def _exhausted_unless_told(out: MutableHeaders, kinds: Sequence[str]) -> None:
     for kind in dict.fromkeys(kinds or ("requests",)):
         out[f"x-ratelimit-remaining-{kind}"] = "0"
         out[f"x-ratelimit-reset-{kind}"] = go_duration(reset)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that hands the app the body already read, then the real channel (for
-    the disconnect it may wait on)."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
