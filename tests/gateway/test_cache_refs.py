@@ -46,7 +46,8 @@ def ref(value: str = REF) -> dict:
 
 
 def test_store_bounds_per_client_and_in_all_least_recently_used_first() -> None:
-    store = RefStore(RefLimits(entries_per_client=2, bytes_per_client=100, total_bytes=150))
+    # Text bytes only here (no per-entry overhead): the bounds themselves are under test.
+    store = RefStore(RefLimits(entries_per_client=2, bytes_per_client=100, total_bytes=150, entry_overhead=0, client_overhead=0))
     a, b, c = "a" * 40, "b" * 40, "c" * 40
     da, db = store.put("one", a), store.put("one", b)
     assert store.get("one", da) == a  # a is now the most recent
