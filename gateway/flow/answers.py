@@ -23,9 +23,11 @@ __all__ = ["go_duration", "rate_headers", "retry_headers", "too_many_requests", 
 def go_duration(seconds: float) -> str:
     """Like Go's time.Duration.String() at millisecond precision: `20ms`, `1s`, `6m0s`,
     `1h2m3.5s`, which is how OpenAI writes x-ratelimit-reset-*."""
-    if seconds < 1:
-        return f"{max(0, math.ceil(seconds * 1000))}ms"
-    millis = math.ceil(seconds * 1000)
+    # Rounded up to the millisecond (a client that waits this long finds the bucket
+    # refilled), less a float hair: 0.6 s is 600ms, not 601ms.
+    millis = max(0, math.ceil(seconds * 1000 - 1e-6))
+    if millis < 1000:
+        return f"{millis}ms"
     hours, rest = divmod(millis, 3_600_000)
     minutes, rest = divmod(rest, 60_000)
     secs = f"{rest / 1000:.3f}".rstrip("0").rstrip(".")
