@@ -180,7 +180,9 @@ class Flow:
             body = await read_body(Request(scope, receive), self.max_body_bytes)
             receive = replay_body(body, receive)
             chat = parse_chat_request(body)
-            prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
+            # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
+            if self.limits.tpm or self.limits.gateway_tpm or _dry_run(scope):
+                prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
             reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
         ids: list[str] = []
         rates: list[Rate] = []
