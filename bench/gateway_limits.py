@@ -5,8 +5,10 @@
 (a) `admitted_exact`: 200 clients hammer one gateway whose limit is 10 requests/s
     (`--gateway-rpm 600 --burst-s 0.1`: a bucket of one request, refilled every 100 ms,
     so any one-second window can take 10). Every client loops: send; on 200 count an
-    admission (at the moment its answer arrives); on 429 check `retry-after` and wait
-    it out. Admissions are counted per one-second window of the run. True when every
+    admission at the time the gateway says it admitted it (`x-firsttoken-admitted-at`,
+    by the deciding clock: network and client scheduling do not smear it); on 429
+    check `retry-after` and wait it out. Admissions are counted per one-second window,
+    the whole windows from the first admission to the end of the run. True when every
     window admitted at most the limit and at least limit - 1 (the clients keep the
     queue full, so every window is under full load), and every other answer was a 200
     that had waited in the queue or a 429 with `retry-after`.
@@ -57,16 +59,21 @@ async def _client(
 ) -> None:
     headers = {**SIM, "x-firsttoken-client": ident}
     while time.monotonic() < until:
-        sent = time.monotonic()
+        sent_wall = time.time()
         try:
             r = await http.post(url + "/v1/chat/completions", json=CHAT, headers=headers)
         except httpx.HTTPError as exc:
             log["errors"].append(type(exc).__name__)
             continue
-        now = time.monotonic()
         if r.status_code == 200:
-            log["admitted"].append(now)
-            if now - sent > 0.05:
+            # The gateway's own admission time (its deciding clock: Redis TIME with
+            # --redis), so that network and client scheduling do not smear the windows.
+            if "x-firsttoken-admitted-at" not in r.headers:  # admitted without limits (fail-open)
+                log["other"].append("200 unlimited")
+                continue
+            admitted = float(r.headers["x-firsttoken-admitted-at"])
+            log["admitted"].append(admitted)
+            if admitted - sent_wall > 0.05:
                 log["queued"] += 1
             continue
         wait = parse_retry_after(r.headers["retry-after"], time.time()) if "retry-after" in r.headers else None
@@ -86,14 +93,17 @@ async def _load(urls: Sequence[str], clients: int, seconds: float) -> tuple[floa
         await asyncio.gather(*(
             _client(http, urls[i % len(urls)], f"bench-client-{i:08d}", until, log) for i in range(clients)
         ))
+        log["ended"] = time.time() - max(0.0, time.monotonic() - until)  # wall clock at `until`
     return start, log
 
 
 def measure_limits(urls: Sequence[str], *, clients: int = 200, seconds: float = 10.0, limit_per_s: int = 10,
                    tolerance: int = 1) -> dict[str, Any]:
     """Drive `urls` (gateways started with `gateway_args(limit_per_s)`) and judge them."""
-    start, log = asyncio.run(_load(urls, clients, seconds))
-    windows = [0] * int(seconds)
+    _, log = asyncio.run(_load(urls, clients, seconds))
+    # Windows from the first admission: before it, the clients were still connecting.
+    start = min(log["admitted"], default=0.0)
+    windows = [0] * max(1, int(log["ended"] - start))
     for t in log["admitted"]:
         k = int(t - start)
         if 0 <= k < len(windows):

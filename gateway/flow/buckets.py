@@ -9,6 +9,7 @@ clocks.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import OrderedDict
 from typing import Callable, Protocol, Sequence
@@ -46,6 +47,7 @@ class MemoryBuckets:
         now = self.clock()
         tats = [self._tats.get(i, now) for i in ids]
         verdict, final = decide(rates, tats, costs, now)
+        verdict = dataclasses.replace(verdict, at=time.time())
         if commit and verdict.admitted:
             for bucket, tat in zip(ids, final):
                 self._tats[bucket] = tat
@@ -104,7 +106,7 @@ for i = 1, n do
 end
 if mode == 'adjust' then return {} end
 local admitted = (never == 0 and wait <= 0.001) and 1 or 0
-local reply = {admitted, math.floor(math.max(wait, 0)), never}
+local reply = {admitted, math.floor(math.max(wait, 0)), never, tonumber(t[1]), tonumber(t[2])}
 for i = 1, n do
   local interval = tonumber(ARGV[3 * i - 1])
   local tolerance = tonumber(ARGV[3 * i])
@@ -143,12 +145,12 @@ class RedisBuckets:
     async def _decide(self, mode: str, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
         keys = [self.prefix + i for i in ids]
         reply = await self.shared.run("gcra", keys, self._args(mode, rates, costs))
-        admitted, wait_us, never = (int(x) for x in reply[:3])
+        admitted, wait_us, never, seconds, micros = (int(x) for x in reply[:5])
         views = tuple(
-            BucketView(rate.limit, max(0, min(rate.limit, int(reply[3 + 2 * k]))), int(reply[4 + 2 * k]) / 1e6)
+            BucketView(rate.limit, max(0, min(rate.limit, int(reply[5 + 2 * k]))), int(reply[6 + 2 * k]) / 1e6)
             for k, rate in enumerate(rates)
         )
-        return Verdict(bool(admitted), 0.0 if admitted else wait_us / 1e6, bool(never), views)
+        return Verdict(bool(admitted), 0.0 if admitted else wait_us / 1e6, bool(never), views, seconds + micros / 1e6)
 
     async def acquire(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
         return await self._decide("acquire", ids, rates, costs)

@@ -76,6 +76,9 @@ class Verdict:
     never: bool
     #: The buckets after the decision, in the order they were given.
     views: tuple[BucketView, ...]
+    #: Unix time of the decision by the clock of whoever decided (Redis's own `TIME`
+    #: with --redis), for the `x-firsttoken-admitted-at` header; None from the pure core.
+    at: float | None = None
 
 
 def view(rate: Rate, tat: float, now: float) -> BucketView:

@@ -46,9 +46,11 @@ from .gcra import BucketView, Rate, Verdict
 from .limiter import Ask, Limiter, Refused
 from .usage import UsageMeter
 
-__all__ = ["Flow", "FlowLimits", "FlowControl", "limit_key"]
+__all__ = ["ADMITTED_HEADER", "Flow", "FlowLimits", "FlowControl", "limit_key"]
 
 log = logging.getLogger("firsttoken.gateway.flow")
+
+ADMITTED_HEADER = "x-firsttoken-admitted-at"
 
 CountChat = Callable[[list[dict[str, Any]], str, Any], int]
 CountText = Callable[[str, str], int]
@@ -259,6 +261,11 @@ class Flow:
     async def _pass(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, claim: _Claim, verdict: Verdict | None) -> None:
         meter: UsageMeter | None = None
         headers = self._headers(claim, verdict.views) if verdict is not None else {}
+        if verdict is not None and verdict.at is not None:
+            # When the limiter let this request through (after any wait in the queue),
+            # by the deciding clock: lets a client or a benchmark see admission times
+            # free of network and scheduling delays.
+            headers[ADMITTED_HEADER] = f"{verdict.at:.6f}"
 
         async def observe(message: Message) -> None:
             nonlocal meter

@@ -66,7 +66,7 @@ def test_the_lua_script_decides_as_the_pure_core_does(redis: str) -> None:
         seen = [await buckets.acquire(ids, [requests, tokens], [1, 100]) for _ in range(4)]
         assert [v.admitted for v in seen] == [True, True, True, False]
         assert [v.views[0].remaining for v in seen[:3]] == [2, 1, 0]
-        assert 0.09 < seen[3].wait_s <= 0.1
+        assert 0 < seen[3].wait_s <= 0.1  # less the time the four calls took
         too_big = await buckets.peek(ids, [requests, tokens], [1, 501])
         assert too_big.never
         # the same over the pure core, on a fake clock
