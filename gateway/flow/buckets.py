@@ -21,8 +21,10 @@ __all__ = ["Buckets", "MemoryBuckets", "RedisBuckets"]
 
 
 class Buckets(Protocol):
-    async def acquire(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
-        """Decide, and spend the buckets if admitted."""
+    async def acquire(
+        self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], within: float = 0.0
+    ) -> Verdict:
+        """Decide, and spend the buckets if admitted (for a slot up to `within` s ahead)."""
 
     async def peek(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
         """Decide without spending (a dry run)."""
@@ -43,11 +45,13 @@ class MemoryBuckets:
     def __len__(self) -> int:
         return len(self._tats)
 
-    def _decide(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], commit: bool) -> Verdict:
+    def _decide(
+        self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], commit: bool, within: float = 0.0
+    ) -> Verdict:
         now = self.clock()
         tats = [self._tats.get(i, now) for i in ids]
-        verdict, final = decide(rates, tats, costs, now)
-        verdict = dataclasses.replace(verdict, at=time.time())
+        verdict, final = decide(rates, tats, costs, now, within)
+        verdict = dataclasses.replace(verdict, at=time.time() + (verdict.wait_s if verdict.admitted else 0.0))
         if commit and verdict.admitted:
             for bucket, tat in zip(ids, final):
                 self._tats[bucket] = tat
@@ -56,8 +60,10 @@ class MemoryBuckets:
                 self._tats.popitem(last=False)
         return verdict
 
-    async def acquire(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
-        return self._decide(ids, rates, costs, True)
+    async def acquire(
+        self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], within: float = 0.0
+    ) -> Verdict:
+        return self._decide(ids, rates, costs, True, within)
 
     async def peek(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
         return self._decide(ids, rates, costs, False)
@@ -70,8 +76,9 @@ class MemoryBuckets:
 
 
 # The same arithmetic as gcra.decide / gcra.reconcile, in microseconds of Redis TIME.
-# KEYS: the buckets. ARGV[1]: "acquire", "peek" or "adjust"; then per bucket: interval
-# (us per unit), tolerance (us), cost (units; for "adjust" the delta). Replies are
+# KEYS: the buckets. ARGV[1]: "acquire", "peek" or "adjust"; ARGV[2]: how far ahead a
+# slot may be reserved (us); then per bucket: interval (us per unit), tolerance (us),
+# cost (units; for "adjust" the delta). Replies are
 # integers (Redis truncates Lua numbers), so times come back in whole microseconds.
 # A key expires when its bucket is full again: a full bucket and a missing key read
 # the same, so Redis holds only buckets that are in use.
@@ -79,13 +86,14 @@ _GCRA_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local mode = ARGV[1]
+local within = tonumber(ARGV[2])
 local n = #KEYS
 local tats, moved = {}, {}
 local wait, never = 0, 0
 for i = 1, n do
-  local interval = tonumber(ARGV[3 * i - 1])
-  local tolerance = tonumber(ARGV[3 * i])
-  local cost = tonumber(ARGV[3 * i + 1])
+  local interval = tonumber(ARGV[3 * i])
+  local tolerance = tonumber(ARGV[3 * i + 1])
+  local cost = tonumber(ARGV[3 * i + 2])
   local tat = tonumber(redis.call('GET', KEYS[i]) or now)
   tats[i] = tat
   if mode == 'adjust' then
@@ -105,11 +113,11 @@ for i = 1, n do
   end
 end
 if mode == 'adjust' then return {} end
-local admitted = (never == 0 and wait <= 0.001) and 1 or 0
+local admitted = (never == 0 and wait <= within + 0.001) and 1 or 0
 local reply = {admitted, math.floor(math.max(wait, 0)), never, tonumber(t[1]), tonumber(t[2])}
 for i = 1, n do
-  local interval = tonumber(ARGV[3 * i - 1])
-  local tolerance = tonumber(ARGV[3 * i])
+  local interval = tonumber(ARGV[3 * i])
+  local tolerance = tonumber(ARGV[3 * i + 1])
   local tat = tats[i]
   if admitted == 1 then
     tat = moved[i]
@@ -136,24 +144,30 @@ class RedisBuckets:
         self.prefix = prefix
         shared.script("gcra", _GCRA_LUA)
 
-    def _args(self, mode: str, rates: Sequence[Rate], costs: Sequence[float]) -> list[str]:
-        args = [mode]
+    def _args(self, mode: str, rates: Sequence[Rate], costs: Sequence[float], within: float = 0.0) -> list[str]:
+        args = [mode, repr(within * 1e6)]
         for rate, cost in zip(rates, costs):
             args += [repr(rate.interval * 1e6), repr(rate.tolerance * 1e6), repr(float(cost))]
         return args
 
-    async def _decide(self, mode: str, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
+    async def _decide(
+        self, mode: str, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], within: float = 0.0
+    ) -> Verdict:
         keys = [self.prefix + i for i in ids]
-        reply = await self.shared.run("gcra", keys, self._args(mode, rates, costs))
+        reply = await self.shared.run("gcra", keys, self._args(mode, rates, costs, within))
         admitted, wait_us, never, seconds, micros = (int(x) for x in reply[:5])
         views = tuple(
             BucketView(rate.limit, max(0, min(rate.limit, int(reply[5 + 2 * k]))), int(reply[6 + 2 * k]) / 1e6)
             for k, rate in enumerate(rates)
         )
-        return Verdict(bool(admitted), 0.0 if admitted else wait_us / 1e6, bool(never), views, seconds + micros / 1e6)
+        wait = wait_us / 1e6
+        at = seconds + micros / 1e6 + (wait if admitted else 0.0)
+        return Verdict(bool(admitted), wait, bool(never), views, at)
 
-    async def acquire(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
-        return await self._decide("acquire", ids, rates, costs)
+    async def acquire(
+        self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], within: float = 0.0
+    ) -> Verdict:
+        return await self._decide("acquire", ids, rates, costs, within)
 
     async def peek(self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float]) -> Verdict:
         return await self._decide("peek", ids, rates, costs)

@@ -69,8 +69,8 @@ class BucketView:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     admitted: bool
-    #: Seconds until every bucket would take the request (0 when admitted). Meaningless
-    #: when `never`.
+    #: Seconds until every bucket would take the request; when admitted, until its
+    #: reserved slot (0 unless reserving). Meaningless when `never`.
     wait_s: float
     #: The request costs more than some bucket can ever hold: waiting will not help.
     never: bool
@@ -89,12 +89,17 @@ def view(rate: Rate, tat: float, now: float) -> BucketView:
 
 
 def decide(
-    rates: Sequence[Rate], tats: Sequence[float], costs: Sequence[float], now: float
+    rates: Sequence[Rate], tats: Sequence[float], costs: Sequence[float], now: float, within: float = 0.0
 ) -> tuple[Verdict, tuple[float, ...]]:
     """Admit a request costing `costs[i]` of bucket i, or say how long to wait.
 
     Returns the verdict and the buckets' new `tat`s (unchanged unless admitted). A cost
     of 0 never blocks: a request only *reports* such a bucket.
+
+    `within` > 0 reserves: a request that would conform within that many seconds is
+    admitted now for its slot, `wait_s` from now (GCRA's virtual scheduling). The
+    buckets move from their own `tat`, not from a late caller's `now`, so a caller that
+    wakes a little late for each slot loses no capacity.
     """
     if not len(rates) == len(tats) == len(costs):
         raise ValueError("one tat and one cost per rate")
@@ -106,10 +111,10 @@ def decide(
         if cost > 0:
             wait = max(wait, new_tat - rate.tolerance - now)
         moved.append(new_tat)
-    admitted = not never and wait <= _EPSILON
+    admitted = not never and wait <= within + _EPSILON
     final = tuple(moved) if admitted else tuple(tats)
     views = tuple(view(rate, tat, now) for rate, tat in zip(rates, final))
-    return Verdict(admitted, 0.0 if admitted else max(0.0, wait), never, views), final
+    return Verdict(admitted, max(0.0, wait), never, views), final
 
 
 def reconcile(rate: Rate, tat: float, delta: float) -> float:

@@ -3,8 +3,11 @@
 `admit()` asks the buckets; a request that does not fit now waits in the `FairQueue`
 when its wait is within `max_wait_s` and the queue has room, else it is refused at
 once with the wait as its retry-after. One dispatcher task serves the queue: each pass
-asks the buckets for every key's head in turn, admits what fits, and sleeps until the
-soonest head could fit or a new request arrives.
+asks the buckets for every key's head in turn and reserves a slot for each that fits
+within `lookahead_s` (GCRA virtual scheduling: the slot is exact, and a dispatcher
+that wakes late loses no capacity, which matters most when several processes share
+Redis), releases each at its slot, and sleeps until the soonest head could be
+reserved or a new request arrives.
 """
 
 from __future__ import annotations
@@ -69,9 +72,11 @@ class Limiter:
         *,
         max_wait_s: float,
         max_queue: int,
+        lookahead_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.buckets = buckets
+        self.lookahead_s = lookahead_s
         self.max_wait_s = max_wait_s
         self.queue: FairQueue[Ask] = FairQueue(max_queue)
         self.clock = clock
@@ -117,7 +122,7 @@ class Limiter:
         self._wake.set()
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = asyncio.create_task(self._dispatch())
-        deadline = self.max_wait_s
+        deadline = self.max_wait_s + self.lookahead_s  # a slot reserved ahead is still kept
         try:
             return await asyncio.wait_for(asyncio.shield(ask.future), deadline)
         except asyncio.TimeoutError:
@@ -139,7 +144,7 @@ class Limiter:
                     self.queue.remove(key, ask)
                     continue
                 try:
-                    verdict = await self.buckets.acquire(ask.ids, ask.rates, ask.costs)
+                    verdict = await self.buckets.acquire(ask.ids, ask.rates, ask.costs, self.lookahead_s)
                 except Exception as exc:  # noqa: BLE001 - the waiter answers it (fail open/closed)
                     self.queue.remove(key, ask)
                     if not ask.future.done():
@@ -151,13 +156,16 @@ class Limiter:
                     continue
                 if verdict.admitted or verdict.never:
                     self.queue.pop(key)
-                    if verdict.admitted:
-                        ask.future.set_result(verdict)
+                    if verdict.never:
+                        ask.future.set_exception(Refused(verdict, math.inf, "too large"))
+                    elif verdict.wait_s > 0:
+                        asyncio.get_running_loop().call_later(verdict.wait_s, self._release, ask, verdict)
                         admitted = True
                     else:
-                        ask.future.set_exception(Refused(verdict, math.inf, "too large"))
+                        ask.future.set_result(verdict)
+                        admitted = True
                     continue
-                soonest = min(soonest, verdict.wait_s)
+                soonest = min(soonest, max(0.0, verdict.wait_s - self.lookahead_s))
                 if any(i in ask.shared for i in ask.blocking(verdict)):
                     break  # a shared bucket is empty: nobody behind can go either
             if admitted or not len(self.queue):
@@ -166,3 +174,13 @@ class Limiter:
                 await asyncio.wait_for(self._wake.wait(), None if math.isinf(soonest) else soonest)
             except asyncio.TimeoutError:
                 pass
+
+    def _release(self, ask: Ask, verdict: Verdict) -> None:
+        """A reserved slot has come."""
+        assert ask.future is not None
+        if not ask.future.done():
+            ask.future.set_result(verdict)
+            return
+        # The waiter left before its slot: give the slot back.
+        task = asyncio.ensure_future(self.buckets.adjust(ask.ids, ask.rates, [-c for c in ask.costs]))
+        task.add_done_callback(lambda t: t.exception())  # a refund that fails is only lost

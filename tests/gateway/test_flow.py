@@ -151,7 +151,7 @@ def test_a_full_queue_or_a_wait_past_the_limit_is_a_429_saying_when() -> None:
 def test_the_dispatcher_serves_keys_in_turn_under_a_shared_bucket() -> None:
     async def go() -> list[str]:
         buckets = MemoryBuckets()
-        limiter = Limiter(buckets, max_wait_s=10, max_queue=100)
+        limiter = Limiter(buckets, max_wait_s=10, max_queue=100, lookahead_s=0)  # no slots reserved ahead
         shared = Rate(1200, 60.0, burst=1)  # the gateway's: one per 50 ms
 
         def ask(key: str) -> Ask:
