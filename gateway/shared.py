@@ -28,7 +28,7 @@ class SharedState:
     """One Redis client with short timeouts and no retries: a slow Redis must turn into
     a quick decision (fail open or closed), not a request stuck behind it."""
 
-    def __init__(self, url: str, *, timeout_s: float = 1.0, max_connections: int = 32) -> None:
+    def __init__(self, url: str, *, timeout_s: float = 2.0, max_connections: int = 32) -> None:
         import redis.asyncio as redis  # only a gateway started with --redis needs it
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff

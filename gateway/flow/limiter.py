@@ -150,9 +150,7 @@ class Limiter:
                     if not ask.future.done():
                         ask.future.set_exception(exc)
                     continue
-                if ask.future.done():  # left while we asked: give the buckets back
-                    if verdict.admitted:
-                        await self.buckets.adjust(ask.ids, ask.rates, [-c for c in ask.costs])
+                if ask.future.done():  # left while we asked: its slot, if any, goes unused
                     continue
                 if verdict.admitted or verdict.never:
                     self.queue.pop(key)
@@ -176,11 +174,9 @@ class Limiter:
                 pass
 
     def _release(self, ask: Ask, verdict: Verdict) -> None:
-        """A reserved slot has come."""
+        """A reserved slot has come. A waiter that left before it leaves the slot unused:
+        giving it back would move the buckets' `tat` back under slots reserved after
+        it, and two requests would share one slot."""
         assert ask.future is not None
         if not ask.future.done():
             ask.future.set_result(verdict)
-            return
-        # The waiter left before its slot: give the slot back.
-        task = asyncio.ensure_future(self.buckets.adjust(ask.ids, ask.rates, [-c for c in ask.costs]))
-        task.add_done_callback(lambda t: t.exception())  # a refund that fails is only lost
