@@ -272,7 +272,7 @@ class Flow:
             if message["type"] == "http.response.start":
                 out = MutableHeaders(scope=message)
                 if message["status"] == 429:
-                    _exhausted_unless_told(out, claim.kinds)
+                    _exhausted_unless_told(out, headers)
                 elif headers:
                     for name in [n for n in out.keys() if n.startswith("x-ratelimit-")]:
                         del out[name]
@@ -380,14 +380,17 @@ def _count_prompt(count_chat: CountChat, chat: ChatRequest) -> int:
         return len(json.dumps(chat.messages, ensure_ascii=False).encode("utf-8", "replace"))
 
 
-def _exhausted_unless_told(out: MutableHeaders, kinds: Sequence[str]) -> None:
+def _exhausted_unless_told(out: MutableHeaders, ours: dict[str, str]) -> None:
     """An inner 429 (an upstream's or an injected one) keeps its own rate-limit headers;
-    without any, it reports our buckets empty until its retry-after, which is what a
-    429 means (a bucket reopening sooner would contradict retry-after)."""
+    without any, it reports our limits with nothing remaining until its retry-after,
+    which is what a 429 means (a bucket reopening sooner would contradict it)."""
     if any(name.startswith("x-ratelimit-") for name in out.keys()):
         return
     told = parse_rate_limit_headers(list(out.items()), 0.0).retry_after_s
-    reset = told if told is not None else 1.0
-    for kind in dict.fromkeys(kinds or ("requests",)):
+    reset = go_duration(told if told is not None else 1.0)
+    kinds = [n[len("x-ratelimit-limit-"):] for n in ours if n.startswith("x-ratelimit-limit-")] or ["requests"]
+    for kind in kinds:
+        if f"x-ratelimit-limit-{kind}" in ours:
+            out[f"x-ratelimit-limit-{kind}"] = ours[f"x-ratelimit-limit-{kind}"]
         out[f"x-ratelimit-remaining-{kind}"] = "0"
-        out[f"x-ratelimit-reset-{kind}"] = go_duration(reset)
+        out[f"x-ratelimit-reset-{kind}"] = reset
