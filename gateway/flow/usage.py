@@ -35,18 +35,25 @@ class UsageMeter:
         self.total_bytes = 0
 
     def feed(self, chunk: bytes) -> None:
+        # Runs once per chunk of every answer, on the event loop: appends only, and the
+        # tail is trimmed when it reaches twice its size (amortised O(1) per byte).
         self.total_bytes += len(chunk)
         room = self.head_bytes - len(self._head)
         if room > 0:
             self._head += chunk[:room]
-        self._tail += chunk[-self.tail_bytes :]
-        if len(self._tail) > self.tail_bytes:
+            chunk = chunk[room:]
+            if not chunk:
+                return
+        self._tail += chunk
+        if len(self._tail) > 2 * self.tail_bytes:
             del self._tail[: len(self._tail) - self.tail_bytes]
 
     def settle(self, prompt_tokens: int, count_text: Callable[[str], int]) -> Settled:
         """Tokens the request cost: the reported usage, else prompt + counted completion.
         Runs `count_text` (CPU-bound): call it off the event loop."""
-        reported = _last_usage(bytes(self._tail)) or _last_usage(bytes(self._head))
+        # The usage object comes last: in the tail once the answer outgrew the head
+        # (the tail may start mid-object; the head's end and the tail's start join).
+        reported = _last_usage(bytes(self._head[-self.tail_bytes :] + self._tail)) or _last_usage(bytes(self._head))
         if reported is not None:
             total = reported.get("total_tokens")
             if isinstance(total, int) and total >= 0:

@@ -3,6 +3,7 @@ queue. The ASGI adapter is tested over HTTP in tests/gateway/test_flow.py."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from gateway.flow.answers import go_duration, rate_headers
 from gateway.flow.fairqueue import FairQueue
 from gateway.flow.gcra import Rate, decide, reconcile, view
+from gateway.flow.usage import UsageMeter
 from firsttoken.ratelimit import parse_duration, parse_rate_limit_headers
 
 
@@ -184,3 +186,38 @@ def test_every_key_is_fifo_and_no_key_waits_more_than_one_round(ops: list[tuple[
     for key in "abcd":
         mine = [n for k, n in served if k == key]
         assert mine == sorted(mine)
+
+
+# ---- what an answer cost -------------------------------------------------------------------
+
+
+def _sse(*chunks: dict) -> bytes:
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def _delta(text: str) -> dict:
+    return {"choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+@given(st.integers(1, 400))
+def test_usage_meter_reads_the_same_whatever_the_chunking(cut: int) -> None:
+    body = _sse(_delta("hello "), _delta("world"), {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}})
+    meter = UsageMeter(streaming=True, head_bytes=64, tail_bytes=128)  # the tail holds the usage object
+    for i in range(0, len(body), cut):
+        meter.feed(body[i : i + cut])
+    assert meter.settle(7, len) == {"total_tokens": 9, "exact": True}
+
+
+def test_usage_meter_counts_streamed_text_without_usage_and_extrapolates_past_its_head() -> None:
+    body = _sse(*(_delta("ab") for _ in range(10)))
+    meter = UsageMeter(streaming=True)
+    meter.feed(body)
+    assert meter.settle(5, len) == {"total_tokens": 5 + 20, "exact": True}
+    small = UsageMeter(streaming=True, head_bytes=len(body) // 2, tail_bytes=16)
+    for i in range(0, len(body), 7):
+        small.feed(body[i : i + 7])
+    settled = small.settle(5, len)
+    assert not settled["exact"] and 5 + 14 <= settled["total_tokens"] <= 5 + 26
+    whole = UsageMeter(streaming=False)
+    whole.feed(json.dumps({"choices": [{"message": {"content": "abc"}}]}).encode())
+    assert whole.settle(1, len) == {"total_tokens": 4, "exact": True}
