@@ -13,6 +13,7 @@ reserved or a new request arrives.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from .fairqueue import FairQueue
 from .gcra import Rate, Verdict
 
 __all__ = ["Ask", "Limiter", "Refused"]
+
+log = logging.getLogger("firsttoken.gateway.flow")
 
 
 @dataclass(eq=False, slots=True)
@@ -36,6 +39,8 @@ class Ask:
     #: Indexes of buckets shared by every key (the gateway's own limits).
     shared: frozenset[int] = frozenset()
     future: asyncio.Future[Verdict] | None = field(default=None, repr=False)
+    #: A slot is reserved for it: it will be admitted within the lookahead.
+    reserved: bool = False
 
     def blocking(self, verdict: Verdict) -> list[int]:
         """The buckets that keep this request out."""
@@ -122,11 +127,14 @@ class Limiter:
         self._wake.set()
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = asyncio.create_task(self._dispatch())
-        deadline = self.max_wait_s + self.lookahead_s  # a slot reserved ahead is still kept
+        deadline = self.max_wait_s
         try:
-            return await asyncio.wait_for(asyncio.shield(ask.future), deadline)
-        except asyncio.TimeoutError:
-            raise Refused(verdict, max(ask.step_s(), self._estimate(ask, verdict)), "wait too long") from None
+            try:
+                return await asyncio.wait_for(asyncio.shield(ask.future), deadline)
+            except asyncio.TimeoutError:
+                if not ask.reserved:
+                    raise Refused(verdict, max(ask.step_s(), self._estimate(ask, verdict)), "wait too long") from None
+                return await ask.future  # its slot is at most the lookahead away: keep it
         finally:
             # Timed out or the client left: its place goes to the next in line.
             if not ask.future.done():
@@ -134,6 +142,17 @@ class Limiter:
             self.queue.remove(ask.key, ask)
 
     async def _dispatch(self) -> None:
+        try:
+            await self._serve()
+        except Exception:  # noqa: BLE001 - a bug here must not strand the waiters silently
+            log.exception("the flow-control dispatcher stopped; waiters are refused")
+            for key, ask in self.queue.heads():
+                while key in self.queue:
+                    waiting = self.queue.pop(key)
+                    if waiting.future is not None and not waiting.future.done():
+                        waiting.future.set_exception(Refused(Verdict(False, 1.0, False, ()), 1.0, "limiter error"))
+
+    async def _serve(self) -> None:
         while len(self.queue):
             self._wake.clear()
             soonest = math.inf
@@ -157,6 +176,7 @@ class Limiter:
                     if verdict.never:
                         ask.future.set_exception(Refused(verdict, math.inf, "too large"))
                     elif verdict.wait_s > 0:
+                        ask.reserved = True
                         asyncio.get_running_loop().call_later(verdict.wait_s, self._release, ask, verdict)
                         admitted = True
                     else:
