@@ -58,23 +58,6 @@ def _default_counter():
         return None
 
 
-def _flow_counters():
-    """(count_chat, count_text, context_window) for flow control: firsttoken.tokens,
-    or byte counts (an upper bound: a BPE token is at least one byte) without its data."""
-    try:
-        from firsttoken import tokens  # type: ignore[import-not-found]
-
-        tokens.count("probe", "gpt-4o")
-        return tokens.count_chat, tokens.count, lambda model: tokens.context_window(model)[0]
-    except Exception:  # noqa: BLE001 - any failure means: fall back to byte counts
-        import json
-
-        def count_chat(messages, model, tools=None):
-            return len(json.dumps(messages, ensure_ascii=False).encode("utf-8", "replace"))
-
-        return count_chat, lambda text, model: len(text.encode("utf-8", "replace")), lambda model: 128_000
-
-
 def create_app(config: GatewayConfig | None = None) -> Starlette:
     config = config or GatewayConfig()
     counter = _default_counter()
@@ -167,7 +150,6 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     # Outermost last. Flow control sees cache references already expanded (so it counts
     # what the model will read) and answers its 429s inside the headers middleware.
     starlette_auth = lambda scope: authorize(Request(scope))  # noqa: E731
-    count_chat, count_text, context_window = _flow_counters()
     # Redis down: closed by default in front of an upstream (its quota costs money),
     # open for the built-in model (nothing to protect but this process).
     limits = config.limits
@@ -177,9 +159,6 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         limits=limits,
         buckets=RedisBuckets(shared) if shared else MemoryBuckets(),
         max_body_bytes=config.max_body_bytes,
-        count_chat=count_chat,
-        count_text=count_text,
-        context_window=context_window,
         authorize=starlette_auth,
         shared=shared,
     )

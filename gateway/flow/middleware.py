@@ -123,9 +123,9 @@ class Flow:
         limits: FlowLimits,
         buckets: Buckets,
         max_body_bytes: int,
-        count_chat: CountChat,
-        count_text: CountText,
-        context_window: Callable[[str], int],
+        count_chat: CountChat | None = None,
+        count_text: CountText | None = None,
+        context_window: Callable[[str], int] | None = None,
         authorize: Callable[[Scope], None] | None = None,
         shared: SharedState | None = None,
         count_workers: int = 2,
@@ -134,9 +134,10 @@ class Flow:
         self.limits = limits
         self.limiter = Limiter(buckets, max_wait_s=limits.queue_wait_s, max_queue=limits.queue_max)
         self.max_body_bytes = max_body_bytes
-        self.count_chat = count_chat
-        self.count_text = count_text
-        self.context_window = context_window
+        default_chat, default_text, default_window = default_counters()
+        self.count_chat = count_chat or default_chat
+        self.count_text = count_text or default_text
+        self.context_window = context_window or default_window
         self.authorize = authorize
         self.shared = shared
         self.prefix = prefix
@@ -364,6 +365,26 @@ class _DryRun:
             "limiter": limiter,
         }
         await JSONResponse(body, headers=headers)(scope, receive, send)
+
+
+def default_counters() -> tuple[CountChat, CountText, Callable[[str], int]]:
+    """`firsttoken.tokens` (the page's own counter: exact for OpenAI models), or, when
+    its data cannot load, UTF-8 byte counts: an upper bound, as a BPE token is at least
+    one byte."""
+    try:
+        from firsttoken import tokens
+
+        tokens.count("probe", "gpt-4o")
+        return tokens.count_chat, tokens.count, lambda model: tokens.context_window(model)[0]
+    except Exception:  # noqa: BLE001 - any failure means: fall back to byte counts
+
+        def count_chat(messages: list[dict[str, Any]], model: str, tools: Any = None) -> int:
+            return len(json.dumps(messages, ensure_ascii=False).encode("utf-8", "replace"))
+
+        def count_text(text: str, model: str) -> int:
+            return len(text.encode("utf-8", "replace"))
+
+        return count_chat, count_text, lambda model: 128_000
 
 
 def _dry_run(scope: Scope) -> bool:
