@@ -7,7 +7,7 @@ Per request:
    (`firsttoken.tokens.count_chat`, in a bounded thread pool, off the event loop) plus
    the completion reserved from `max_tokens` (or `reserve_tokens`).
 3. `Limiter.admit`: now, after a wait in the fair queue, or a 429 saying when to come
-   back. `?dry_run=true` stops here and answers what would happen.
+   back. `?dry_run=true` stops before this and answers what would happen (`dryrun`).
 4. The answer goes out with OpenAI's `x-ratelimit-*` headers from the buckets; as it
    passes, `UsageMeter` reads what it really cost, and the tokens buckets are charged
    or refunded the difference once it ends.
@@ -23,15 +23,12 @@ import asyncio
 import hashlib
 import json
 import logging
-import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
-from urllib.parse import parse_qs
+from typing import Any, Callable, Sequence
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from firsttoken.ratelimit import parse_rate_limit_headers
@@ -43,6 +40,7 @@ from ..validation import ChatRequest, parse_chat_request, read_body, replay_body
 from .answers import go_duration, rate_headers, retry_headers, too_large, too_many_requests
 from .buckets import Buckets
 from .gcra import BucketView, Rate, Verdict
+from .dryrun import DryRun, wants_dry_run
 from .limiter import Ask, Limiter, Refused
 from .usage import UsageMeter
 
@@ -103,7 +101,9 @@ def limit_key(headers: Headers, peer: str | None) -> str:
 
 
 @dataclass(slots=True)
-class _Claim:
+class Claim:
+    """What one request asks of the buckets, and what settling it needs."""
+
     ask: Ask
     kinds: list[str]  # "requests"/"tokens" per bucket
     prompt_tokens: int = 0
@@ -164,8 +164,8 @@ class Flow:
             if self.authorize is not None:
                 self.authorize(scope)
             claim, chat, receive = await self._claim(scope, receive)
-            if chat is not None and _dry_run(scope):
-                await self._dry_run(claim, chat)(scope, receive, send)
+            if chat is not None and wants_dry_run(scope):
+                await DryRun(self, claim, chat)(scope, receive, send)
                 return
             verdict = await self._admit(claim)
         except APIError as error:
@@ -173,7 +173,7 @@ class Flow:
             return
         await self._pass(app, scope, receive, send, claim, verdict)
 
-    async def _claim(self, scope: Scope, receive: Receive) -> tuple[_Claim, ChatRequest | None, Receive]:
+    async def _claim(self, scope: Scope, receive: Receive) -> tuple[Claim, ChatRequest | None, Receive]:
         headers = Headers(scope=scope)
         peer = scope.get("client")
         key = limit_key(headers, peer[0] if peer else None)
@@ -184,7 +184,7 @@ class Flow:
             receive = replay_body(body, receive)
             chat = parse_chat_request(body)
             # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
-            if self.limits.tpm or self.limits.gateway_tpm or _dry_run(scope):
+            if self.limits.tpm or self.limits.gateway_tpm or wants_dry_run(scope):
                 prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
             reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
         ids: list[str] = []
@@ -202,7 +202,7 @@ class Flow:
                     costs.append(cost)
                     kinds.append(kind)
         ask = Ask(key, ids, rates, costs, frozenset(shared))
-        return _Claim(ask, kinds, prompt, reserved, chat.model if chat else ""), chat, receive
+        return Claim(ask, kinds, prompt, reserved, chat.model if chat else ""), chat, receive
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         async with self._pool_slots:
@@ -217,7 +217,7 @@ class Flow:
             type="server_error", code="rate_limiter_unavailable", headers=retry_headers(1),
         )
 
-    async def _admit(self, claim: _Claim) -> Verdict | None:
+    async def _admit(self, claim: Claim) -> Verdict | None:
         """The admitting verdict, or None when admitted without limits (none set, or
         Redis down and failing open); raises `APIError` for a refusal."""
         ask = claim.ask
@@ -233,7 +233,7 @@ class Flow:
         except Refused as refused:
             headers = self._headers(claim, refused.verdict.views)
             if refused.verdict.never:
-                i = next(i for i, (r, c) in enumerate(zip(ask.rates, ask.costs)) if c > r.capacity)
+                i = max(range(len(ask.ids)), key=lambda i: ask.costs[i] / ask.rates[i].capacity)
                 raise too_large(claim.kinds[i], ask.rates[i].capacity, ask.costs[i], headers) from None
             blocking = ask.blocking(refused.verdict) or [0]
             kind = claim.kinds[blocking[0]]
@@ -244,7 +244,7 @@ class Flow:
                 refused.wait_s, headers,
             ) from None
 
-    def _headers(self, claim: _Claim, views: Sequence[BucketView]) -> dict[str, str]:
+    def _headers(self, claim: Claim, views: Sequence[BucketView]) -> dict[str, str]:
         # Per kind, the tighter of the client's and the gateway's bucket.
         tightest: dict[str, BucketView] = {}
         for kind, v in zip(claim.kinds, views):
@@ -252,14 +252,9 @@ class Flow:
                 tightest[kind] = v
         return rate_headers(list(tightest), list(tightest.values()))
 
-    # ---- dry run ------------------------------------------------------------------------
-
-    def _dry_run(self, claim: _Claim, chat: ChatRequest) -> _DryRun:
-        return _DryRun(self, claim, chat)
-
     # ---- the answer ---------------------------------------------------------------------
 
-    async def _pass(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, claim: _Claim, verdict: Verdict | None) -> None:
+    async def _pass(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, claim: Claim, verdict: Verdict | None) -> None:
         meter: UsageMeter | None = None
         headers = self._headers(claim, verdict.views) if verdict is not None else {}
         if verdict is not None and verdict.at is not None:
@@ -295,7 +290,7 @@ class Flow:
                 self._settling.add(task)
                 task.add_done_callback(self._settling.discard)
 
-    async def _settle(self, claim: _Claim, meter: UsageMeter | None) -> None:
+    async def _settle(self, claim: Claim, meter: UsageMeter | None) -> None:
         reserved = claim.prompt_tokens + claim.reserved_tokens
         try:
             if meter is None:
@@ -331,42 +326,6 @@ class FlowControl:
         await self.flow.serve(self.app, scope, receive, send)
 
 
-class _DryRun:
-    """`POST /v1/chat/completions?dry_run=true`: the count and the limiter's outlook,
-    nothing generated, nothing spent."""
-
-    def __init__(self, flow: Flow, claim: _Claim, chat: ChatRequest) -> None:
-        self.flow, self.claim, self.chat = flow, claim, chat
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        flow, claim, chat = self.flow, self.claim, self.chat
-        window = flow.context_window(chat.model)
-        limiter: dict[str, Any] = {"action": "admit", "wait_s": 0.0}
-        headers: dict[str, str] = {}
-        if claim.ask.ids:
-            try:
-                outlook = await flow.limiter.outlook(claim.ask)
-            except SharedStateDown:
-                limiter = {"action": "refuse" if flow.limits.fail_open is False else "admit", "wait_s": 0.0, "limiter": "down"}
-            else:
-                headers = flow._headers(claim, outlook.verdict.views)
-                limiter = {"action": outlook.action, "wait_s": round(outlook.wait_s, 3) if math.isfinite(outlook.wait_s) else None}
-                if outlook.action == "refuse":
-                    limiter["retry_after_s"] = math.ceil(outlook.wait_s) if math.isfinite(outlook.wait_s) else None
-        needed = claim.prompt_tokens + (chat.max_tokens or 0)
-        body = {
-            "object": "chat.completion.dry_run",
-            "model": chat.model,
-            "prompt_tokens": claim.prompt_tokens,
-            "estimated_tokens": claim.prompt_tokens,
-            "max_tokens": chat.max_tokens,
-            "context_window": window,
-            "fits": needed <= window if chat.max_tokens is not None else claim.prompt_tokens < window,
-            "limiter": limiter,
-        }
-        await JSONResponse(body, headers=headers)(scope, receive, send)
-
-
 def default_counters() -> tuple[CountChat, CountText, Callable[[str], int]]:
     """`firsttoken.tokens` (the page's own counter: exact for OpenAI models), or, when
     its data cannot load, UTF-8 byte counts: an upper bound, as a BPE token is at least
@@ -385,11 +344,6 @@ def default_counters() -> tuple[CountChat, CountText, Callable[[str], int]]:
             return len(text.encode("utf-8", "replace"))
 
         return count_chat, count_text, lambda model: 128_000
-
-
-def _dry_run(scope: Scope) -> bool:
-    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("dry_run", [])
-    return any(v.lower() in ("true", "1") for v in values)
 
 
 def _count_prompt(count_chat: CountChat, chat: ChatRequest) -> int:
