@@ -8,6 +8,7 @@ Each decision lives in one module:
 - `limiter`: buckets + queue as an async service (the queue's adapter);
 - `usage`: what an answer really cost, read as it passes, pure;
 - `answers`: OpenAI's rate-limit headers and 429s;
+- `dryrun`: `?dry_run=true`, the count and the outlook without spending;
 - `middleware`: the ASGI piece composed in `gateway/app.py`.
 """
 

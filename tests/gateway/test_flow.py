@@ -282,3 +282,29 @@ def test_redis_down_is_closed_by_default_in_front_of_an_upstream() -> None:
             assert r.status_code == 503 and r.json()["error"]["code"] == "rate_limiter_unavailable"
 
     run(go())
+
+
+def test_an_upstream_is_limited_the_same_way() -> None:
+    from tests.servers import serve_app
+
+    with serve_app(create_app(GatewayConfig(sim=FAST))) as origin:
+        async def go() -> None:
+            app = create_app(GatewayConfig(upstream=origin + "/v1", limits=FlowLimits(rpm=1, tpm=100_000, queue_wait_s=0)))
+            async with app.router.lifespan_context(app), client_for(app) as c:
+                first = await c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 50})
+                assert first.status_code == 200
+                # ours, not the origin's (whose own limit is 5000)
+                assert first.headers["x-ratelimit-limit-requests"] == "1"
+                assert first.headers["x-ratelimit-limit-tokens"] == "100000"
+                refused = await c.post("/v1/chat/completions", json=CHAT)
+                assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limit_exceeded"
+
+        run(go())
+
+
+def test_the_public_surface_is_what_all_says() -> None:
+    import gateway.flow as flow
+
+    assert sorted(flow.__all__) == sorted(n for n in dir(flow) if not n.startswith("_") and n[0].isupper() or n == "limit_key")
+    for name in flow.__all__:
+        assert hasattr(flow, name), name
