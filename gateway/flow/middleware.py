@@ -186,6 +186,8 @@ class Flow:
             # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
             if self.limits.tpm or self.limits.gateway_tpm or wants_dry_run(scope):
                 prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
+                # For the app (`request.state.prompt_tokens`): a count it need not redo.
+                scope.setdefault("state", {})["prompt_tokens"] = prompt
             reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
         ids: list[str] = []
         rates: list[Rate] = []

@@ -270,6 +270,10 @@ def test_redis_down_fails_open_or_closed_and_healthz_says_so(fail_open: bool | N
                 assert r.json()["error"]["code"] == "rate_limiter_unavailable" and r.headers["retry-after"] == "1"
             health = await c.get("/healthz")
             assert health.status_code == 200 and health.json()["redis"] == "down"
+            # cache references read as unknown: the client sends the text again
+            ref = [{"role": "system", "x_firsttoken_ref": "sha256:" + "0" * 64}, *MESSAGES]
+            unknown = await c.post("/v1/chat/completions", json={**CHAT, "messages": ref})
+            assert unknown.status_code == 409 and unknown.json()["error"]["code"] == "cache_ref_unknown"
 
     run(go())
 
