@@ -57,12 +57,19 @@ def gateway_args(limit_per_s: int, queue_wait_s: float = 2.0, queue_max: int = 6
     ]
 
 
+def _micros(stamp: str) -> int:
+    """`1796131471.201133` as whole microseconds: windows are cut in integers, since
+    floats near 1.8e9 s are only good to a quarter of a microsecond."""
+    whole, _, frac = stamp.partition(".")
+    return int(whole) * 1_000_000 + int((frac + "000000")[:6])
+
+
 async def _client(
     http: httpx.AsyncClient, url: str, ident: str, until: float, log: dict[str, Any]
 ) -> None:
     headers = {**SIM, "x-firsttoken-client": ident}
     while time.monotonic() < until:
-        sent_wall = time.time()
+        sent_us = time.time_ns() // 1000
         try:
             r = await http.post(url + "/v1/chat/completions", json=CHAT, headers=headers)
         except httpx.TransportError as exc:
@@ -76,11 +83,11 @@ async def _client(
             if "x-firsttoken-admitted-at" not in r.headers:  # admitted without limits (fail-open)
                 log["other"].append("200 unlimited")
                 continue
-            admitted = float(r.headers["x-firsttoken-admitted-at"])
+            admitted = _micros(r.headers["x-firsttoken-admitted-at"])
             log["admitted"].append(admitted)
-            if admitted - sent_wall > 0.05:
+            if admitted - sent_us > 50_000:
                 log["queued"] += 1
-                log["waiting"].append((sent_wall, admitted))
+                log["waiting"].append((sent_us, admitted))
             continue
         wait = parse_retry_after(r.headers["retry-after"], time.time()) if "retry-after" in r.headers else None
         if r.status_code == 429 and wait is not None:
@@ -103,7 +110,7 @@ async def _load(urls: Sequence[str], clients: int, seconds: float) -> tuple[floa
         await asyncio.gather(*(
             _client(http, urls[i % len(urls)], f"bench-client-{i:08d}", until, log) for i in range(clients)
         ))
-        log["ended"] = time.time() - max(0.0, time.monotonic() - until)  # wall clock at `until`
+        log["ended"] = time.time_ns() // 1000 - round(max(0.0, time.monotonic() - until) * 1e6)  # at `until`
     return start, log
 
 
@@ -112,13 +119,15 @@ def measure_limits(urls: Sequence[str], *, clients: int = 200, seconds: float = 
     """Drive `urls` (gateways started with `gateway_args(limit_per_s)`) and judge them."""
     _, log = asyncio.run(_load(urls, clients, seconds))
     # Windows from the first admission: before it, the clients were still connecting.
-    start = min(log["admitted"], default=0.0)
-    windows = [0] * max(1, int(log["ended"] - start))
+    start = min(log["admitted"], default=0)
+    windows = [0] * max(1, (log["ended"] - start) // 1_000_000)
     for t in log["admitted"]:
-        k = int(t - start)
+        k = (t - start) // 1_000_000
         if 0 <= k < len(windows):
             windows[k] += 1
-    full = [_covered(log["waiting"], start + k, start + k + 1, 1.0 / limit_per_s) for k in range(len(windows))]
+    second = 1_000_000
+    full = [_covered(log["waiting"], start + k * second, start + (k + 1) * second, second // limit_per_s)
+            for k in range(len(windows))]
     exact = all(w <= limit_per_s and (w >= limit_per_s - tolerance or not busy) for w, busy in zip(windows, full))
     accounted = not log["other"]
     return {
@@ -134,7 +143,7 @@ def measure_limits(urls: Sequence[str], *, clients: int = 200, seconds: float = 
     }
 
 
-def _covered(intervals: list[tuple[float, float]], start: float, end: float, gap: float) -> bool:
+def _covered(intervals: list[tuple[int, int]], start: int, end: int, gap: int) -> bool:
     """Whether someone was waiting in the gateway's queue throughout [start, end), but
     for gaps shorter than `gap` (one admission slot): a window under full load, where
     the limiter had a request to admit at every slot."""

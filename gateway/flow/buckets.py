@@ -40,6 +40,11 @@ class MemoryBuckets:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, max_buckets: int = 100_000) -> None:
         self.clock = clock
         self.max_buckets = max_buckets
+        # Slot times are reported on the wall clock from one fixed pairing of the two
+        # clocks (not a fresh time.time() per decision, whose distance from `now` would
+        # vary with preemption and squeeze slots together).
+        self._origin = clock()
+        self._origin_wall_us = time.time_ns() // 1000
         self._tats: OrderedDict[str, float] = OrderedDict()
 
     def __len__(self) -> int:
@@ -51,7 +56,9 @@ class MemoryBuckets:
         now = self.clock()
         tats = [self._tats.get(i, now) for i in ids]
         verdict, final = decide(rates, tats, costs, now, within)
-        verdict = dataclasses.replace(verdict, at=time.time() + (verdict.wait_s if verdict.admitted else 0.0))
+        if verdict.admitted:
+            slot = now + verdict.wait_s - self._origin
+            verdict = dataclasses.replace(verdict, at_us=self._origin_wall_us + round(slot * 1e6))
         if commit and verdict.admitted:
             for bucket, tat in zip(ids, final):
                 self._tats[bucket] = tat
@@ -114,7 +121,9 @@ for i = 1, n do
 end
 if mode == 'adjust' then return {} end
 local admitted = (never == 0 and wait <= within + 0.001) and 1 or 0
-local reply = {admitted, math.floor(math.max(wait, 0)), never, tonumber(t[1]), tonumber(t[2])}
+local slot = 0
+if admitted == 1 then slot = math.floor(now + math.max(wait, 0) + 0.5) end
+local reply = {admitted, math.floor(math.max(wait, 0)), never, slot}
 for i = 1, n do
   local interval = tonumber(ARGV[3 * i])
   local tolerance = tonumber(ARGV[3 * i + 1])
@@ -155,14 +164,12 @@ class RedisBuckets:
     ) -> Verdict:
         keys = [self.prefix + i for i in ids]
         reply = await self.shared.run("gcra", keys, self._args(mode, rates, costs, within))
-        admitted, wait_us, never, seconds, micros = (int(x) for x in reply[:5])
+        admitted, wait_us, never, slot_us = (int(x) for x in reply[:4])
         views = tuple(
-            BucketView(rate.limit, max(0, min(rate.limit, int(reply[5 + 2 * k]))), int(reply[6 + 2 * k]) / 1e6)
+            BucketView(rate.limit, max(0, min(rate.limit, int(reply[4 + 2 * k]))), int(reply[5 + 2 * k]) / 1e6)
             for k, rate in enumerate(rates)
         )
-        wait = wait_us / 1e6
-        at = seconds + micros / 1e6 + (wait if admitted else 0.0)
-        return Verdict(bool(admitted), wait, bool(never), views, at)
+        return Verdict(bool(admitted), wait_us / 1e6, bool(never), views, slot_us if admitted else None)
 
     async def acquire(
         self, ids: Sequence[str], rates: Sequence[Rate], costs: Sequence[float], within: float = 0.0

@@ -76,9 +76,11 @@ class Verdict:
     never: bool
     #: The buckets after the decision, in the order they were given.
     views: tuple[BucketView, ...]
-    #: Unix time of the decision by the clock of whoever decided (Redis's own `TIME`
-    #: with --redis), for the `x-firsttoken-admitted-at` header; None from the pure core.
-    at: float | None = None
+    #: When admitted: the Unix time of its slot in whole microseconds, by the clock of
+    #: whoever decided (Redis's own `TIME` with --redis), for `x-firsttoken-admitted-at`.
+    #: Integers, so that slots one interval apart stay exactly that apart. None from the
+    #: pure core.
+    at_us: int | None = None
 
 
 def view(rate: Rate, tat: float, now: float) -> BucketView:

@@ -259,11 +259,11 @@ class Flow:
     async def _pass(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, claim: Claim, verdict: Verdict | None) -> None:
         meter: UsageMeter | None = None
         headers = self._headers(claim, verdict.views) if verdict is not None else {}
-        if verdict is not None and verdict.at is not None:
+        if verdict is not None and verdict.at_us is not None:
             # When the limiter let this request through (after any wait in the queue),
             # by the deciding clock: lets a client or a benchmark see admission times
             # free of network and scheduling delays.
-            headers[ADMITTED_HEADER] = f"{verdict.at:.6f}"
+            headers[ADMITTED_HEADER] = f"{verdict.at_us // 1_000_000}.{verdict.at_us % 1_000_000:06d}"
 
         async def observe(message: Message) -> None:
             nonlocal meter
