@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 from .buckets import Buckets
 from .fairqueue import FairQueue
@@ -78,13 +77,11 @@ class Limiter:
         max_wait_s: float,
         max_queue: int,
         lookahead_s: float = 0.2,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.buckets = buckets
         self.lookahead_s = lookahead_s
         self.max_wait_s = max_wait_s
         self.queue: FairQueue[Ask] = FairQueue(max_queue)
-        self.clock = clock
         self._wake = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
 
