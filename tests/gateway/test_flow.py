@@ -316,3 +316,21 @@ def test_the_public_surface_is_what_all_says() -> None:
     assert sorted(flow.__all__) == sorted(n for n in dir(flow) if not n.startswith("_") and n[0].isupper() or n == "limit_key")
     for name in flow.__all__:
         assert hasattr(flow, name), name
+
+
+def test_whose_buckets_client_id_then_key_then_peer_never_raw() -> None:
+    from starlette.datastructures import Headers
+
+    from gateway.flow import limit_key
+
+    ident = "client-0123456789abcdef"
+    with_id = limit_key(Headers({"authorization": "Bearer sk-secret", CLIENT_HEADER: ident}), "10.0.0.1")
+    other_key = limit_key(Headers({"authorization": "Bearer sk-other", CLIENT_HEADER: ident}), "10.0.0.1")
+    key_only = limit_key(Headers({"authorization": "Bearer sk-secret"}), "10.0.0.1")
+    bad_id = limit_key(Headers({"authorization": "Bearer sk-secret", CLIENT_HEADER: "short"}), "10.0.0.1")
+    assert with_id.startswith("c") and with_id != other_key  # an id is scoped by its key
+    assert key_only.startswith("k") and bad_id == key_only
+    assert limit_key(Headers({}), "10.0.0.1") == "p10.0.0.1"
+    assert all("sk-" not in k for k in (with_id, other_key, key_only))
+    with pytest.raises(ValueError):
+        FlowLimits(rpm=30, burst_s=1)  # a bucket of half a request admits nothing
