@@ -134,7 +134,7 @@ def test_a_request_over_the_rate_waits_in_the_queue_instead_of_a_429() -> None:
             # admitted one slot apart, to the microsecond, whenever they were released
             slots = sorted(int(a.headers["x-firsttoken-admitted-at"].replace(".", "")) for a in answers)
             assert all(b - a >= 100_000 for a, b in zip(slots, slots[1:]))
-            assert slots[-1] - slots[0] < 400_000
+            assert slots[-1] - slots[0] < 1_000_000
 
     run(go())
 
