@@ -76,7 +76,7 @@ class Limiter:
         *,
         max_wait_s: float,
         max_queue: int,
-        lookahead_s: float = 0.2,
+        lookahead_s: float = 0.5,
     ) -> None:
         self.buckets = buckets
         self.lookahead_s = lookahead_s
