@@ -8,12 +8,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CHROMIUM ?= /usr/bin/chromium
+REDIS_SERVER ?= /usr/bin/redis-server
 export PYTHONDONTWRITEBYTECODE := 1
 # py/ holds the browser-side package `firsttoken`, which the gateway uses too (exact
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test deps browser lock clean bundle bench-%
+.PHONY: run test deps browser redis lock clean bundle bench-%
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -41,6 +42,13 @@ browser:
 	  echo "installing Debian chromium"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
 
+# Debian's redis-server, for the tests and benchmarks of gateways sharing limits and cache
+# references (`--redis`); they start their own instance on a free port, never a service.
+redis:
+	@test -x $(REDIS_SERVER) || { \
+	  echo "installing Debian redis-server"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null; }
+
 # Re-pin the Python tree from requirements.in (needs the registry).
 lock:
 	rm -rf /tmp/firsttoken-lock && $(PYTHON) -m venv /tmp/firsttoken-lock
@@ -51,7 +59,7 @@ lock:
 run: deps
 	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM))
 
-test: deps browser
+test: deps browser redis
 	$(PY) -m pytest
 
 # The page as one folder for an app to ship (gateway/bundle.py, README "Embedding").
@@ -59,7 +67,7 @@ bundle: deps
 	$(PY) -m gateway.bundle --out build/bundle
 
 # `make bench-sse` runs bench/sse.py, and so on; each prints one JSON line last.
-bench-%: deps browser
+bench-%: deps browser redis
 	$(PY) bench/$*.py
 
 clean:

@@ -11,9 +11,11 @@ import sys
 import uvicorn
 
 from .app import GatewayConfig, create_app
+from .flow import FlowLimits
 from .simulator import DropConnection, SimParams
 
 _SIM = SimParams()
+_LIMITS = FlowLimits()
 
 
 class _QuietDrops(logging.Filter):
@@ -43,8 +45,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chunk", type=int, default=_SIM.chunk)
     p.add_argument("--tokens", type=int, default=_SIM.tokens, help="answer length of the built-in model")
     p.add_argument("--max-body-bytes", type=int, default=GatewayConfig.max_body_bytes)
-    p.add_argument("--rpm", type=int, default=GatewayConfig.rpm)
-    p.add_argument("--tpm", type=int, default=GatewayConfig.tpm)
+    flow = p.add_argument_group("flow control", "rate limits on every /v1 request (README, Flow control); 0 = unlimited")
+    flow.add_argument("--rpm", type=int, default=_LIMITS.rpm, help="requests per minute, per client")
+    flow.add_argument("--tpm", type=int, default=_LIMITS.tpm, help="tokens per minute, per client")
+    flow.add_argument("--gateway-rpm", type=int, default=_LIMITS.gateway_rpm, help="requests per minute, all clients together")
+    flow.add_argument("--gateway-tpm", type=int, default=_LIMITS.gateway_tpm, help="tokens per minute, all clients together")
+    flow.add_argument("--burst-s", type=float, default=_LIMITS.burst_s,
+                      help="a bucket holds this many seconds of its rate (60: a whole minute at once)")
+    flow.add_argument("--queue-wait-s", type=float, default=_LIMITS.queue_wait_s,
+                      help="longest wait in the gateway's queue before a 429")
+    flow.add_argument("--queue-max", type=int, default=_LIMITS.queue_max, help="requests waiting at most, in all")
+    flow.add_argument("--reserve-tokens", type=int, default=_LIMITS.reserve_tokens,
+                      help="completion tokens reserved for a request without max_tokens")
+    flow.add_argument("--redis", default=os.environ.get("FIRSTTOKEN_REDIS") or None,
+                      help="redis:// URL shared by gateway processes (limits, cache references); default: memory")
+    flow.add_argument("--redis-fail", choices=("open", "closed"), default=None,
+                      help="Redis down: admit without limits, or answer 503 (default: closed with --upstream, else open)")
     p.add_argument("--connect-src", default=GatewayConfig.connect_src,
                    help="CSP connect-src: where the page may send requests")
     p.add_argument("--frame-ancestors", default=GatewayConfig.frame_ancestors,
@@ -57,8 +73,13 @@ def main(argv: list[str] | None = None) -> None:
         upstream=args.upstream,
         upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
         max_body_bytes=args.max_body_bytes,
-        rpm=args.rpm,
-        tpm=args.tpm,
+        limits=FlowLimits(
+            rpm=args.rpm, tpm=args.tpm, gateway_rpm=args.gateway_rpm, gateway_tpm=args.gateway_tpm,
+            burst_s=args.burst_s, queue_wait_s=args.queue_wait_s, queue_max=args.queue_max,
+            reserve_tokens=args.reserve_tokens,
+            fail_open=None if args.redis_fail is None else args.redis_fail == "open",
+        ),
+        redis=args.redis,
         connect_src=args.connect_src,
         frame_ancestors=args.frame_ancestors,
         client_key=os.environ.get(args.client_key_env) if args.client_key_env else None,

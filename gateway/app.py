@@ -7,7 +7,7 @@ import hmac
 import logging
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -16,10 +16,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import static
-from .cache_refs import CLIENT_HEADER, AdvertiseRefs, RefLimits, RefStore, client_key, expand_refs, remember_system_messages
+from .cache_refs import AdvertiseRefs, ExpandRefs, RefLimits, RefStore, SharedRefStore
 from .errors import APIError
 from .headers import SecurityHeaders, content_security_policy
-from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, RateWindow, SimParams, Simulator
+from .flow import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
+from .shared import SharedState
+from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, SimParams, Simulator
 from .upstream import Upstream
 from .validation import parse_chat_request, read_body
 
@@ -32,8 +34,10 @@ class GatewayConfig:
     upstream: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
     max_body_bytes: int = 4 * 1024 * 1024
-    rpm: int = 5_000
-    tpm: int = 2_000_000
+    #: Flow control (gateway/flow): limits per client and for the gateway, the queue.
+    limits: FlowLimits = field(default_factory=FlowLimits)
+    #: Redis shared by gateway processes (rate buckets, cache references); None: memory.
+    redis: str | None = None
     connect_src: str = "'self' https: http://localhost:* http://127.0.0.1:*"
     #: When set, /v1/* requires `Authorization: Bearer <client_key>` (a gateway of one's own).
     client_key: str | None = field(default=None, repr=False)
@@ -56,13 +60,13 @@ def _default_counter():
 
 def create_app(config: GatewayConfig | None = None) -> Starlette:
     config = config or GatewayConfig()
-    rate = RateWindow(config.rpm, config.tpm)
     counter = _default_counter()
-    simulator = Simulator(
-        config.sim, sleep=asyncio.sleep, rate=rate, **({"count_tokens": counter} if counter else {})
-    )
+    simulator = Simulator(config.sim, sleep=asyncio.sleep, **({"count_tokens": counter} if counter else {}))
     upstream = Upstream(config.upstream, config.upstream_key) if config.upstream else None
-    refs = RefStore(config.ref_limits) if config.cache_refs else None
+    shared = SharedState(config.redis) if config.redis else None
+    refs: RefStore | SharedRefStore | None = None
+    if config.cache_refs:
+        refs = SharedRefStore(shared, config.ref_limits) if shared else RefStore(config.ref_limits)
 
     def authorize(request: Request) -> None:
         if not config.client_key:
@@ -73,16 +77,9 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
 
     async def chat_completions(request: Request) -> Response:
         authorize(request)
+        # Cache references were expanded by ExpandRefs, before flow control counted them.
         body = await read_body(request, config.max_body_bytes)
-        client = None
-        if refs is not None:
-            # References become text before anything else looks at the body: validation,
-            # the simulator and an upstream only ever see plain OpenAI requests.
-            client = client_key(request.headers.get("authorization"), request.headers.get(CLIENT_HEADER))
-            body = expand_refs(body, refs, client)
         chat = parse_chat_request(body)
-        if refs is not None:
-            remember_system_messages(chat.messages, refs, client)
         if upstream is not None:
             return await upstream.forward(
                 "/chat/completions", body, request.headers.get("authorization"), request.headers.get(SIM_HEADER)
@@ -90,13 +87,12 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         params = simulator.params(request.headers.get(SIM_HEADER))
         simulator.check_status(params)
         if not chat.stream:
-            return JSONResponse(simulator.complete(chat, params), headers=rate.headers())
+            return JSONResponse(simulator.complete(chat, params))
         events = simulator.stream(chat, params)
-        headers = rate.headers()
         return StreamingResponse(
             events,
             media_type="text/event-stream; charset=utf-8",
-            headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
     async def models(request: Request) -> Response:
@@ -108,7 +104,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         return JSONResponse({"object": "list", "data": data})
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "backend": "upstream" if upstream else "simulator"})
+        return JSONResponse({"ok": True, "backend": "upstream" if upstream else "simulator", **await flow.health()})
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, APIError)
@@ -135,8 +131,11 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         try:
             yield
         finally:
+            await flow.aclose()
             if upstream is not None:
                 await upstream.aclose()
+            if shared is not None:
+                await shared.aclose()
 
     app = Starlette(
         routes=[
@@ -148,6 +147,24 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         exception_handlers={APIError: api_error, HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )
+    # Outermost last. Flow control sees cache references already expanded (so it counts
+    # what the model will read) and answers its 429s inside the headers middleware.
+    starlette_auth = lambda scope: authorize(Request(scope))  # noqa: E731
+    # Redis down: closed by default in front of an upstream (its quota costs money),
+    # open for the built-in model (nothing to protect but this process).
+    limits = config.limits
+    if limits.fail_open is None:
+        limits = replace(limits, fail_open=config.upstream is None)
+    flow = Flow(
+        limits=limits,
+        buckets=RedisBuckets(shared) if shared else MemoryBuckets(),
+        max_body_bytes=config.max_body_bytes,
+        authorize=starlette_auth,
+        shared=shared,
+    )
+    app.add_middleware(FlowControl, flow=flow)
+    if refs is not None:
+        app.add_middleware(ExpandRefs, store=refs, max_body_bytes=config.max_body_bytes, authorize=starlette_auth)
     csp = content_security_policy(config.connect_src, config.frame_ancestors)
     app.add_middleware(SecurityHeaders, csp=csp)
     if refs is not None:

@@ -27,14 +27,17 @@ import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Protocol
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from firsttoken.cache.refs import ADVERTISED, CLIENT_HEADER, GATEWAY_HEADER, REF_FIELD, UNKNOWN_REF_CODE
 
 from .errors import APIError, invalid
+from .shared import SharedState, SharedStateDown
+from .validation import parse_chat_request, read_body, replay_body
 
 __all__ = [
     "CLIENT_HEADER",
@@ -45,6 +48,8 @@ __all__ = [
     "RefLimits",
     "RefStore",
     "AdvertiseRefs",
+    "ExpandRefs",
+    "SharedRefStore",
     "client_key",
     "expand_refs",
     "remember_system_messages",
@@ -57,11 +62,24 @@ _ROLES = frozenset({"system", "developer"})
 
 @dataclass(frozen=True, slots=True)
 class RefLimits:
-    """Bounds of the store: per client (entries, bytes) and in all (bytes)."""
+    """Bounds of the store: per client (entries, bytes), clients, and in all (bytes).
+
+    Bytes are real memory, not text length: each entry is charged its UTF-8 text plus
+    `entry_overhead` (the dict slots, digest string, tuple key and bytes object that hold
+    it: ~440 bytes measured with tracemalloc on CPython 3.11, rounded up), and each client
+    `client_overhead` (its own ordered dict). So 96k one-byte texts cost what they weigh
+    (~45 MB), not 96 KB. In Redis (`SharedRefStore`) the same limits apply per client;
+    the total is Redis's `maxmemory` (every key has a TTL, so a `volatile-*` eviction
+    policy reclaims whole clients)."""
 
     entries_per_client: int = 32
     bytes_per_client: int = 2 * 1024 * 1024
     total_bytes: int = 64 * 1024 * 1024
+    max_clients: int = 20_000
+    entry_overhead: int = 480
+    client_overhead: int = 1_200
+    #: How long a client's references live in Redis after their last use.
+    ttl_s: float = 24 * 3600.0
 
 
 def client_key(authorization: str | None, client_id: str | None) -> str | None:
@@ -73,13 +91,15 @@ def client_key(authorization: str | None, client_id: str | None) -> str | None:
 
 
 class RefStore:
-    """Texts by (client key, sha256), least recently used first out."""
+    """Texts by (client key, sha256), least recently used first out, in this process."""
 
     def __init__(self, limits: RefLimits = RefLimits()) -> None:
         self.limits = limits
-        # Two orders of the same entries: each client's own (for its share) and the
-        # whole store's (for the total).
-        self._clients: dict[str, OrderedDict[str, str]] = {}
+        # Two orders of the same entries: each client's own (for its share and the
+        # client bound) and the whole store's (for the total). Texts are kept as UTF-8
+        # bytes: a str holding one non-Latin-1 character takes 2 or 4 bytes per
+        # character, so its UTF-8 length would not bound it.
+        self._clients: OrderedDict[str, OrderedDict[str, bytes]] = OrderedDict()
         self._client_bytes: dict[str, int] = {}
         self._all: OrderedDict[tuple[str, str], int] = OrderedDict()
         self.total_bytes = 0
@@ -87,13 +107,19 @@ class RefStore:
     def __len__(self) -> int:
         return len(self._all)
 
+    @property
+    def clients(self) -> int:
+        return len(self._clients)
+
     def get(self, client: str, digest: str) -> str | None:
         texts = self._clients.get(client)
-        text = texts.get(digest) if texts else None
-        if text is not None:
-            texts.move_to_end(digest)  # type: ignore[union-attr]
-            self._all.move_to_end((client, digest))
-        return text
+        data = texts.get(digest) if texts else None
+        if data is None:
+            return None
+        texts.move_to_end(digest)  # type: ignore[union-attr]
+        self._clients.move_to_end(client)
+        self._all.move_to_end((client, digest))
+        return data.decode("utf-8")
 
     def put(self, client: str, text: str) -> str | None:
         """Store `text` for `client`; returns its digest, or None if it cannot be kept
@@ -102,22 +128,33 @@ class RefStore:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        size = len(data)
-        if size > min(self.limits.bytes_per_client, self.limits.total_bytes):
+        limits = self.limits
+        size = len(data) + limits.entry_overhead
+        if size + limits.client_overhead > min(limits.bytes_per_client, limits.total_bytes):
             return None
         digest = hashlib.sha256(data).hexdigest()
         if self.get(client, digest) is not None:
             return digest
-        self._clients.setdefault(client, OrderedDict())[digest] = text
-        self._client_bytes[client] = self._client_bytes.get(client, 0) + size
+        texts = self._clients.get(client)
+        if texts is None:
+            while len(self._clients) >= max(1, limits.max_clients):
+                self._drop_client(next(iter(self._clients)))
+            texts = self._clients[client] = OrderedDict()
+            self._client_bytes[client] = limits.client_overhead
+            self.total_bytes += limits.client_overhead
+        texts[digest] = data
+        self._client_bytes[client] += size
         self._all[(client, digest)] = size
         self.total_bytes += size
-        texts = self._clients[client]
-        while len(texts) > self.limits.entries_per_client or self._client_bytes[client] > self.limits.bytes_per_client:
+        while len(texts) > limits.entries_per_client or self._client_bytes[client] > limits.bytes_per_client:
             self._remove(client, next(iter(texts)))
-        while self.total_bytes > self.limits.total_bytes:
+        while self.total_bytes > limits.total_bytes and self._all:
             self._remove(*next(iter(self._all)))
         return digest
+
+    def _drop_client(self, client: str) -> None:
+        for digest in list(self._clients[client]):
+            self._remove(client, digest)
 
     def _remove(self, client: str, digest: str) -> None:
         size = self._all.pop((client, digest))
@@ -126,7 +163,8 @@ class RefStore:
         self.total_bytes -= size
         self._client_bytes[client] -= size
         if not texts:
-            del self._clients[client], self._client_bytes[client]
+            del self._clients[client]
+            self.total_bytes -= self._client_bytes.pop(client)
 
 
 def _unknown(i: int) -> APIError:
@@ -138,7 +176,11 @@ def _unknown(i: int) -> APIError:
     )
 
 
-def expand_refs(body: bytes, store: RefStore, client: str | None) -> bytes:
+class RefLookup(Protocol):
+    def get(self, client: str, digest: str) -> str | None: ...
+
+
+def expand_refs(body: bytes, store: RefLookup, client: str | None) -> bytes:
     """`body` with every `x_firsttoken_ref` message replaced by its stored text (the
     body unchanged when it has none). Raises `APIError`: 400 for a malformed reference,
     409 `cache_ref_unknown` for one this client's store does not hold."""
@@ -208,3 +250,186 @@ class AdvertiseRefs:
             await send(message)
 
         await self.app(scope, receive, advertise)
+
+
+# ---- shared through Redis ----------------------------------------------------------------
+
+# One hash per client: field "d:<digest>" holds a text, field "m" the client's entries as
+# a JSON list [[digest, bytes], ...], least recently used first. Each script reads and
+# writes one key atomically, and the key's TTL is renewed on every use, so a client's
+# references live `ttl_s` after their last use and Redis (with a `volatile-*`
+# maxmemory-policy) can evict whole idle clients first when memory runs short.
+_PUT_LUA = """
+local digest, text = ARGV[1], ARGV[2]
+local max_entries, max_bytes, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local overhead = tonumber(ARGV[6])
+local meta = cjson.decode(redis.call('HGET', KEYS[1], 'm') or '[]')
+local kept, bytes = {}, 0
+for _, e in ipairs(meta) do
+  if e[1] ~= digest then kept[#kept + 1] = e; bytes = bytes + e[2] end
+end
+kept[#kept + 1] = {digest, #text + overhead}
+bytes = bytes + #text + overhead
+redis.call('HSET', KEYS[1], 'd:' .. digest, text)
+while #kept > max_entries or bytes > max_bytes do
+  local e = table.remove(kept, 1)
+  bytes = bytes - e[2]
+  redis.call('HDEL', KEYS[1], 'd:' .. e[1])
+end
+if #kept == 0 then redis.call('DEL', KEYS[1]) return 0 end
+redis.call('HSET', KEYS[1], 'm', cjson.encode(kept))
+redis.call('PEXPIRE', KEYS[1], ttl)
+return #kept
+"""
+
+_GET_LUA = """
+local ttl = tonumber(ARGV[1])
+local texts, used = {}, {}
+for i = 2, #ARGV do
+  local text = redis.call('HGET', KEYS[1], 'd:' .. ARGV[i])
+  texts[#texts + 1] = text
+  if text then used[ARGV[i]] = true end
+end
+if next(used) ~= nil then
+  local meta = cjson.decode(redis.call('HGET', KEYS[1], 'm') or '[]')
+  local order, last = {}, {}
+  for _, e in ipairs(meta) do
+    if used[e[1]] then last[#last + 1] = e else order[#order + 1] = e end
+  end
+  for _, e in ipairs(last) do order[#order + 1] = e end
+  redis.call('HSET', KEYS[1], 'm', cjson.encode(order))
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return texts
+"""
+
+
+class SharedRefStore:
+    """The references in Redis, so a client's references resolve on whichever gateway
+    process answers. Redis down: a reference reads as unknown (409, and the client
+    sends the text again) and nothing is stored; no request fails because of it."""
+
+    def __init__(self, shared: SharedState, limits: RefLimits = RefLimits(), *, prefix: str = "ft:refs:") -> None:
+        self.shared = shared
+        self.limits = limits
+        self.prefix = prefix
+        shared.script("refs_put", _PUT_LUA)
+        shared.script("refs_get", _GET_LUA)
+
+    def _ttl_ms(self) -> int:
+        return max(1, int(self.limits.ttl_s * 1000))
+
+    async def get_many(self, client: str, digests: list[str]) -> dict[str, str]:
+        if not digests:
+            return {}
+        try:
+            texts = await self.shared.run("refs_get", [self.prefix + client], [self._ttl_ms(), *digests])
+        except SharedStateDown:
+            return {}
+        found = {}
+        for digest, text in zip(digests, texts):
+            if text:
+                try:
+                    found[digest] = text.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+        return found
+
+    async def put(self, client: str, text: str) -> str | None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        limits = self.limits
+        if len(data) + limits.entry_overhead > limits.bytes_per_client:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        args = [digest, data, limits.entries_per_client, limits.bytes_per_client, self._ttl_ms(), limits.entry_overhead]
+        try:
+            await self.shared.run("refs_put", [self.prefix + client], args)
+        except SharedStateDown:
+            return None
+        return digest
+
+
+class _Prefetched:
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts = texts
+
+    def get(self, client: str, digest: str) -> str | None:
+        return self.texts.get(digest)
+
+
+def _referenced(body: bytes) -> list[str]:
+    """The digests a body refers to (well-formed references only; `expand_refs` judges
+    the rest)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return []
+    messages = data.get("messages") if isinstance(data, dict) else None
+    found = []
+    for message in messages if isinstance(messages, list) else ():
+        ref = message.get(REF_FIELD) if isinstance(message, dict) else None
+        match = _REF.match(ref) if isinstance(ref, str) else None
+        if match:
+            found.append(match.group(1))
+    return found
+
+
+class ExpandRefs:
+    """ASGI middleware: on `POST /v1/chat/completions`, references become text before
+    anything else sees the body (flow control counts the expanded prompt; validation,
+    the simulator and an upstream only ever see plain OpenAI requests), and the system
+    texts of a valid request from an identified client are remembered."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        store: RefStore | SharedRefStore,
+        max_body_bytes: int,
+        authorize: Callable[[Scope], None] | None = None,
+        path: str = "/v1/chat/completions",
+    ) -> None:
+        self.app = app
+        self.store = store
+        self.max_body_bytes = max_body_bytes
+        self.authorize = authorize
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        client = client_key(headers.get("authorization"), headers.get(CLIENT_HEADER))
+        try:
+            if self.authorize is not None:
+                self.authorize(scope)
+            body = await read_body(Request(scope, receive), self.max_body_bytes)
+            if isinstance(self.store, SharedRefStore):
+                texts = await self.store.get_many(client, _referenced(body)) if client else {}
+                body = expand_refs(body, _Prefetched(texts), client)
+            else:
+                body = expand_refs(body, self.store, client)
+        except APIError as error:
+            await error.response()(scope, receive, send)
+            return
+        if client is not None:
+            try:
+                chat = parse_chat_request(body)
+            except APIError:
+                pass  # answered by the app, with the same error
+            else:
+                await self._remember(chat.messages, client)
+        await self.app(scope, replay_body(body, receive), send)
+
+    async def _remember(self, messages: list[dict[str, Any]], client: str) -> None:
+        if isinstance(self.store, RefStore):
+            remember_system_messages(messages, self.store, client)
+            return
+        for message in messages:
+            content = message.get("content")
+            if message.get("role") in _ROLES and isinstance(content, str) and content:
+                await self.store.put(client, content)

@@ -27,7 +27,6 @@ import random
 import re
 import time
 import uuid
-from collections import deque
 from dataclasses import dataclass, fields, replace
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -171,58 +170,6 @@ def answer_pieces(messages: list[dict[str, Any]], n_tokens: int) -> list[str]:
     return pieces[:n_tokens]
 
 
-# ---- rate limits --------------------------------------------------------------------
-
-
-def go_duration(seconds: float) -> str:
-    """Format like Go's time.Duration.String(), which OpenAI uses for x-ratelimit-reset-*."""
-    if seconds < 1:
-        return f"{max(0, round(seconds * 1000))}ms"
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    secs_s = f"{secs:.3f}".rstrip("0").rstrip(".")
-    if hours:
-        return f"{hours}h{minutes}m{secs_s}s"
-    if minutes:
-        return f"{minutes}m{secs_s}s"
-    return f"{secs_s}s"
-
-
-class RateWindow:
-    """Requests and tokens used in the last minute, reported as OpenAI's headers do."""
-
-    def __init__(self, rpm: int, tpm: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rpm, self.tpm, self.clock = rpm, tpm, clock
-        self._log: deque[tuple[float, int]] = deque(maxlen=max(1, rpm))
-
-    def _prune(self, now: float) -> None:
-        while self._log and now - self._log[0][0] >= 60:
-            self._log.popleft()
-
-    def record(self, tokens: int) -> None:
-        now = self.clock()
-        self._prune(now)
-        self._log.append((now, tokens))
-
-    def headers(self, *, exhausted: bool = False, reset_s: float | None = None) -> dict[str, str]:
-        now = self.clock()
-        self._prune(now)
-        used_tokens = sum(t for _, t in self._log)
-        reset = 60 - (now - self._log[0][0]) if self._log else 0.0
-        if reset_s is not None:
-            reset = reset_s
-        remaining_requests = 0 if exhausted else max(0, self.rpm - len(self._log))
-        remaining_tokens = 0 if exhausted else max(0, self.tpm - used_tokens)
-        return {
-            "x-ratelimit-limit-requests": str(self.rpm),
-            "x-ratelimit-limit-tokens": str(self.tpm),
-            "x-ratelimit-remaining-requests": str(remaining_requests),
-            "x-ratelimit-remaining-tokens": str(remaining_tokens),
-            "x-ratelimit-reset-requests": go_duration(reset if exhausted or self._log else 0),
-            "x-ratelimit-reset-tokens": go_duration(reset if exhausted or self._log else 0),
-        }
-
-
 # ---- the model ----------------------------------------------------------------------
 
 
@@ -242,14 +189,12 @@ class Simulator:
         defaults: SimParams,
         *,
         sleep: Sleep,
-        rate: RateWindow,
         count_tokens: CountTokens = estimate_tokens,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.clock = clock
         self.defaults = defaults
         self.sleep = sleep
-        self.rate = rate
         self.count_tokens = count_tokens
 
     def params(self, header: str | None) -> SimParams:
@@ -260,10 +205,7 @@ class Simulator:
         if params.status is None:
             return
         headers: dict[str, str] = {}
-        if params.status == 429:
-            # An exhausted window that reopens when retry-after says, as a real server
-            # would report it (a window reopening later would contradict retry-after).
-            headers.update(self.rate.headers(exhausted=True, reset_s=params.retry_after))
+        # Flow control (gateway/flow) adds the rate-limit headers a 429 implies.
         if params.status in (429, 503):
             headers["retry-after"] = f"{params.retry_after:g}"
             headers["retry-after-ms"] = str(int(params.retry_after * 1000))
@@ -291,7 +233,6 @@ class Simulator:
             "completion_tokens": len(pieces),
             "total_tokens": prompt_tokens + len(pieces),
         }
-        self.rate.record(usage["total_tokens"])
         return pieces, finish, usage
 
     def complete(self, req: ChatRequest, params: SimParams) -> dict[str, Any]:
@@ -317,8 +258,7 @@ class Simulator:
     def stream(self, req: ChatRequest, params: SimParams) -> AsyncIterator[bytes]:
         """The answer as Server-Sent Events, paced by `params` (OpenAI's chunk format).
 
-        The answer (and its use of the rate window) is settled now, before the response
-        headers are written, so that they report this request.
+        The answer is settled now, before the response headers are written.
         """
         pieces, finish, usage = self._answer(req, params)
         return self._events(req, params, pieces, finish, usage)

@@ -182,3 +182,18 @@ def message_text(message: dict[str, Any]) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
+
+
+def replay_body(body: bytes, receive: Any) -> Any:
+    """An ASGI `receive` that hands on a body already read (by a middleware that had to
+    look at it), then the real channel, for the disconnect an app may wait on."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -12,3 +12,13 @@ def gateway_url() -> Iterator[str]:
     """A gateway on the built-in model, on a real socket, for the whole session."""
     with gateway("--ttft-ms", "50", "--tps", "200") as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Debian's redis-server (installed by `make redis`) for the tests that share state
+    between gateway processes; started once, on a free port, with a temp dir."""
+    from tests.servers import redis_server
+
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url

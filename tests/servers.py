@@ -96,3 +96,58 @@ def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT) ->
             if "drain" in locals():
                 drain.join(timeout=10)
             proc.stdout.close()
+
+
+REDIS_SERVER = os.environ.get("FIRSTTOKEN_REDIS_SERVER", "/usr/bin/redis-server")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ping(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"PING\r\n")
+        return s.recv(64).startswith(b"+PONG")
+
+
+@contextmanager
+def redis_server(tmp: Path) -> Iterator[str]:
+    """Debian's redis-server on a free loopback port, its files in `tmp`; yields its URL.
+
+    Ready when it prints "Ready to accept connections" (awaited on its output, as the
+    gateway's URL is), then confirmed with PING. Nothing persisted; `maxmemory` with a
+    volatile-lru policy, as README ("Flow control") recommends, so every key the gateway
+    writes (all have TTLs) is evictable.
+    """
+    port = _free_port()
+    proc = subprocess.Popen(
+        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp), "--save", "",
+         "--appendonly", "no", "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru", "--loglevel", "notice"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "Ready to accept connections" in line:
+                break
+        else:
+            raise RuntimeError("redis-server exited before it was ready:\n" + "".join(seen))
+        drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+        drain.start()
+        if not _ping(port):
+            raise RuntimeError("redis-server does not answer PING")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

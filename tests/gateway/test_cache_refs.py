@@ -46,7 +46,8 @@ def ref(value: str = REF) -> dict:
 
 
 def test_store_bounds_per_client_and_in_all_least_recently_used_first() -> None:
-    store = RefStore(RefLimits(entries_per_client=2, bytes_per_client=100, total_bytes=150))
+    # Text bytes only here (no per-entry overhead): the bounds themselves are under test.
+    store = RefStore(RefLimits(entries_per_client=2, bytes_per_client=100, total_bytes=150, entry_overhead=0, client_overhead=0))
     a, b, c = "a" * 40, "b" * 40, "c" * 40
     da, db = store.put("one", a), store.put("one", b)
     assert store.get("one", da) == a  # a is now the most recent
@@ -56,6 +57,31 @@ def test_store_bounds_per_client_and_in_all_least_recently_used_first() -> None:
     assert store.total_bytes <= 150 and len(store) == 2
     assert store.put("one", "y" * 101) is None  # larger than a client's share
     assert store.put("one", "\ud800") is None  # not valid UTF-8
+
+
+def test_the_memory_bound_bounds_real_memory_and_the_number_of_clients() -> None:
+    """The attack from issue 15: many tiny entries, each from a new client id. Counted as
+    text they weighed 162 KB and cost 22 MB; counted with their overhead, the store
+    stays within its bound in real memory, and within its client bound."""
+    import tracemalloc
+
+    limits = RefLimits(total_bytes=4 * 1024 * 1024, max_clients=5_000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        store = RefStore(limits)
+        for i in range(30_000):  # ~45 MB unbounded; tracemalloc makes each put slow
+            store.put(f"{i:064x}", str(i % 10))
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert store.total_bytes <= limits.total_bytes
+    assert store.clients <= limits.max_clients
+    assert used <= limits.total_bytes * 1.1, used
+    one = RefStore(RefLimits(max_clients=1))
+    one.put("a", "x")
+    one.put("b", "y")
+    assert one.clients == 1 and len(one) == 1  # the least recently used client went
 
 
 def test_a_reference_resolves_only_for_the_client_that_sent_the_text() -> None:

@@ -158,5 +158,9 @@ def test_quota_from_rate_limit_headers_comes_with_the_answer(gateway_url: str) -
     done = run_core(gateway_url, script)[-1]
     assert done["type"] == "chat.done"
     assert done["quota"]["requests"]["limit"] == 5000
-    assert 0 < done["quota"]["requests"]["remaining"] < 5000
-    assert done["quota"]["tokens"]["remaining"] < done["quota"]["tokens"]["limit"]
+    # The gateway's buckets refill continuously (GCRA): one request is back in 12 ms, so
+    # by the time the answer is done the requests bucket may read full again, as
+    # OpenAI's own `x-ratelimit-reset-requests: 6ms` does; the tokens bucket (prompt and
+    # reserved completion) in about 30 ms.
+    assert 0 < done["quota"]["requests"]["remaining"] <= 5000
+    assert 0 < done["quota"]["tokens"]["remaining"] <= done["quota"]["tokens"]["limit"] == 2_000_000

@@ -78,7 +78,8 @@ def test_injected_429_carries_rate_limit_headers(client: httpx.Client) -> None:
     assert r.json()["error"]["code"] == "rate_limit_exceeded"
     assert r.headers["retry-after"] == "2.5" and r.headers["retry-after-ms"] == "2500"
     assert r.headers["x-ratelimit-remaining-requests"] == "0"
-    assert r.headers["x-ratelimit-reset-requests"].endswith("s")
+    assert r.headers["x-ratelimit-limit-requests"] == "5000"  # flow control's own limit
+    assert r.headers["x-ratelimit-reset-requests"] == "2.5s"  # reopens when retry-after says
 
 
 def test_injected_error_mid_stream_after_n_chunks(client: httpx.Client) -> None:

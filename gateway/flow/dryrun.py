@@ -1,0 +1,67 @@
+"""`POST /v1/chat/completions?dry_run=true`: the seed article's step 1.
+
+The request is read, its cache references expanded and validated exactly as a real one
+(so a bad body gets the same 4xx), its prompt counted; then, instead of an answer, what
+the gateway would do with it: its exact `prompt_tokens` (`estimated_tokens`, the
+article's name), whether it fits the model's context with its `max_tokens`, and the
+limiter's outlook (admit, queue for about N s, or refuse with a retry-after). Nothing
+is generated, no bucket moves.
+"""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import parse_qs
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from ..shared import SharedStateDown
+from ..validation import ChatRequest
+
+if TYPE_CHECKING:
+    from .middleware import Claim, Flow
+
+__all__ = ["DryRun", "wants_dry_run"]
+
+
+def wants_dry_run(scope: Scope) -> bool:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("dry_run", [])
+    return any(v.lower() in ("true", "1") for v in values)
+
+
+class DryRun:
+    """`POST /v1/chat/completions?dry_run=true`: the count and the limiter's outlook,
+    nothing generated, nothing spent."""
+
+    def __init__(self, flow: Flow, claim: Claim, chat: ChatRequest) -> None:
+        self.flow, self.claim, self.chat = flow, claim, chat
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        flow, claim, chat = self.flow, self.claim, self.chat
+        window = flow.context_window(chat.model)
+        limiter: dict[str, Any] = {"action": "admit", "wait_s": 0.0}
+        headers: dict[str, str] = {}
+        if claim.ask.ids:
+            try:
+                outlook = await flow.limiter.outlook(claim.ask)
+            except SharedStateDown:
+                limiter = {"action": "refuse" if flow.limits.fail_open is False else "admit", "wait_s": 0.0, "limiter": "down"}
+            else:
+                headers = flow._headers(claim, outlook.verdict.views)
+                limiter = {"action": outlook.action, "wait_s": round(outlook.wait_s, 3) if math.isfinite(outlook.wait_s) else None}
+                if outlook.action == "refuse":
+                    limiter["retry_after_s"] = math.ceil(outlook.wait_s) if math.isfinite(outlook.wait_s) else None
+        needed = claim.prompt_tokens + (chat.max_tokens or 0)
+        body = {
+            "object": "chat.completion.dry_run",
+            "model": chat.model,
+            "prompt_tokens": claim.prompt_tokens,
+            "estimated_tokens": claim.prompt_tokens,
+            "max_tokens": chat.max_tokens,
+            "context_window": window,
+            "fits": needed <= window if chat.max_tokens is not None else claim.prompt_tokens < window,
+            "limiter": limiter,
+        }
+        await JSONResponse(body, headers=headers)(scope, receive, send)

@@ -1,0 +1,373 @@
+"""Flow control as ASGI middleware: every /v1/ request, whatever answers it.
+
+Per request:
+
+1. Who: `limit_key` (client id, else API key, else peer address).
+2. Cost: one request, and for chat completions the prompt's exact tokens
+   (`firsttoken.tokens.count_chat`, in a bounded thread pool, off the event loop) plus
+   the completion reserved from `max_tokens` (or `reserve_tokens`).
+3. `Limiter.admit`: now, after a wait in the fair queue, or a 429 saying when to come
+   back. `?dry_run=true` stops before this and answers what would happen (`dryrun`).
+4. The answer goes out with OpenAI's `x-ratelimit-*` headers from the buckets; as it
+   passes, `UsageMeter` reads what it really cost, and the tokens buckets are charged
+   or refunded the difference once it ends.
+
+The body is read once here (bounded) and replayed to the app; a body the app would
+refuse is refused here with the app's own 4xx (`parse_chat_request`), so a dry run and
+a real request get the same answer, and a bad request spends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from firsttoken.ratelimit import parse_rate_limit_headers
+
+from ..cache_refs import CLIENT_HEADER, client_key
+from ..errors import APIError
+from ..shared import SharedState, SharedStateDown
+from ..validation import ChatRequest, parse_chat_request, read_body, replay_body
+from .answers import go_duration, rate_headers, retry_headers, too_large, too_many_requests
+from .buckets import Buckets
+from .gcra import BucketView, Rate, Verdict
+from .dryrun import DryRun, wants_dry_run
+from .limiter import Ask, Limiter, Refused
+from .usage import UsageMeter
+
+__all__ = ["ADMITTED_HEADER", "Flow", "FlowLimits", "FlowControl", "limit_key"]
+
+log = logging.getLogger("firsttoken.gateway.flow")
+
+ADMITTED_HEADER = "x-firsttoken-admitted-at"
+
+CountChat = Callable[[list[dict[str, Any]], str, Any], int]
+CountText = Callable[[str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class FlowLimits:
+    """Limits per key (`rpm`, `tpm`) and for the whole gateway (`gateway_*`); 0 is
+    unlimited. `burst_s`: a bucket holds `burst_s` seconds of its rate (60: a whole
+    minute, as OpenAI's per-minute limits read); it also caps one request's tokens."""
+
+    rpm: int = 5_000
+    tpm: int = 2_000_000
+    gateway_rpm: int = 0
+    gateway_tpm: int = 0
+    burst_s: float = 60.0
+    queue_wait_s: float = 5.0
+    queue_max: int = 256
+    #: Completion tokens reserved for a request without max_tokens.
+    reserve_tokens: int = 1024
+    #: Redis down: admit without limits (True) or answer 503 (False); None: closed in
+    #: front of an upstream, open for the built-in model (decided in gateway/app.py).
+    fail_open: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("rpm", "tpm", "gateway_rpm", "gateway_tpm"):
+            per_minute = getattr(self, name)
+            if per_minute < 0 or (per_minute and per_minute * self.burst_s / 60.0 < 1):
+                raise ValueError(f"{name}={per_minute} with burst_s={self.burst_s:g} holds less than one unit")
+        if self.queue_wait_s < 0 or self.queue_max < 0 or self.reserve_tokens < 0:
+            raise ValueError("queue_wait_s, queue_max and reserve_tokens must be >= 0")
+
+    def rate(self, per_minute: int) -> Rate:
+        return Rate(per_minute, 60.0, per_minute * self.burst_s / 60.0)
+
+
+def limit_key(headers: Headers, peer: str | None) -> str:
+    """Whose buckets a request spends, as an opaque hash (keys never appear raw in
+    memory dumps or Redis): the `x-firsttoken-client` id, scoped by the API key as for
+    cache references; else the API key; else the peer address. A client id is chosen by
+    the client, so per-key limits bind cooperating clients; `--gateway-rpm/-tpm` bind
+    everyone."""
+    authorization = headers.get("authorization")
+    scoped = client_key(authorization, headers.get(CLIENT_HEADER))
+    if scoped is not None:
+        return "c" + scoped[:32]
+    if authorization:
+        return "k" + hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
+    return "p" + (peer or "?")
+
+
+@dataclass(slots=True)
+class Claim:
+    """What one request asks of the buckets, and what settling it needs."""
+
+    ask: Ask
+    kinds: list[str]  # "requests"/"tokens" per bucket
+    prompt_tokens: int = 0
+    reserved_tokens: int = 0
+    model: str = ""
+
+
+class Flow:
+    """Flow control's state and work: the limiter, the counting pool, the settling of
+    answers. One per gateway, shared by `FlowControl` (its ASGI face) and `/healthz`.
+    `authorize(scope)` runs first (raising `APIError`), so a request that may not use the
+    gateway spends no one's budget."""
+
+    def __init__(
+        self,
+        *,
+        limits: FlowLimits,
+        buckets: Buckets,
+        max_body_bytes: int,
+        count_chat: CountChat | None = None,
+        count_text: CountText | None = None,
+        context_window: Callable[[str], int] | None = None,
+        authorize: Callable[[Scope], None] | None = None,
+        shared: SharedState | None = None,
+        count_workers: int = 2,
+        prefix: str = "/v1/",
+    ) -> None:
+        self.limits = limits
+        self.limiter = Limiter(buckets, max_wait_s=limits.queue_wait_s, max_queue=limits.queue_max)
+        self.max_body_bytes = max_body_bytes
+        default_chat, default_text, default_window = default_counters()
+        self.count_chat = count_chat or default_chat
+        self.count_text = count_text or default_text
+        self.context_window = context_window or default_window
+        self.authorize = authorize
+        self.shared = shared
+        self.prefix = prefix
+        # Counting is CPU-bound (a 4 MiB prompt takes seconds): a small pool keeps it off
+        # the event loop, and the semaphore bounds how many wait for it.
+        self._pool = ThreadPoolExecutor(max_workers=count_workers, thread_name_prefix="flow-count")
+        self._pool_slots = asyncio.Semaphore(count_workers * 8)
+        self._settling: set[asyncio.Task[None]] = set()
+
+    # ---- health --------------------------------------------------------------------
+
+    async def health(self) -> dict[str, str]:
+        if self.shared is None:
+            return {}
+        return {"redis": "ok" if await self.shared.ping() else "down"}
+
+    # ---- the ASGI call ---------------------------------------------------------------
+
+    async def serve(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+            await app(scope, receive, send)
+            return
+        try:
+            if self.authorize is not None:
+                self.authorize(scope)
+            claim, chat, receive = await self._claim(scope, receive)
+            if chat is not None and wants_dry_run(scope):
+                await DryRun(self, claim, chat)(scope, receive, send)
+                return
+            verdict = await self._admit(claim)
+        except APIError as error:
+            await error.response()(scope, receive, send)
+            return
+        await self._pass(app, scope, receive, send, claim, verdict)
+
+    async def _claim(self, scope: Scope, receive: Receive) -> tuple[Claim, ChatRequest | None, Receive]:
+        headers = Headers(scope=scope)
+        peer = scope.get("client")
+        key = limit_key(headers, peer[0] if peer else None)
+        chat = None
+        prompt = reserved = 0
+        if scope["path"] == self.prefix + "chat/completions" and scope["method"] == "POST":
+            body = await read_body(Request(scope, receive), self.max_body_bytes)
+            receive = replay_body(body, receive)
+            chat = parse_chat_request(body)
+            # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
+            if self.limits.tpm or self.limits.gateway_tpm or wants_dry_run(scope):
+                prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
+                # For the app (`request.state.prompt_tokens`): a count it need not redo.
+                scope.setdefault("state", {})["prompt_tokens"] = prompt
+            reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
+        ids: list[str] = []
+        rates: list[Rate] = []
+        costs: list[float] = []
+        kinds: list[str] = []
+        shared: set[int] = set()
+        for scope_id, rpm, tpm in (("k" + key, self.limits.rpm, self.limits.tpm), ("gateway", self.limits.gateway_rpm, self.limits.gateway_tpm)):
+            for kind, per_minute, cost in (("requests", rpm, 1), ("tokens", tpm, prompt + reserved)):
+                if per_minute > 0:
+                    if scope_id == "gateway":
+                        shared.add(len(ids))
+                    ids.append(f"{scope_id}:{kind[0]}")
+                    rates.append(self.limits.rate(per_minute))
+                    costs.append(cost)
+                    kinds.append(kind)
+        ask = Ask(key, ids, rates, costs, frozenset(shared))
+        return Claim(ask, kinds, prompt, reserved, chat.model if chat else ""), chat, receive
+
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        async with self._pool_slots:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    def _down(self) -> APIError | None:
+        """What Redis being down means for a request: None (fail open) or a 503."""
+        if self.limits.fail_open is not False:
+            return None
+        return APIError(
+            503, "The gateway cannot reach its rate limiter; try again shortly.",
+            type="server_error", code="rate_limiter_unavailable", headers=retry_headers(1),
+        )
+
+    async def _admit(self, claim: Claim) -> Verdict | None:
+        """The admitting verdict, or None when admitted without limits (none set, or
+        Redis down and failing open); raises `APIError` for a refusal."""
+        ask = claim.ask
+        if not ask.ids:
+            return None
+        try:
+            return await self.limiter.admit(ask)
+        except SharedStateDown:
+            error = self._down()
+            if error is None:
+                return None
+            raise error from None
+        except Refused as refused:
+            headers = self._headers(claim, refused.verdict.views)
+            if refused.verdict.never:
+                i = max(range(len(ask.ids)), key=lambda i: ask.costs[i] / ask.rates[i].capacity)
+                raise too_large(claim.kinds[i], ask.rates[i].capacity, ask.costs[i], headers) from None
+            blocking = ask.blocking(refused.verdict) or [0]
+            kind = claim.kinds[blocking[0]]
+            whose = "the gateway" if blocking[0] in ask.shared else "your client"
+            raise too_many_requests(
+                f"Rate limit reached for {whose} on {kind} per min ({refused.reason}). "
+                f"Please try again in {refused.wait_s:.3g}s.",
+                refused.wait_s, headers,
+            ) from None
+
+    def _headers(self, claim: Claim, views: Sequence[BucketView]) -> dict[str, str]:
+        # Per kind, the tighter of the client's and the gateway's bucket.
+        tightest: dict[str, BucketView] = {}
+        for kind, v in zip(claim.kinds, views):
+            if kind not in tightest or v.remaining < tightest[kind].remaining:
+                tightest[kind] = v
+        return rate_headers(list(tightest), list(tightest.values()))
+
+    # ---- the answer ---------------------------------------------------------------------
+
+    async def _pass(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, claim: Claim, verdict: Verdict | None) -> None:
+        meter: UsageMeter | None = None
+        headers = self._headers(claim, verdict.views) if verdict is not None else {}
+        if verdict is not None and verdict.at_us is not None:
+            # When the limiter let this request through (after any wait in the queue),
+            # by the deciding clock: lets a client or a benchmark see admission times
+            # free of network and scheduling delays.
+            headers[ADMITTED_HEADER] = f"{verdict.at_us // 1_000_000}.{verdict.at_us % 1_000_000:06d}"
+
+        async def observe(message: Message) -> None:
+            nonlocal meter
+            if message["type"] == "http.response.start":
+                out = MutableHeaders(scope=message)
+                if message["status"] == 429:
+                    _exhausted_unless_told(out, headers)
+                elif headers:
+                    for name in [n for n in out.keys() if n.startswith("x-ratelimit-")]:
+                        del out[name]
+                    for name, value in headers.items():
+                        out[name] = value
+                if claim.ask.ids and claim.model:
+                    meter = UsageMeter(streaming=out.get("content-type", "").startswith("text/event-stream"))
+            elif message["type"] == "http.response.body" and meter is not None:
+                meter.feed(message.get("body", b""))
+            await send(message)
+
+        try:
+            await app(scope, receive, observe)
+        finally:
+            if verdict is not None and claim.model and any(k == "tokens" for k in claim.kinds):
+                # A task of its own: it must run even when this request was cancelled
+                # (client gone) and must not delay the end of the answer.
+                task = asyncio.create_task(self._settle(claim, meter))
+                self._settling.add(task)
+                task.add_done_callback(self._settling.discard)
+
+    async def _settle(self, claim: Claim, meter: UsageMeter | None) -> None:
+        reserved = claim.prompt_tokens + claim.reserved_tokens
+        try:
+            if meter is None:
+                spent = claim.prompt_tokens
+            else:
+                count = lambda text: self.count_text(text, claim.model)  # noqa: E731
+                spent = (await self._off_loop(meter.settle, claim.prompt_tokens, count))["total_tokens"]
+            ask = claim.ask
+            token_buckets = [i for i, k in enumerate(claim.kinds) if k == "tokens"]
+            await self.limiter.buckets.adjust(
+                [ask.ids[i] for i in token_buckets], [ask.rates[i] for i in token_buckets],
+                [spent - reserved] * len(token_buckets),
+            )
+        except SharedStateDown:
+            pass  # the reservation stands: it was the request's upper bound
+        except Exception:  # noqa: BLE001 - settling must never take the gateway down
+            log.warning("could not settle a request's token use", exc_info=False)
+
+    async def aclose(self) -> None:
+        if self._settling:
+            await asyncio.gather(*self._settling, return_exceptions=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class FlowControl:
+    """ASGI middleware: every request under the prefix goes through `flow`."""
+
+    def __init__(self, app: ASGIApp, *, flow: Flow) -> None:
+        self.app = app
+        self.flow = flow
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.flow.serve(self.app, scope, receive, send)
+
+
+def default_counters() -> tuple[CountChat, CountText, Callable[[str], int]]:
+    """`firsttoken.tokens` (the page's own counter: exact for OpenAI models), or, when
+    its data cannot load, UTF-8 byte counts: an upper bound, as a BPE token is at least
+    one byte."""
+    try:
+        from firsttoken import tokens
+
+        tokens.count("probe", "gpt-4o")
+        return tokens.count_chat, tokens.count, lambda model: tokens.context_window(model)[0]
+    except Exception:  # noqa: BLE001 - any failure means: fall back to byte counts
+
+        def count_chat(messages: list[dict[str, Any]], model: str, tools: Any = None) -> int:
+            return len(json.dumps(messages, ensure_ascii=False).encode("utf-8", "replace"))
+
+        def count_text(text: str, model: str) -> int:
+            return len(text.encode("utf-8", "replace"))
+
+        return count_chat, count_text, lambda model: 128_000
+
+
+def _count_prompt(count_chat: CountChat, chat: ChatRequest) -> int:
+    tools = chat.raw.get("tools")
+    try:
+        return count_chat(chat.messages, chat.model, tools if isinstance(tools, list) else None)
+    except Exception:  # noqa: BLE001 - a count that fails must not fail the request
+        # An upper bound: a BPE token is at least one byte.
+        return len(json.dumps(chat.messages, ensure_ascii=False).encode("utf-8", "replace"))
+
+
+def _exhausted_unless_told(out: MutableHeaders, ours: dict[str, str]) -> None:
+    """An inner 429 (an upstream's or an injected one) keeps its own rate-limit headers;
+    without any, it reports our limits with nothing remaining until its retry-after,
+    which is what a 429 means (a bucket reopening sooner would contradict it)."""
+    if any(name.startswith("x-ratelimit-") for name in out.keys()):
+        return
+    told = parse_rate_limit_headers(list(out.items()), 0.0).retry_after_s
+    reset = go_duration(told if told is not None else 1.0)
+    kinds = [n[len("x-ratelimit-limit-"):] for n in ours if n.startswith("x-ratelimit-limit-")] or ["requests"]
+    for kind in kinds:
+        if f"x-ratelimit-limit-{kind}" in ours:
+            out[f"x-ratelimit-limit-{kind}"] = ours[f"x-ratelimit-limit-{kind}"]
+        out[f"x-ratelimit-remaining-{kind}"] = "0"
+        out[f"x-ratelimit-reset-{kind}"] = reset
