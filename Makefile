@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test deps browser lock clean bench-%
+.PHONY: run test deps browser webkit lock clean bench-%
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -41,6 +41,15 @@ browser:
 	  echo "installing Debian chromium"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
 
+# WebKitGTK 6.0 (the engine of iOS's WKWebView) for the host bridge's tests
+# (bridge/hosts/gtk/): Debian's PyGObject runs it with the system Python, under Xvfb.
+WEBKIT_PACKAGES := gir1.2-webkit-6.0 gir1.2-gtk-4.0 python3-gi xvfb
+webkit:
+	@/usr/bin/python3 -c "import gi; gi.require_version('WebKit', '6.0'); gi.require_version('Gtk', '4.0')" 2>/dev/null \
+	  && command -v Xvfb >/dev/null || { \
+	  echo "installing WebKitGTK 6.0 and Xvfb"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(WEBKIT_PACKAGES)) >/dev/null; }
+
 # Re-pin the Python tree from requirements.in (needs the registry).
 lock:
 	rm -rf /tmp/firsttoken-lock && $(PYTHON) -m venv /tmp/firsttoken-lock
@@ -51,12 +60,16 @@ lock:
 run: deps
 	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM))
 
-test: deps browser
+test: deps browser webkit
 	$(PY) -m pytest
 
 # `make bench-sse` runs bench/sse.py, and so on; each prints one JSON line last.
 bench-%: deps browser
 	$(PY) bench/$*.py
+
+# The bridge benchmark drives WebKitGTK as well as Chromium.
+bench-bridge: deps browser webkit
+	$(PY) bench/bridge.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .hypothesis build

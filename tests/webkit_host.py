@@ -204,13 +204,15 @@ class WebKitHost:
         if self.proc.poll() is None:
             try:
                 self._command({"cmd": "close"})
-                self.proc.stdin.close()  # type: ignore[union-attr]
                 self.proc.wait(timeout=15)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, ValueError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
         for reader in self._readers:
             reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
 
     def __enter__(self) -> "WebKitHost":
         return self
