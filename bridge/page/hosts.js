@@ -137,6 +137,7 @@ export function attachHosts(link, options = {}) {
       // Attaching: `ready` is replayed to a host that arrives after it.
       const ready = lastReady ?? link.lastReady ?? null;
       if (ready) out(channel, { ...ready, id });
+      else channel.hello = { id }; // answered when `ready` arrives
       return;
     }
     if (type === 'settings.set') {
@@ -201,7 +202,12 @@ export function attachHosts(link, options = {}) {
     if (msg.type === 'ready') {
       lastReady = { ...msg };
       delete lastReady.id; // the page's hello
-      broadcast(lastReady);
+      // Every host present hears it; one that said hello first, with its hello's id.
+      for (const channel of Object.values(channels)) {
+        if (!channel.attached) continue;
+        out(channel, { ...lastReady, id: channel.hello?.id });
+        channel.hello = null;
+      }
       return;
     }
     if (msg.type === 'boot.progress') {
