@@ -194,6 +194,13 @@ class WebKitHost:
             raise HostError(f"{js[:80]}: {event['error']}")
         return event["value"]
 
+    def ping_loop(self, n: int, timeout: float = 300) -> list[float]:
+        """`n` ping round trips timed inside the host (native → page → Python →
+        native), one after another; their durations in ms."""
+        start = len(self.events)
+        self._command({"cmd": "ping-loop", "n": n})
+        return self.wait_event(lambda e: e["event"] == "ping-loop", timeout, start)["ms"]
+
     def load(self, url: str) -> int:
         """Navigate; returns the index in `events` to wait from."""
         start = len(self.events)

@@ -18,6 +18,7 @@ It is driven by JSON lines on stdin and reports JSON lines on stdout, so that a 
     in:  {"cmd": "post", "text": "<protocol message>"}   host → page
          {"cmd": "eval", "id": 1, "js": "<expression>"}  awaited; answered with `eval`
          {"cmd": "load", "url": "..."}                  navigate (a reload of a warm profile)
+         {"cmd": "ping-loop", "n": 1000}                `ping` round trips timed here, one after another
          {"cmd": "close"}
     out: {"event": "started", "webkit": "2.50.1"}
          {"event": "message", "text": "<protocol message>"}  page → host, as received
@@ -25,6 +26,7 @@ It is driven by JSON lines on stdin and reports JSON lines on stdout, so that a 
          {"event": "console", "level": "error", "text": "..."}  page errors and warnings
          {"event": "eval", "id": 1, "value": <JSON> | "error": "..."}
          {"event": "crashed", "reason": "..."}
+         {"event": "ping-loop", "ms": [...]}            each round trip, native → page → Python → native
 
 `--profile DIR` keeps the site's data (Cache Storage, IndexedDB, the service worker,
 the HTTP cache) in DIR between runs: a second run is a warm boot, as an app's next
@@ -37,6 +39,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,7 @@ class Host:
     def __init__(self, url: str, profile: Path | None, out: Any, size: tuple[int, int]) -> None:
         self.out = out
         self.loop = GLib.MainLoop()
+        self.pings: dict[str, Any] | None = None  # a running ping-loop
         if profile is not None:
             # Data (Cache Storage, IndexedDB, service workers) and the HTTP cache both
             # persist: an app's WKWebView keeps both in its default data store.
@@ -119,7 +123,10 @@ class Host:
         # The protocol is JSON text: a page that posts anything else is reported as
         # what it is (its JSON form), for the caller to refuse.
         if value.is_string():
-            self.emit({"event": "message", "text": value.to_string()})
+            text = value.to_string()
+            if self.pings is not None and self._pinged(text):
+                return
+            self.emit({"event": "message", "text": text})
         else:
             self.emit({"event": "message", "text": None, "value": value.to_json(0)})
 
@@ -164,6 +171,9 @@ class Host:
             self.evaluate(cmd["id"], cmd["js"])
         elif kind == "load":
             self.view.load_uri(cmd["url"])
+        elif kind == "ping-loop":
+            self.pings = {"n": int(cmd["n"]), "ms": [], "sent": 0.0}
+            self._ping()
         elif kind == "close":
             self.loop.quit()
         else:
@@ -178,6 +188,27 @@ class Host:
         """
         script = f"window.firsttoken.post({json.dumps(text)})"
         self.view.evaluate_javascript(script, -1, None, None, None, None, None)
+
+    # Round trips timed where a native app would time them: from the call that posts a
+    # `ping` to the handler receiving its `pong`, each sent when the last came back.
+    def _ping(self) -> None:
+        pings = self.pings
+        assert pings is not None
+        pings["sent"] = time.perf_counter()
+        self.post(json.dumps({"type": "ping", "id": f"ping-loop-{len(pings['ms'])}"}))
+
+    def _pinged(self, text: str) -> bool:
+        pings = self.pings
+        assert pings is not None
+        if f'"ping-loop-{len(pings["ms"])}"' not in text:
+            return False
+        pings["ms"].append((time.perf_counter() - pings["sent"]) * 1000)
+        if len(pings["ms"]) < pings["n"]:
+            self._ping()
+        else:
+            self.pings = None
+            self.emit({"event": "ping-loop", "ms": pings["ms"]})
+        return True
 
     def evaluate(self, request: int, js: str) -> None:
         """Evaluate an expression for a test, awaiting a promise; answer with its JSON."""
