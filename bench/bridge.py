@@ -55,6 +55,7 @@ from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 from tests.webkit_host import WebKitHost, Xvfb  # noqa: E402
 
 BOOT_TIMEOUT_S = 180
+WARM_UP = 100  # pings before the timed ones
 READY_MARK = "performance.getEntriesByName('firsttoken:python-ready')[0]?.startTime ?? null"
 STAGES = ("worker_ms", "assets_ms", "snapshot_ms", "wasm_ms", "interpreter_ms", "loader_ms", "entry_ms", "ready_ms")
 SYSTEM = "You are the benchmark assistant of the firsttoken bridge; answer plainly. " * 6
@@ -153,6 +154,10 @@ def main() -> None:
         result["webkit_version"] = host.webkit_version
         result["webkit_ready_cold_ms"] = round(ready_ms)
         host.wait_for(lambda m: m.get("type") == "boot.progress" and m.get("stage") == "snapshot.stored", 120)
+        # The service worker's install precaches the whole runtime (32 MB, hashed): not
+        # during the pings. Then a few pings warm the path up, untimed.
+        host.eval("navigator.serviceWorker ? navigator.serviceWorker.ready.then(() => true) : false", timeout=120)
+        host.ping_loop(WARM_UP)
         rtt = host.ping_loop(args.pings)
         result["webkit_rtt_p50_ms"] = round(percentile(rtt, 0.5), 3)
         result["webkit_rtt_p95_ms"] = round(percentile(rtt, 0.95), 3)
@@ -169,6 +174,7 @@ def main() -> None:
         page.evaluate("new Promise((resolve) => performance.getEntriesByName('firsttoken:boot:snapshot.stored').length ? resolve() :"
                       " new PerformanceObserver((l, o) => { if (l.getEntriesByName('firsttoken:boot:snapshot.stored').length) { o.disconnect(); resolve(); } }).observe({ type: 'mark' }))")
         page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        page.evaluate(CHROMIUM_PINGS, WARM_UP)
         rtt = page.evaluate(CHROMIUM_PINGS, args.pings)
         result["chromium_rtt_p50_ms"] = round(percentile(rtt, 0.5), 3)
         result["chromium_rtt_p95_ms"] = round(percentile(rtt, 0.95), 3)
