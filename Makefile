@@ -67,9 +67,9 @@ test: deps browser webkit
 bench-%: deps browser
 	$(PY) bench/$*.py
 
-# The bridge benchmark drives WebKitGTK as well as Chromium.
-bench-bridge: deps browser webkit
-	$(PY) bench/bridge.py
+# These drive WebKitGTK as well as Chromium.
+bench-bridge bench-webkit_boot bench-boot_probe: bench-%: deps browser webkit
+	$(PY) bench/$*.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .hypothesis build
