@@ -5,7 +5,7 @@
 bench/boot_probe.html starts a module worker (bench/boot_probe_worker.mjs) that times,
 with the page's own functions (js/boot-snapshot.js): fetching, validating and compiling
 Pyodide's wasm (buffered, again in the same process, streaming), whether a compiled
-module can be kept (Cache Storage, structured clone); storing the gateway's snapshot as
+module can be kept (IndexedDB) or posted to another thread (structured clone); storing the gateway's snapshot as
 the page does, then looking it up, reading its body (FileReaderSync of the blob, and
 `Response.arrayBuffer()`, alternately, three times each), hashing it and unpacking it.
 Served cross-origin isolated, as the page is. Each engine runs `--runs` times, each in

@@ -24,13 +24,24 @@ try {
   await time('wasm_compile_streaming_ms', () => WebAssembly.compileStreaming(fetch(WASM)));
   // Can a compiled module be kept between visits? (Chromium removed it; WebKit?)
   const module = await WebAssembly.compile(bytes);
-  try {
-    const cache = await caches.open('probe');
-    await cache.put('/probe-module', new Response(module));
-    result.wasm_module_storable = 'as a Response body (stringified)';
-  } catch (error) {
-    result.wasm_module_storable = String(error.name);
-  }
+  // IndexedDB once kept compiled modules (serialized code); the spec dropped it.
+  result.wasm_module_in_indexeddb = await new Promise((resolve) => {
+    const open = indexedDB.open('firsttoken-probe', 1);
+    open.onupgradeneeded = () => open.result.createObjectStore('m');
+    open.onerror = () => resolve(String(open.error?.name));
+    open.onsuccess = () => {
+      const db = open.result;
+      try {
+        const put = db.transaction('m', 'readwrite').objectStore('m').put(module, 'pyodide');
+        put.onsuccess = () => { db.close(); resolve('stored'); };
+        put.onerror = () => { db.close(); resolve(String(put.error?.name)); };
+      } catch (error) {
+        db.close();
+        resolve(String(error.name));
+      }
+    };
+  });
+  indexedDB.deleteDatabase('firsttoken-probe');
   try {
     structuredClone(module);
     result.wasm_module_cloneable = true;
@@ -69,7 +80,6 @@ try {
   const heap = await time('snapshot_alloc_ms', async () => new Uint8Array(length));
   await time('snapshot_unpack_ms', async () => unpackInto(read, heap));
   await caches.delete(CACHE_NAME);
-  await caches.delete('probe');
   postMessage(result);
 } catch (error) {
   postMessage({ error: String(error && error.stack || error), ...result });
