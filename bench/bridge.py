@@ -23,6 +23,8 @@ Measured:
   Chromium's.
 - `*_boot`: the page's `ready.boot` timeline (medians of the warm runs), to see where
   each engine's time goes (bridge/PROTOCOL.md, Boot).
+- `webkit_page_rtt_*`: the same loop with `hello`, which the page's bridge answers
+  itself (the replayed `ready`): native → page → native, without the worker.
 - `webkit_exact_counts`: a host chat's `chat.prepared` had an exact `prompt_tokens`,
   with no JSC_useSharedArrayBuffer; `webkit_cache`: `chat.prepared.cache.system` of
   its repeat (`hit` is the goal).
@@ -162,6 +164,11 @@ def main() -> None:
         result["webkit_rtt_p50_ms"] = round(percentile(rtt, 0.5), 3)
         result["webkit_rtt_p95_ms"] = round(percentile(rtt, 0.95), 3)
         say(f"webkit rtt over {len(rtt)} pings: p50 {result['webkit_rtt_p50_ms']} ms, p95 {result['webkit_rtt_p95_ms']} ms")
+        # The same without Python: `hello`, answered by the page's bridge with `ready`.
+        rtt = host.ping_loop(args.pings, kind="hello")
+        result["webkit_page_rtt_p50_ms"] = round(percentile(rtt, 0.5), 3)
+        result["webkit_page_rtt_p95_ms"] = round(percentile(rtt, 0.95), 3)
+        say(f"webkit rtt native → page → native: p50 {result['webkit_page_rtt_p50_ms']} ms, p95 {result['webkit_page_rtt_p95_ms']} ms")
         result.update(webkit_chats(host))
         host.close()
 

@@ -194,11 +194,12 @@ class WebKitHost:
             raise HostError(f"{js[:80]}: {event['error']}")
         return event["value"]
 
-    def ping_loop(self, n: int, timeout: float = 300) -> list[float]:
-        """`n` ping round trips timed inside the host (native → page → Python →
-        native), one after another; their durations in ms."""
+    def ping_loop(self, n: int, timeout: float = 300, kind: str = "ping") -> list[float]:
+        """`n` round trips timed inside the host, one after another; their durations in
+        ms. `ping`: native → page → Python → page → native; `hello` (answered with the
+        replayed `ready` by the page itself): native → page → native."""
         start = len(self.events)
-        self._command({"cmd": "ping-loop", "n": n})
+        self._command({"cmd": "ping-loop", "n": n, "type": kind})
         return self.wait_event(lambda e: e["event"] == "ping-loop", timeout, start)["ms"]
 
     def load(self, url: str) -> int:

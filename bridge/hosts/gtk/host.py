@@ -18,7 +18,8 @@ It is driven by JSON lines on stdin and reports JSON lines on stdout, so that a 
     in:  {"cmd": "post", "text": "<protocol message>"}   host → page
          {"cmd": "eval", "id": 1, "js": "<expression>"}  awaited; answered with `eval`
          {"cmd": "load", "url": "..."}                  navigate (a reload of a warm profile)
-         {"cmd": "ping-loop", "n": 1000}                `ping` round trips timed here, one after another
+         {"cmd": "ping-loop", "n": 1000, "type": "ping"} round trips timed here, one after another
+                                                        (`hello`: answered by the page, not Python)
          {"cmd": "close"}
     out: {"event": "started", "webkit": "2.50.1"}
          {"event": "message", "text": "<protocol message>"}  page → host, as received
@@ -172,7 +173,7 @@ class Host:
         elif kind == "load":
             self.view.load_uri(cmd["url"])
         elif kind == "ping-loop":
-            self.pings = {"n": int(cmd["n"]), "ms": [], "sent": 0.0}
+            self.pings = {"n": int(cmd["n"]), "ms": [], "sent": 0.0, "type": cmd.get("type", "ping")}
             self._ping()
         elif kind == "close":
             self.loop.quit()
@@ -195,7 +196,7 @@ class Host:
         pings = self.pings
         assert pings is not None
         pings["sent"] = time.perf_counter()
-        self.post(json.dumps({"type": "ping", "id": f"ping-loop-{len(pings['ms'])}"}))
+        self.post(json.dumps({"type": pings["type"], "id": f"ping-loop-{len(pings['ms'])}"}))
 
     def _pinged(self, text: str) -> bool:
         pings = self.pings
