@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test deps browser redis lock clean bundle bench-%
+.PHONY: run test deps browser redis webkit lock clean bundle bench-%
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -49,6 +49,15 @@ redis:
 	  echo "installing Debian redis-server"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null; }
 
+# WebKitGTK 6.0 (the engine of iOS's WKWebView) for the host bridge's tests
+# (bridge/hosts/gtk/): Debian's PyGObject runs it with the system Python, under Xvfb.
+WEBKIT_PACKAGES := gir1.2-webkit-6.0 gir1.2-gtk-4.0 python3-gi xvfb
+webkit:
+	@/usr/bin/python3 -c "import gi; gi.require_version('WebKit', '6.0'); gi.require_version('Gtk', '4.0')" 2>/dev/null \
+	  && command -v Xvfb >/dev/null || { \
+	  echo "installing WebKitGTK 6.0 and Xvfb"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(WEBKIT_PACKAGES)) >/dev/null; }
+
 # Re-pin the Python tree from requirements.in (needs the registry).
 lock:
 	rm -rf /tmp/firsttoken-lock && $(PYTHON) -m venv /tmp/firsttoken-lock
@@ -59,7 +68,7 @@ lock:
 run: deps
 	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM))
 
-test: deps browser redis
+test: deps browser redis webkit
 	$(PY) -m pytest
 
 # The page as one folder for an app to ship (gateway/bundle.py, README "Embedding").
@@ -68,6 +77,10 @@ bundle: deps
 
 # `make bench-sse` runs bench/sse.py, and so on; each prints one JSON line last.
 bench-%: deps browser redis
+	$(PY) bench/$*.py
+
+# These drive WebKitGTK as well as Chromium.
+bench-bridge bench-webkit_boot bench-boot_probe: bench-%: deps browser redis webkit
 	$(PY) bench/$*.py
 
 clean:

@@ -112,6 +112,8 @@ def routes(node_modules: Path | None = None) -> list[BaseRoute]:
         Route("/py/boot.py", page_file("py/boot.py", "text/x-python; charset=utf-8")),
         Route("/py/firsttoken.zip", package.endpoint),
         Mount("/js", app=Assets(directory=ROOT / "js"), name="js"),
+        # The page's side of the host bridge (bridge/PROTOCOL.md, "Hosts").
+        Mount("/bridge/page", app=Assets(directory=ROOT / "bridge" / "page"), name="bridge"),
     ]
     for name, sub in VENDOR.items():
         result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
@@ -126,6 +128,6 @@ def offline_manifest(node_modules: Path, package: PackageZip) -> OfflineManifest
     return OfflineManifest(
         ROOT,
         files={name: ROOT / name for name in ("index.html", "pyscript.toml", "py/boot.py")},
-        mounts={"js": ROOT / "js", **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()}},
+        mounts={"js": ROOT / "js", "bridge/page": ROOT / "bridge" / "page", **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()}},
         package=("py/firsttoken.zip", package.etag),
     )

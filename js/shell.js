@@ -5,6 +5,7 @@
 import { CoreLink } from './core.js';
 import { MarkdownStream, renderMarkdown } from './render.js';
 import { ReplyMetrics, reportMetrics } from './render-metrics.js';
+import { attachHosts } from '../bridge/page/hosts.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -120,6 +121,8 @@ core.addEventListener('failed', (e) => {
   els.boot.textContent = `Python failed to start: ${e.detail.message}`;
 });
 core.addEventListener('message', (e) => onCoreMessage(e.detail));
+// Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts").
+attachHosts(core);
 
 function onCoreMessage(msg) {
   if (msg.type === 'ready') {

@@ -1,0 +1,155 @@
+// What a host may send the page, and the check every host message passes before the
+// page acts on it (bridge/PROTOCOL.md, "Hosts"). Pure: no window, no I/O.
+//
+// A host message is untrusted input: it may come from a native app with a bug, from a
+// page that framed us, or from text an attacker got into either. So it is refused
+// unless it is exactly what the protocol allows, and nothing in it is ever evaluated:
+// it is parsed as JSON data (never `eval`, `Function` or a script element), its fields
+// are copied into a fresh object by name, and keys that could reach an object's
+// prototype are refused outright rather than trusted to be harmless.
+
+export const PROTOCOL = 1;
+
+/** Larger messages are refused before they are parsed (PROTOCOL.md, envelope). */
+export const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+/** Longest request id a host may use (it is echoed in every event about the request). */
+export const MAX_ID_LENGTH = 256;
+
+// `__proto__` in JSON.parse's output is an own data property, harmless by itself; but a
+// later `Object.assign`, a merge or a `for…in` copy would turn it into a prototype
+// change. Refusing these keys anywhere in a message keeps every later step simple.
+const UNSAFE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+const COMPRESS_LEVELS = new Set(['off', 'safe', 'balanced', 'max']);
+
+/** Request types a host may send, and the checks for each beyond the envelope. */
+const REQUESTS = {
+  hello: { id: 'optional' },
+  ping: { id: 'optional' },
+  'settings.set': { id: 'optional', settings: 'required' },
+  'chat.send': { id: 'required', messages: 'required', settings: 'optional' },
+  'chat.abort': { id: 'required' },
+  'tokens.count': { id: 'optional', messages: 'required', settings: 'optional' },
+};
+export const HOST_REQUEST_TYPES = Object.freeze(Object.keys(REQUESTS));
+
+/** A host message the page refuses; `id` is the request's id when one could be read. */
+export class InvalidHostMessage extends Error {
+  constructor(message, id = null) {
+    super(message);
+    this.name = 'InvalidHostMessage';
+    this.id = id;
+  }
+}
+
+function utf8Length(text) {
+  return new TextEncoder().encode(text).length;
+}
+
+function refuseUnsafeKeys(key, value) {
+  if (UNSAFE_KEYS.has(key)) throw new InvalidHostMessage(`the key '${key}' is not allowed`);
+  return value;
+}
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Check one host message (JSON text) and return a fresh request object holding only
+ * the fields the protocol defines for its type. Throws `InvalidHostMessage`.
+ */
+export function parseHostMessage(data) {
+  if (typeof data !== 'string') throw new InvalidHostMessage('a message must be JSON text (a string)');
+  // Length in UTF-16 units is at most the UTF-8 length; the exact count is needed only
+  // near the bound.
+  if (data.length > MAX_MESSAGE_BYTES || (data.length * 3 > MAX_MESSAGE_BYTES && utf8Length(data) > MAX_MESSAGE_BYTES)) {
+    throw new InvalidHostMessage(`the message is larger than ${MAX_MESSAGE_BYTES} bytes`);
+  }
+  let msg;
+  try {
+    msg = JSON.parse(data, refuseUnsafeKeys);
+  } catch (error) {
+    if (error instanceof InvalidHostMessage) throw error;
+    throw new InvalidHostMessage('the message is not valid JSON');
+  }
+  if (!isObject(msg)) throw new InvalidHostMessage('a message must be a JSON object');
+  const id = typeof msg.id === 'string' && msg.id.length <= MAX_ID_LENGTH ? msg.id : null;
+  const fail = (message) => { throw new InvalidHostMessage(message, id); };
+  if ('v' in msg && msg.v !== PROTOCOL) fail(`unsupported protocol version; this page speaks ${PROTOCOL}`);
+  if (typeof msg.type !== 'string') fail("the message has no string 'type'");
+  const spec = Object.hasOwn(REQUESTS, msg.type) ? REQUESTS[msg.type] : null;
+  if (!spec) fail(`unknown message type '${msg.type.slice(0, 60)}'`);
+  if ('id' in msg && (typeof msg.id !== 'string' || !msg.id || msg.id.length > MAX_ID_LENGTH)) {
+    fail(`'id' must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  if (spec.id === 'required' && id === null) fail(`'${msg.type}' needs an 'id'`);
+  const request = { type: msg.type };
+  if (id !== null) request.id = id;
+  if (spec.messages) request.messages = checkMessages(msg.messages, fail);
+  if (spec.settings === 'required' || (spec.settings === 'optional' && msg.settings !== undefined)) {
+    request.settings = checkSettings(msg.settings, fail);
+  }
+  return request;
+}
+
+function checkMessages(messages, fail) {
+  if (!Array.isArray(messages) || !messages.length) fail("'messages' must be a non-empty array");
+  return messages.map((m, i) => {
+    if (!isObject(m) || typeof m.role !== 'string') fail(`messages[${i}] needs a string 'role'`);
+    const content = m.content;
+    if (content !== null && content !== undefined && typeof content !== 'string' && !Array.isArray(content)) {
+      fail(`messages[${i}].content must be a string, an array or null`);
+    }
+    const copy = { role: m.role, content: content ?? null };
+    if (typeof m.name === 'string') copy.name = m.name;
+    return copy;
+  });
+}
+
+/**
+ * Host settings: every field optional; `null` clears a field set earlier. Unknown
+ * fields are ignored (forward compatible), a known one of the wrong type is refused.
+ */
+function checkSettings(settings, fail) {
+  if (!isObject(settings)) fail("'settings' must be an object");
+  const out = {};
+  for (const name of ['base_url', 'model', 'system', 'api_key', 'compress']) {
+    if (!(name in settings)) continue;
+    const value = settings[name];
+    if (value !== null && typeof value !== 'string') fail(`settings.${name} must be a string or null`);
+    out[name] = value;
+  }
+  if (typeof out.base_url === 'string') {
+    // Only http(s): a `javascript:` or `data:` URL is refused, never handed to fetch.
+    let url;
+    try {
+      url = new URL(out.base_url, globalThis.document?.baseURI ?? 'http://localhost/');
+    } catch {
+      fail('settings.base_url is not a URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') fail('settings.base_url must be an http(s) URL');
+    out.base_url = url.href.replace(/\/$/, '');
+  }
+  if (typeof out.compress === 'string' && !COMPRESS_LEVELS.has(out.compress)) {
+    fail(`settings.compress must be one of ${[...COMPRESS_LEVELS].join(', ')}`);
+  }
+  if ('max_tokens' in settings) {
+    const n = settings.max_tokens;
+    if (n !== null && !(Number.isInteger(n) && n > 0)) fail('settings.max_tokens must be a positive integer or null');
+    out.max_tokens = n;
+  }
+  if ('headers' in settings) {
+    const headers = settings.headers;
+    if (headers !== null) {
+      if (!isObject(headers)) fail('settings.headers must be an object of strings');
+      for (const [k, v] of Object.entries(headers)) {
+        // The names and values fetch would accept (RFC 9110 token; no CR, LF or NUL).
+        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || typeof v !== 'string' || /[\r\n\0]/.test(v)) {
+          fail(`settings.headers['${k.slice(0, 60)}'] is not a valid header`);
+        }
+      }
+    }
+    out.headers = headers === null ? null : { ...headers };
+  }
+  return out;
+}

@@ -1,0 +1,290 @@
+// The page's bridge to whatever embeds it: a native app's web view (iOS WKWebView,
+// WebKitGTK/WPE, Android WebView, React Native) or an embedding window. Each host
+// speaks protocol v1 as JSON text (bridge/PROTOCOL.md, "Hosts"); this module relays
+// between the hosts and the page's link to the Python core.
+//
+//   host                  page → host                                   host → page
+//   WebKit                window.webkit.messageHandlers.firsttoken       window.firsttoken.post(text)
+//   Android (port)        the WebMessagePort handed over by the host    the same port
+//   Android (fallback)    window.FirsttokenAndroid.postMessage          window.firsttoken.post(text)
+//   React Native          window.ReactNativeWebView.postMessage          window.firsttoken.post(text)
+//   embedding window      parent.postMessage(text, <its origin>)        `message` events from parent
+//
+// Request ids: a host's ids live in a namespace of their own on the way to the core
+// (`host:<channel>:<id>`) and are given back unchanged on the way out, so a host can
+// never answer, abort or collide with the page's requests, nor one host with another.
+// The page's own chats are observed as `page:<id>`.
+//
+// Hostile input is refused here (host-messages.js) before anything reaches the core:
+// refused with an `error` event (`invalid_message`) when the sender is a host we
+// answer, dropped and counted when it is not one (another origin, another frame).
+
+import { InvalidHostMessage, PROTOCOL, parseHostMessage } from './host-messages.js';
+
+const HOST_PREFIX = 'host:';
+const PAGE_PREFIX = 'page:';
+
+// Events about the page's own requests that hosts observe.
+const OBSERVED = (type) => type.startsWith('chat.') || type === 'notice';
+// The script message handler a WebKit host registers (WKUserContentController).
+const HANDLER_NAME = 'firsttoken';
+
+/** The embedder's allow-list: `?embed-origins=https://a.example,https://b.example`. */
+export function embedOriginsFrom(search) {
+  const raw = new URLSearchParams(search).get('embed-origins') || '';
+  const origins = new Set();
+  for (const part of raw.split(/[\s,]+/)) {
+    if (!part) continue;
+    try {
+      const origin = new URL(part).origin;
+      // An opaque origin ("null": sandboxed frames, file:) names nobody in particular.
+      if (origin !== 'null') origins.add(origin);
+    } catch { /* not an origin: ignored */ }
+  }
+  return origins;
+}
+
+/**
+ * Attach the page's host adapters to `link` (the page's link to the core: `send(msg)`,
+ * 'message' events whose `detail` is each protocol event, and `ready`/`lastReady`).
+ * Call it before the link starts, so that `ready` is seen and can be replayed.
+ *
+ * options.embedOrigins: origins an embedding window may have (added to `?embed-origins=`).
+ * Returns a handle with `counts()` (what was received, refused and dropped).
+ */
+export function attachHosts(link, options = {}) {
+  const win = options.window ?? window;
+  const embedOrigins = embedOriginsFrom(win.location.search);
+  for (const o of options.embedOrigins ?? []) embedOrigins.add(new URL(o).origin);
+  const counts = { received: 0, rejected: 0, dropped: { origin: 0, frame: 0 } };
+  let lastReady = null;
+  let hostSettings = {}; // settings.set from hosts: memory only, never stored
+
+  // ---- the channels to hosts ------------------------------------------------------
+  // Each channel: `send(text)` (false when no host is there now) and whether it has
+  // attached (it gets broadcast events: ready, boot.progress, the page's chats).
+  const native = {
+    name: 'native',
+    // Looked up on every send, by property access: a host may add its handler late,
+    // and WebKit's messageHandlers enumerates no keys.
+    target() {
+      const handler = win.webkit?.messageHandlers?.[HANDLER_NAME];
+      if (handler && typeof handler.postMessage === 'function') return handler;
+      for (const name of ['FirsttokenAndroid', 'ReactNativeWebView']) {
+        const host = win[name];
+        if (host && typeof host.postMessage === 'function') return host;
+      }
+      return null;
+    },
+    get attached() { return this.target() !== null; },
+    send(text) {
+      const target = this.target();
+      if (!target) return false;
+      target.postMessage(text);
+      return true;
+    },
+  };
+  const port = {
+    name: 'port',
+    port: null,
+    get attached() { return this.port !== null; },
+    send(text) {
+      if (!this.port) return false;
+      this.port.postMessage(text);
+      return true;
+    },
+  };
+  const embed = {
+    name: 'embed',
+    origin: null, // set by the embedding window's first accepted message
+    get attached() { return this.origin !== null; },
+    send(text) {
+      if (!this.origin) return false;
+      // An explicit target origin: were the parent navigated elsewhere meanwhile, the
+      // browser drops the message instead of handing it to whoever is there now.
+      win.parent.postMessage(text, this.origin);
+      return true;
+    },
+  };
+  const channels = { native, port, embed };
+
+  const out = (channel, msg) => channel.send(JSON.stringify({ v: PROTOCOL, ...msg }));
+  const broadcast = (msg) => {
+    const text = JSON.stringify({ v: PROTOCOL, ...msg });
+    for (const channel of Object.values(channels)) if (channel.attached) channel.send(text);
+  };
+
+  // ---- host → page ---------------------------------------------------------------
+  function receive(channel, data) {
+    counts.received += 1;
+    let request;
+    try {
+      request = parseHostMessage(data);
+    } catch (error) {
+      if (!(error instanceof InvalidHostMessage)) throw error;
+      counts.rejected += 1;
+      const reply = { type: 'error', error: { code: 'invalid_message', message: error.message } };
+      if (error.id !== null) reply.id = error.id;
+      out(channel, reply);
+      return;
+    }
+    handle(channel, request);
+  }
+
+  function handle(channel, request) {
+    const { type, id } = request;
+    if (type === 'hello') {
+      // Attaching: `ready` is replayed to a host that arrives after it.
+      const ready = lastReady ?? link.lastReady ?? null;
+      if (ready) out(channel, { ...ready, id });
+      else channel.hello = { id }; // answered when `ready` arrives
+      return;
+    }
+    if (type === 'settings.set') {
+      hostSettings = mergeSettings(hostSettings, request.settings);
+      out(channel, { type: 'settings.applied', id, settings: describeSettings(hostSettings) });
+      return;
+    }
+    const core = { type, id: `${HOST_PREFIX}${channel.name}:${id ?? ''}` };
+    if (request.messages) {
+      core.messages = withSystem(request.messages, hostSettings.system);
+      core.settings = coreSettings({ base_url: new URL('/v1', win.document.baseURI).href }, hostSettings, request.settings);
+    }
+    link.send(core);
+  }
+
+  // Native hosts call this (evaluateJavaScript / evaluateJavascript / injectJavaScript).
+  // Non-writable and non-configurable: a script in the page cannot put itself between
+  // the host and the bridge.
+  if (!Object.hasOwn(win, 'firsttoken')) {
+    const api = Object.freeze({
+      post: (text) => { receive(native, text); },
+      counts: () => structuredClone(counts),
+    });
+    Object.defineProperty(win, 'firsttoken', { value: api, writable: false, configurable: false, enumerable: false });
+  }
+
+  // Android hands over a WebMessagePort (WebView.postWebMessage: no source window),
+  // and an embedding window talks with `message` events.
+  win.addEventListener('message', (event) => {
+    const fromParent = win.parent !== win && event.source === win.parent;
+    const fromNative = event.source === null;
+    const fromSelf = event.source === win;
+    if (event.ports && event.ports.length === 1 && (fromNative || fromSelf || (fromParent && embedOrigins.has(event.origin)))) {
+      // A port comes with `hello`; anything else is not for us.
+      let request;
+      try { request = parseHostMessage(event.data); } catch { return; }
+      if (request.type !== 'hello') return;
+      port.port?.close();
+      port.port = event.ports[0];
+      port.port.onmessage = (e) => receive(port, e.data);
+      handle(port, request);
+      return;
+    }
+    if (fromSelf) return; // the page's own messages (e.g. its libraries'): not a host's
+    if (!fromParent) {
+      // A sub-frame, a popup or an opener: none of them is a host.
+      counts.dropped.frame += 1;
+      return;
+    }
+    if (!embedOrigins.has(event.origin)) {
+      counts.dropped.origin += 1;
+      return;
+    }
+    embed.origin = event.origin;
+    receive(embed, event.data);
+  });
+
+  // ---- page → host ---------------------------------------------------------------
+  link.addEventListener('message', (event) => {
+    const msg = event.detail;
+    if (!msg || typeof msg.type !== 'string') return;
+    if (msg.type === 'ready') {
+      lastReady = { ...msg };
+      delete lastReady.id; // the page's hello
+      // Every host present hears it; one that said hello first, with its hello's id.
+      for (const channel of Object.values(channels)) {
+        if (!channel.attached) continue;
+        out(channel, { ...lastReady, id: channel.hello?.id });
+        channel.hello = null;
+      }
+      return;
+    }
+    if (msg.type === 'boot.progress') {
+      broadcast(msg);
+      return;
+    }
+    const id = typeof msg.id === 'string' ? msg.id : '';
+    if (id.startsWith(HOST_PREFIX)) {
+      const rest = id.slice(HOST_PREFIX.length);
+      const colon = rest.indexOf(':');
+      const channel = channels[rest.slice(0, colon)];
+      const hostId = rest.slice(colon + 1);
+      const reply = { ...msg };
+      if (hostId) reply.id = hostId;
+      else delete reply.id;
+      channel?.send(JSON.stringify(reply));
+      return;
+    }
+    if (OBSERVED(msg.type)) broadcast({ ...msg, id: id ? PAGE_PREFIX + id : undefined });
+  });
+  // The page's own replies' latency, as the page measured it (js/render-metrics.js).
+  win.addEventListener('firsttoken:metrics', (event) => {
+    const metrics = event.detail || {};
+    broadcast({ type: 'chat.metrics', id: metrics.id ? PAGE_PREFIX + metrics.id : undefined, metrics });
+  });
+
+  // Settings a host set apply to the page's own requests too (the host configures the
+  // page it embeds: its key from the Keychain, its server), for as long as the page
+  // lives. They are overlaid as each request leaves, so nothing is written to the
+  // page's storage and the page's settings form is left as the user set it.
+  const send = link.send.bind(link);
+  link.send = (msg) => {
+    if (msg && msg.messages && !String(msg.id ?? '').startsWith(HOST_PREFIX) && Object.keys(hostSettings).length) {
+      const messages = hostSettings.system !== undefined
+        ? withSystem(msg.messages.filter((m, i) => !(i === 0 && m.role === 'system')), hostSettings.system)
+        : msg.messages;
+      msg = { ...msg, messages, settings: coreSettings(msg.settings ?? {}, hostSettings) };
+    }
+    return send(msg);
+  };
+
+  return { counts: () => structuredClone(counts) };
+}
+
+// `null` clears a field; headers are replaced as a whole.
+function mergeSettings(current, update) {
+  const next = { ...current };
+  for (const [name, value] of Object.entries(update)) {
+    if (value === null) delete next[name];
+    else next[name] = value;
+  }
+  return next;
+}
+
+// What a host is told it set: never the key itself.
+function describeSettings(settings) {
+  const { api_key: key, ...rest } = settings;
+  return { ...rest, api_key: Boolean(key) };
+}
+
+// The settings a request goes with: the page's (or defaults), then the host's, then
+// the request's own. The system prompt travels as a message, not a setting.
+function coreSettings(base, host, own = {}) {
+  const merged = { ...base };
+  for (const layer of [host, own]) {
+    for (const [name, value] of Object.entries(layer)) {
+      if (name === 'system' || value === null || value === undefined) continue;
+      merged[name] = name === 'headers' ? { ...(merged.headers || {}), ...value } : value;
+    }
+  }
+  return merged;
+}
+
+// The host's system prompt goes first, as the page sends its own, unless the
+// conversation already starts with one.
+function withSystem(messages, system) {
+  const text = typeof system === 'string' ? system.trim() : '';
+  if (!text || messages[0]?.role === 'system') return messages;
+  return [{ role: 'system', content: text }, ...messages];
+}

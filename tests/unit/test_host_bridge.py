@@ -1,0 +1,157 @@
+"""The page's host bridge (bridge/page/host-messages.js, hosts.js) on Node, with a fake
+window and a fake link to the core: what it accepts, what it refuses, how request ids
+are namespaced and given back, and how a host's settings reach the page's requests.
+The real thing is tested in Chromium (tests/e2e/test_bridge.py) and WebKitGTK
+(tests/webkit/test_bridge.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bridge_cases import HOSTILE
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+
+# Runs a scenario given as JSON on stdin; prints what the host and the core received.
+SCENARIO = """
+import { attachHosts } from './bridge/page/hosts.js';
+import { parseHostMessage } from './bridge/page/host-messages.js';
+const input = JSON.parse(await new Promise((resolve) => {
+  let text = ''; process.stdin.on('data', (d) => { text += d; }); process.stdin.on('end', () => resolve(text));
+}));
+if (input.parse) {
+  const out = input.parse.map((text) => {
+    try { return { ok: parseHostMessage(text) }; } catch (e) { return { error: e.name, id: e.id }; }
+  });
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
+const win = new EventTarget();
+win.location = { search: input.search || '' };
+win.document = { baseURI: 'http://page.test/' };
+win.parent = win;
+const toHost = [];
+win.ReactNativeWebView = { postMessage: (t) => toHost.push(JSON.parse(t)) };
+const link = new EventTarget();
+const toCore = [];
+link.send = (msg) => toCore.push(msg);
+attachHosts(link, { window: win });
+const fromCore = (msg) => link.dispatchEvent(new CustomEvent('message', { detail: msg }));
+for (const step of input.steps) {
+  if (step.host) win.firsttoken.post(JSON.stringify(step.host));
+  if (step.core) fromCore(step.core);
+  if (step.page) link.send(step.page);
+}
+console.log(JSON.stringify({ toHost, toCore, counts: win.firsttoken.counts() }));
+"""
+
+
+def run(scenario: dict[str, Any]) -> Any:
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", SCENARIO], cwd=ROOT, input=json.dumps(scenario),
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_hostile_input_is_refused_by_the_parser() -> None:
+    results = run({"parse": list(HOSTILE.values())})
+    not_refused = {case: r for case, r in zip(HOSTILE, results) if r.get("error") != "InvalidHostMessage"}
+    assert not not_refused
+
+
+def test_only_known_fields_are_kept() -> None:
+    [result] = run({"parse": [json.dumps({
+        "v": 1, "type": "chat.send", "id": "a", "extra": "dropped",
+        "messages": [{"role": "user", "content": "hi", "evil": 1}],
+        "settings": {"model": "m", "unknown": True, "headers": {"x-a": "1"}},
+    })]})
+    assert result["ok"] == {
+        "type": "chat.send", "id": "a", "messages": [{"role": "user", "content": "hi"}],
+        "settings": {"model": "m", "headers": {"x-a": "1"}},
+    }
+
+
+def test_an_invalid_request_is_answered_with_its_id() -> None:
+    [result] = run({"parse": [json.dumps({"type": "chat.send", "id": "x1", "messages": []})]})
+    assert result == {"error": "InvalidHostMessage", "id": "x1"}
+
+
+def test_host_ids_are_namespaced_and_given_back() -> None:
+    out = run({"steps": [
+        {"host": {"type": "ping", "id": "r1"}},
+        {"core": {"v": 1, "type": "pong", "id": "host:native:r1", "t": 1}},
+        {"host": {"type": "ping"}},
+        {"core": {"v": 1, "type": "pong", "id": "host:native:", "t": 2}},
+        {"host": {"type": "chat.abort", "id": "r1"}},
+    ]})
+    assert out["toCore"] == [
+        {"type": "ping", "id": "host:native:r1"}, {"type": "ping", "id": "host:native:"},
+        {"type": "chat.abort", "id": "host:native:r1"},
+    ]
+    assert out["toHost"] == [{"v": 1, "type": "pong", "id": "r1", "t": 1}, {"v": 1, "type": "pong", "t": 2}]
+
+
+def test_the_pages_chats_are_observed_and_its_other_answers_are_not() -> None:
+    out = run({"steps": [
+        {"core": {"v": 1, "type": "chat.delta", "id": "r1", "seq": 1, "text": "a"}},
+        {"core": {"v": 1, "type": "notice", "id": "r1", "code": "cache_degraded"}},
+        {"core": {"v": 1, "type": "tokens.counted", "id": "c1", "tokens": 3}},
+        {"core": {"v": 1, "type": "pong", "id": "p", "t": 1}},
+    ]})
+    assert [(m["type"], m["id"]) for m in out["toHost"]] == [("chat.delta", "page:r1"), ("notice", "page:r1")]
+
+
+def test_ready_is_pushed_and_replayed_to_a_late_hello() -> None:
+    ready = {"v": 1, "type": "ready", "id": "hello", "protocol": 1, "boot": {"ready_ms": 5}}
+    out = run({"steps": [{"host": {"type": "hello", "id": "early"}}, {"core": ready}, {"host": {"type": "hello", "id": "late"}}]})
+    assert [(m["type"], m.get("id")) for m in out["toHost"]] == [("ready", "early"), ("ready", "late")]
+    assert all(m["boot"] == {"ready_ms": 5} for m in out["toHost"])
+
+
+def test_host_settings_apply_to_host_and_page_requests_and_never_echo_the_key() -> None:
+    page_chat = {"type": "chat.send", "id": "r1", "settings": {"base_url": "http://page.test/v1", "headers": {"a": "1"}},
+                 "messages": [{"role": "system", "content": "page's"}, {"role": "user", "content": "hi"}]}
+    out = run({"steps": [
+        {"host": {"type": "settings.set", "id": "s", "settings": {"system": "host's", "api_key": "k", "headers": {"b": "2"}, "model": "m"}}},
+        {"page": page_chat},
+        {"host": {"type": "chat.send", "id": "h1", "messages": [{"role": "user", "content": "yo"}]}},
+    ]})
+    assert out["toHost"] == [{"v": 1, "type": "settings.applied", "id": "s",
+                              "settings": {"system": "host's", "headers": {"b": "2"}, "model": "m", "api_key": True}}]
+    page, host = out["toCore"]
+    assert page["messages"] == [{"role": "system", "content": "host's"}, {"role": "user", "content": "hi"}]
+    assert page["settings"] == {"base_url": "http://page.test/v1", "headers": {"a": "1", "b": "2"}, "api_key": "k", "model": "m"}
+    assert host["id"] == "host:native:h1"
+    assert host["messages"] == [{"role": "system", "content": "host's"}, {"role": "user", "content": "yo"}]
+    assert host["settings"] == {"base_url": "http://page.test/v1", "headers": {"b": "2"}, "api_key": "k", "model": "m"}
+
+
+def test_messages_from_other_windows_are_dropped_and_counted() -> None:
+    scenario = """
+import { attachHosts } from './bridge/page/hosts.js';
+const parent = new EventTarget();
+const win = new EventTarget();
+Object.assign(win, { location: { search: '?embed-origins=https://app.test' }, document: { baseURI: 'http://page.test/' }, parent });
+const sent = [];
+parent.postMessage = (text, origin) => sent.push([JSON.parse(text).type, origin]);
+attachHosts({ addEventListener() {}, send() {} }, { window: win });
+const event = (source, origin, data) => Object.assign(new Event('message'), { source, origin, data, ports: [] });
+win.dispatchEvent(event(parent, 'https://evil.test', '{"type":"ping"}'));
+win.dispatchEvent(event({}, 'https://app.test', '{"type":"ping"}'));
+win.dispatchEvent(event(parent, 'https://app.test', '{"type":"nope"}'));
+console.log(JSON.stringify({ counts: win.firsttoken.counts(), sent }));
+"""
+    done = subprocess.run(["node", "--input-type=module", "-e", scenario], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["counts"] == {"received": 1, "rejected": 1, "dropped": {"origin": 1, "frame": 1}}
+    assert out["sent"] == [["error", "https://app.test"]]

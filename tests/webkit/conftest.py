@@ -1,0 +1,57 @@
+"""The page in WebKitGTK 6.0 (the engine of iOS's WKWebView), driven through the real
+host at bridge/hosts/gtk/ under Xvfb, against a real gateway."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.webkit_host import WebKitHost, Xvfb, webkit_available
+
+#: WebKit's boot is slower than Chromium's, and the machine is shared (FACTS: ~10 s cold).
+BOOT_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="session")
+def xvfb() -> Iterator[Xvfb]:
+    missing = webkit_available()
+    if missing:
+        # Not a skip: `make test` installs WebKitGTK (`make webkit`), so its absence is a
+        # broken machine, not an optional feature.
+        pytest.fail(missing)
+    with Xvfb() as server:
+        yield server
+
+
+def assert_clean_console(host: WebKitHost) -> None:
+    errors = [c for c in host.console if c["level"] in ("error", "pageerror")]
+    assert not errors, f"the page reported errors in WebKit: {errors}"
+
+
+def boot(host: WebKitHost, timeout: float = BOOT_TIMEOUT_S) -> dict[str, Any]:
+    """Wait for `ready` over the bridge and the page's own marker; returns `ready`."""
+    ready = host.wait_for(lambda m: m.get("type") == "ready", timeout)
+    assert host.eval("document.documentElement.dataset.python") == "ready"
+    return ready
+
+
+@pytest.fixture(scope="module")
+def host(xvfb: Xvfb, gateway_url: str) -> Iterator[WebKitHost]:
+    """One booted page for a module's tests (each WebKit boot costs seconds)."""
+    with WebKitHost(gateway_url + "/", display=xvfb.display) as h:
+        boot(h)
+        yield h
+        print("\n".join(["--- WebKit console ---", *map(str, h.console)]))
+        assert_clean_console(h)
+
+
+def reply(host: WebKitHost, request_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The message that ends request `request_id`: chat.done, chat.error or error."""
+    return host.wait_for(
+        lambda m: m.get("id") == request_id and m.get("type") in ("chat.done", "chat.error", "error"), timeout
+    )
+
+
+def of(host: WebKitHost, request_id: str, kind: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda m: m.get("id") == request_id and m.get("type") == kind
