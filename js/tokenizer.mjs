@@ -35,19 +35,15 @@ export class Encoding {
    * @param {string} name
    * @param {(string | number[])[]} table index = rank; a string, or the bytes when they
    *   are not valid UTF-8 (or begin with a BOM, which a TextDecoder would drop)
+   * @param {{ranks: Map, byteRanks: Map}} index the table's lookup maps (indexTable)
    */
-  constructor(name, table) {
+  constructor(name, table, index = indexTable(table)) {
     this.name = name;
     this.size = table.length;
     this.table = table;
     this.splitter = new Splitter(name);
-    this.ranks = new Map();
-    this.byteRanks = new Map();
-    for (let rank = 0; rank < table.length; rank++) {
-      const token = table[rank];
-      if (typeof token === 'string') this.ranks.set(token, rank);
-      else this.byteRanks.set(String.fromCharCode(...token), rank);
-    }
+    this.ranks = index.ranks;
+    this.byteRanks = index.byteRanks;
     this.cache = new Map();
     this.utf8 = new Uint8Array(256);
     this.unitAt = new Int32Array(257);
@@ -192,11 +188,41 @@ function bytePairMerge(n, rankOf) {
 }
 
 /**
- * Load an encoding's vocabulary (a module under `ranksURL`, e.g. the page's
- * vendor/gpt-tokenizer/) and build its Encoding.
+ * The lookup maps of a vocabulary table: string → rank, byte string → rank. With
+ * `pause` (a function returning a promise), built `slice` ranks at a time, awaiting
+ * `pause()` in between: building all 200,000 at once is ~40 ms of a thread that may
+ * be streaming a reply (js/tokenizer_module.mjs).
  */
-export async function loadEncoding(name, ranksURL) {
+export function indexTable(table, pause = null, slice = 16384) {
+  const ranks = new Map();
+  const byteRanks = new Map();
+  const fill = (from, to) => {
+    for (let rank = from; rank < to; rank++) {
+      const token = table[rank];
+      if (typeof token === 'string') ranks.set(token, rank);
+      else byteRanks.set(String.fromCharCode(...token), rank);
+    }
+  };
+  if (pause === null) {
+    fill(0, table.length);
+    return { ranks, byteRanks };
+  }
+  return (async () => {
+    for (let from = 0; from < table.length; from += slice) {
+      fill(from, Math.min(from + slice, table.length));
+      await pause();
+    }
+    return { ranks, byteRanks };
+  })();
+}
+
+/**
+ * Load an encoding's vocabulary (a module under `ranksURL`, e.g. the page's
+ * vendor/gpt-tokenizer/) and build its Encoding; `pause`: see indexTable.
+ */
+export async function loadEncoding(name, ranksURL, pause = null) {
   if (!ENCODINGS.includes(name)) throw new Error(`unsupported encoding ${name}`);
   const { default: table } = await import(new URL(`${name}.js`, ranksURL).href);
-  return new Encoding(name, table);
+  if (pause !== null) await pause();
+  return new Encoding(name, table, await indexTable(table, pause));
 }
