@@ -48,6 +48,7 @@ class Core:
         self.cache = cache
         self.refs = GatewayRefs(page_origin)
         self._notices: list[dict[str, Any]] = []
+        self._estimating = False  # counting failed and the user was told (once a session)
         if cache is not None and cache.on_notice is None:
             cache.on_notice = self._notices.append
         self.calibration = tokens.Calibration()
@@ -104,13 +105,18 @@ class Core:
 
     async def _counter(self, model: str) -> Callable[[str], int] | None:
         """An exact counter for `model`'s encoding, or None when none can be had (the
-        page loads its encoder lazily; until then, and if that fails, we go without)."""
+        page loads its encoder on first use, and tries again on the next if that failed).
+        Without one, counts are estimates and the cache is off (its entries hold exact
+        counts): never silently, a `tokens_estimated` notice says so once a session."""
         encoding, _ = tokens.encoding_for_model(model)
         try:
             if self.prepare_encoder is not None:
                 await self.prepare_encoder(encoding)
             tokens.count("", encoding)
-        except Exception:  # noqa: BLE001 - counting is an aid: sending must not fail on it
+        except Exception as exc:  # noqa: BLE001 - counting is an aid: sending must not fail on it
+            if not self._estimating:
+                self._estimating = True
+                self._notices.append(counting_notice(exc, cache=self.cache is not None))
             return None
         return lambda text: tokens.count(text, encoding)
 
@@ -411,6 +417,18 @@ def budget_for(settings: ChatSettings) -> tuple[int, bool]:
     if settings.context_window:
         window, known = settings.context_window, True
     return window - (settings.max_tokens or min(4096, window // 4)), known
+
+
+def counting_notice(exc: Exception, *, cache: bool) -> dict[str, Any]:
+    """The `notice` that says counts have become estimates, and why."""
+    reason = exc.code if isinstance(exc, FirstTokenError) else "tokenizer_error"
+    detail = exc.message if isinstance(exc, FirstTokenError) else f"{type(exc).__name__}: {exc}"
+    off = " The prompt cache and its gateway references are off until it does." if cache else ""
+    return {
+        "code": "tokens_estimated",
+        "reason": reason,
+        "message": f"Token counts are estimates: the tokenizer did not load ({detail}).{off}",
+    }
 
 
 def estimate_tokens(messages: list[dict[str, Any]], model: str) -> int:
