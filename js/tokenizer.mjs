@@ -1,10 +1,10 @@
 // Exact BPE token counting for o200k_base and cl100k_base, in plain JavaScript.
 //
 // The ids must equal tiktoken's (OpenAI's tokenizer, Rust) for every string, because
-// firsttoken budgets prompts with them. Only the vocabularies come from npm
-// `gpt-tokenizer` (its `esm/bpeRanks/<encoding>.js`: an array whose index is the rank and
-// whose value is the token as a string, or as a byte array when the bytes are not a
-// string). Its encoder is not used: as shipped (4.0.0) it differs from tiktoken on
+// firsttoken budgets prompts with them. The vocabularies are tiktoken's own data (npm
+// tiktoken's `encoders/<encoding>.json`, read by loadEncoding below). npm `gpt-tokenizer`
+// ships the same ranks, but its encoder is not used: as shipped (4.0.0) it differs from
+// tiktoken on
 //   * U+FEFF: the 8–9 tokens that begin with the bytes EF BB BF are stored as byte
 //     arrays, but its lookup of a byte slice decodes valid UTF-8 to a string first
 //     (with a TextDecoder that drops a leading BOM) and only searches the string map;
@@ -216,13 +216,118 @@ export function indexTable(table, pause = null, slice = 16384) {
   })();
 }
 
+// ---- the vocabulary, from tiktoken's own data ---------------------------------------
+// npm tiktoken's `encoders/<name>.json` (the file CPython's tiktoken is built from here,
+// tests and gateway alike) holds `bpe_ranks`: "! <first rank> <token> <token> …", each
+// token its bytes in base64 and ranks rising by one (groups may follow on new lines).
+// Read here in slices rather than imported as a module: evaluating 200,000 literals is
+// one long task, where JSON.parse of one string and a sliced walk over it are not.
+
+const B64 = new Int8Array(128).fill(-1);
+for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {
+  B64[c.charCodeAt(0)] = i;
+}
+
+// Decode s[from, to) (base64, padded) into `out`; returns the byte length, or -1.
+function base64Into(s, from, to, out) {
+  let n = 0;
+  let bits = 0;
+  let value = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 61) break; // '=': padding
+    const v = c < 128 ? B64[c] : -1;
+    if (v < 0) return -1;
+    value = (value << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (value >> bits) & 0xff;
+    }
+  }
+  return n;
+}
+
+// Whether bytes[0, n) are well-formed UTF-8 (Unicode 16, table 3-7: no overlong form, no
+// surrogate, nothing past U+10FFFF), i.e. what a fatal TextDecoder accepts.
+function isUtf8(bytes, n) {
+  for (let i = 0; i < n;) {
+    const b = bytes[i];
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    let need;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf) need = 1;
+    else if (b >= 0xe0 && b <= 0xef) {
+      need = 2;
+      if (b === 0xe0) lo = 0xa0;
+      else if (b === 0xed) hi = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      need = 3;
+      if (b === 0xf0) lo = 0x90;
+      else if (b === 0xf4) hi = 0x8f;
+    } else return false;
+    if (i + need >= n) return false; // cut short
+    if (bytes[i + 1] < lo || bytes[i + 1] > hi) return false;
+    for (let k = 2; k <= need; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return false;
+    i += need + 1;
+  }
+  return true;
+}
+
 /**
- * Load an encoding's vocabulary (a module under `ranksURL`, e.g. the page's
- * vendor/gpt-tokenizer/) and build its Encoding; `pause`: see indexTable.
+ * The table (index = rank: a string, or the bytes) of tiktoken's `bpe_ranks`, walked
+ * `slice` tokens at a time with `await pause()` in between (when given).
  */
-export async function loadEncoding(name, ranksURL, pause = null) {
+export async function tableFromTiktoken(bpeRanks, pause = null, slice = 8192) {
+  const table = [];
+  const bytes = new Uint8Array(1024);
+  const text = new TextDecoder('utf-8', { ignoreBOM: true });
+  let at = 0;
+  let done = 0;
+  const word = () => {
+    while (bpeRanks.charCodeAt(at) === 32 || bpeRanks.charCodeAt(at) === 10) at++;
+    const start = at;
+    while (at < bpeRanks.length && bpeRanks.charCodeAt(at) !== 32 && bpeRanks.charCodeAt(at) !== 10) at++;
+    return [start, at];
+  };
+  while (at < bpeRanks.length) {
+    const [m0, m1] = word();
+    if (m0 === m1) break;
+    const [r0, r1] = word();
+    if (bpeRanks.slice(m0, m1) !== '!' || Number(bpeRanks.slice(r0, r1)) !== table.length) {
+      throw new Error(`bpe_ranks: a group at ${m0} does not continue at rank ${table.length}`);
+    }
+    while (at < bpeRanks.length && bpeRanks.charCodeAt(at) !== 10) {
+      const [t0, t1] = word();
+      if (t0 === t1) break;
+      const n = (t1 - t0) * 0.75 <= bytes.length ? base64Into(bpeRanks, t0, t1, bytes) : -1;
+      if (n <= 0) throw new Error(`bpe_ranks: rank ${table.length} is not base64 of at most 1 KiB`);
+      let ascii = true;
+      for (let i = 0; i < n; i++) if (bytes[i] >= 0x80) ascii = false;
+      const bom = n >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+      if (ascii) table.push(String.fromCharCode(...bytes.subarray(0, n)));
+      else if (!bom && isUtf8(bytes, n)) table.push(text.decode(bytes.subarray(0, n)));
+      else table.push(Array.from(bytes.subarray(0, n)));
+      if (pause !== null && ++done % slice === 0) await pause();
+    }
+  }
+  return table;
+}
+
+/**
+ * Load an encoding's vocabulary (tiktoken's `<name>.json` under `dataURL`, e.g. the
+ * page's vendor/tiktoken/) and build its Encoding; `pause`: see indexTable.
+ */
+export async function loadEncoding(name, dataURL, pause = null) {
   if (!ENCODINGS.includes(name)) throw new Error(`unsupported encoding ${name}`);
-  const { default: table } = await import(new URL(`${name}.js`, ranksURL).href);
+  const response = await fetch(new URL(`${name}.json`, dataURL));
+  if (!response.ok) throw new Error(`${name}.json: HTTP ${response.status}`);
+  const { bpe_ranks: bpeRanks } = JSON.parse(await response.text());
   if (pause !== null) await pause();
+  const table = await tableFromTiktoken(bpeRanks, pause);
   return new Encoding(name, table, await indexTable(table, pause));
 }

@@ -12,10 +12,10 @@
 // A heap snapshot holds no JavaScript objects: whoever restores one registers this
 // module again (js/boot-pyodide.js does on every boot, restored or not).
 //
-// Only `load` is asynchronous. It imports the tokenizer and the vocabulary on first
-// use (never at boot) and builds the lookup maps in slices, handing the thread back in
-// between, so that a reply streaming meanwhile is paused for one slice at a time, not
-// for the whole build.
+// Only `load` is asynchronous. It imports the tokenizer and fetches the vocabulary on
+// first use (never at boot), then reads it and builds the lookup maps in slices, handing
+// the thread back in between, so that a reply streaming meanwhile is paused for one
+// slice at a time (a few ms), not for the whole build (~100–200 ms).
 //
 // Text arrives as UTF-8 bytes (a Python `bytes`, read in place through the buffer
 // protocol): Python encodes at C speed, where converting a str to a JavaScript string
@@ -26,8 +26,8 @@
 //   encode(name, utf8) → Int32Array    its ids
 //   decode(name, ids) → Uint8Array     ids (an int32 buffer) → bytes
 
-// The vocabularies, as the gateway serves them (gateway/static.py VENDOR).
-const RANKS_URL = new URL('../vendor/gpt-tokenizer/', import.meta.url);
+// The vocabularies (tiktoken's data), as the gateway serves them (gateway/static.py VENDOR).
+const DATA_URL = new URL('../vendor/tiktoken/', import.meta.url);
 // ignoreBOM: a leading U+FEFF is text to count, not a byte-order mark to drop.
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
@@ -69,7 +69,7 @@ export const tokenizer = Object.freeze({
   async load(name) {
     const started = performance.now();
     if (!loading.has(name)) {
-      const built = import('./tokenizer.mjs').then(({ loadEncoding }) => loadEncoding(name, RANKS_URL, pause));
+      const built = import('./tokenizer.mjs').then(({ loadEncoding }) => loadEncoding(name, DATA_URL, pause));
       loading.set(name, built);
       built.catch(() => loading.delete(name)); // a failed load may be tried again
     }

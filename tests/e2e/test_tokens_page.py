@@ -71,14 +71,14 @@ json.dumps({"backend": tokens.backend_name(), "before": before})
         # Installed and active, and nothing loaded or fetched until asked for.
         assert state["backend"] == "js"
         assert "ensure_encoder" in state["before"]
-        assert not [u for u in requests if "gpt-tokenizer" in u or "tokenizer" in u]
+        assert not [u for u in requests if "/vendor/tiktoken/" in u or u.endswith("/js/tokenizer.mjs")]
         page.run("""
 from firsttoken.browser import tokenizer as bt
 await bt.ensure_encoder("gpt-4o")
 await bt.ensure_encoder("cl100k_base")
 "ok"
 """)
-        assert any(u.endswith("/vendor/gpt-tokenizer/o200k_base.js") for u in requests)
+        assert any(u.endswith("/vendor/tiktoken/o200k_base.json") for u in requests)
         yield page
         print("\n".join(["--- page console ---", *console]))
         assert not errors, f"uncaught errors in the page: {errors}"

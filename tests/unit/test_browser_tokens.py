@@ -165,7 +165,7 @@ class FakeTokenizerModule:
         await self.release.wait()
         if self.fail_loads:
             self.fail_loads -= 1
-            raise FakeJsError("Error: vendor/gpt-tokenizer/o200k_base.js: HTTP 503")
+            raise FakeJsError("Error: o200k_base.json: HTTP 503")
         if name not in bt.SPECIAL_TOKENS:
             raise FakeJsError(f"Error: unsupported encoding {name}")
         self.built.add(name)

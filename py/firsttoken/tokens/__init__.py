@@ -26,7 +26,7 @@ core with ranks parsed from npm tiktoken's `encoders/<name>.json`, found via
 (structure, rank order, pinned size and SHA-256). tiktoken is imported only there. The
 page, which has no tiktoken wheel, registers a JavaScript-backed encoder
 (`firsttoken.browser.tokenizer`, backend "js"): our own exact BPE (js/tokenizer.mjs)
-over gpt-tokenizer's vocabulary files, called synchronously in Python's own thread once
+over tiktoken's own vocabulary files, called synchronously in Python's own thread once
 `await ensure_encoder(name)` has loaded it.
 
 Chat prompts (`count_chat`, `count_chat_detailed`)
