@@ -96,6 +96,10 @@ def exact_with_the_cache(chat: Chat, page: Page) -> None:
 def test_exact_counts_and_the_cache_without_cross_origin_isolation(page: Page, unisolated_url: str) -> None:
     chat = Chat(page)
     chat.open(unisolated_url)
+    # Python came from the gateway's install-time snapshot (`make deps` bakes it), which
+    # holds no JavaScript: the tokenizer below is the one the boot registered again.
+    [ready] = [e for e in page.evaluate("() => window.__ft.events") if e["type"] == "ready"]
+    assert ready["boot"]["snapshot"] == "restored", "no snapshot for this package: run `make deps`"
     assert page.evaluate("[crossOriginIsolated, typeof SharedArrayBuffer]") == [False, "undefined"]
     assert chat.python_worker().evaluate("[crossOriginIsolated, typeof SharedArrayBuffer]") == [False, "undefined"]
     exact_with_the_cache(chat, page)
