@@ -227,10 +227,12 @@ const B64 = new Int8Array(128).fill(-1);
 for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {
   B64[c.charCodeAt(0)] = i;
 }
+const SPACE = 32;
+const NEWLINE = 10;
 
-// Decode s[from, to) (base64, padded) into `out`; returns the byte length, or -1.
-function base64Into(s, from, to, out) {
-  let n = 0;
+// Decode s[from, to) (base64, padded) into out[at…]; returns the byte length, or -1.
+function base64Into(s, from, to, out, at) {
+  let n = at;
   let bits = 0;
   let value = 0;
   for (let i = from; i < to; i++) {
@@ -238,21 +240,25 @@ function base64Into(s, from, to, out) {
     if (c === 61) break; // '=': padding
     const v = c < 128 ? B64[c] : -1;
     if (v < 0) return -1;
-    value = (value << 6) | v;
+    value = ((value << 6) | v) & 0xffffff;
     bits += 6;
     if (bits >= 8) {
       bits -= 8;
       out[n++] = (value >> bits) & 0xff;
     }
   }
-  return n;
+  return n - at;
 }
 
-// Whether bytes[0, n) are well-formed UTF-8 (Unicode 16, table 3-7: no overlong form, no
-// surrogate, nothing past U+10FFFF), i.e. what a fatal TextDecoder accepts.
-function isUtf8(bytes, n) {
-  for (let i = 0; i < n;) {
+// The UTF-16 length of bytes[from, to) as a string, or -1 when they are not
+// well-formed UTF-8 (Unicode 16, table 3-7: no overlong form, no surrogate, nothing past
+// U+10FFFF: what a fatal TextDecoder accepts) or begin with a BOM.
+function stringLength(bytes, from, to) {
+  if (to - from >= 3 && bytes[from] === 0xef && bytes[from + 1] === 0xbb && bytes[from + 2] === 0xbf) return -1;
+  let units = 0;
+  for (let i = from; i < to;) {
     const b = bytes[i];
+    units++;
     if (b < 0x80) {
       i++;
       continue;
@@ -267,53 +273,92 @@ function isUtf8(bytes, n) {
       else if (b === 0xed) hi = 0x9f;
     } else if (b >= 0xf0 && b <= 0xf4) {
       need = 3;
+      units++; // a surrogate pair
       if (b === 0xf0) lo = 0x90;
       else if (b === 0xf4) hi = 0x8f;
-    } else return false;
-    if (i + need >= n) return false; // cut short
-    if (bytes[i + 1] < lo || bytes[i + 1] > hi) return false;
-    for (let k = 2; k <= need; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return false;
+    } else return -1;
+    if (i + need >= to) return -1; // cut short
+    if (bytes[i + 1] < lo || bytes[i + 1] > hi) return -1;
+    for (let k = 2; k <= need; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return -1;
     i += need + 1;
   }
-  return true;
+  return units;
 }
 
 /**
- * The table (index = rank: a string, or the bytes) of tiktoken's `bpe_ranks`, walked
- * `slice` tokens at a time with `await pause()` in between (when given).
+ * The table (index = rank: a string, or the bytes) of tiktoken's `bpe_ranks`, read
+ * `slice` tokens at a time with `await pause()` in between (when given). Each slice's
+ * strings come from one TextDecoder call over their bytes, cut by their lengths: a call
+ * per token cost seconds in JavaScriptCore.
  */
 export async function tableFromTiktoken(bpeRanks, pause = null, slice = 8192) {
+  const s = bpeRanks;
+  const end = s.length;
   const table = [];
-  const bytes = new Uint8Array(1024);
   const text = new TextDecoder('utf-8', { ignoreBOM: true });
+  let bytes = new Uint8Array(1 << 16); // a slice's tokens, one after another
+  let joined = new Uint8Array(1 << 16); // those that are strings
+  const ends = new Int32Array(slice); // where each token ends in `bytes`
+  const units = new Int32Array(slice); // its string's length, or -1: kept as bytes
   let at = 0;
-  let done = 0;
-  const word = () => {
-    while (bpeRanks.charCodeAt(at) === 32 || bpeRanks.charCodeAt(at) === 10) at++;
-    const start = at;
-    while (at < bpeRanks.length && bpeRanks.charCodeAt(at) !== 32 && bpeRanks.charCodeAt(at) !== 10) at++;
-    return [start, at];
+  const skipSpaces = () => {
+    while (at < end && s.charCodeAt(at) === SPACE) at++;
   };
-  while (at < bpeRanks.length) {
-    const [m0, m1] = word();
-    if (m0 === m1) break;
-    const [r0, r1] = word();
-    if (bpeRanks.slice(m0, m1) !== '!' || Number(bpeRanks.slice(r0, r1)) !== table.length) {
-      throw new Error(`bpe_ranks: a group at ${m0} does not continue at rank ${table.length}`);
+  const word = () => {
+    const start = at;
+    while (at < end && s.charCodeAt(at) !== SPACE && s.charCodeAt(at) !== NEWLINE) at++;
+    return s.slice(start, at);
+  };
+  while (at < end) {
+    skipSpaces();
+    const marker = word();
+    skipSpaces();
+    if (marker !== '!' || Number(word()) !== table.length) {
+      throw new Error(`bpe_ranks: a group does not continue at rank ${table.length}`);
     }
-    while (at < bpeRanks.length && bpeRanks.charCodeAt(at) !== 10) {
-      const [t0, t1] = word();
-      if (t0 === t1) break;
-      const n = (t1 - t0) * 0.75 <= bytes.length ? base64Into(bpeRanks, t0, t1, bytes) : -1;
-      if (n <= 0) throw new Error(`bpe_ranks: rank ${table.length} is not base64 of at most 1 KiB`);
-      let ascii = true;
-      for (let i = 0; i < n; i++) if (bytes[i] >= 0x80) ascii = false;
-      const bom = n >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
-      if (ascii) table.push(String.fromCharCode(...bytes.subarray(0, n)));
-      else if (!bom && isUtf8(bytes, n)) table.push(text.decode(bytes.subarray(0, n)));
-      else table.push(Array.from(bytes.subarray(0, n)));
-      if (pause !== null && ++done % slice === 0) await pause();
+    let groupDone = false;
+    while (!groupDone) {
+      let k = 0;
+      let used = 0;
+      for (; k < slice; k++) {
+        skipSpaces();
+        if (at >= end || s.charCodeAt(at) === NEWLINE) {
+          groupDone = true;
+          break;
+        }
+        const t0 = at;
+        while (at < end && s.charCodeAt(at) !== SPACE && s.charCodeAt(at) !== NEWLINE) at++;
+        if (used + at - t0 > bytes.length) {
+          const bigger = new Uint8Array(2 * (used + at - t0));
+          bigger.set(bytes.subarray(0, used));
+          bytes = bigger;
+        }
+        const n = base64Into(s, t0, at, bytes, used);
+        if (n <= 0) throw new Error(`bpe_ranks: rank ${table.length + k} is not base64`);
+        units[k] = stringLength(bytes, used, used + n);
+        used += n;
+        ends[k] = used;
+      }
+      if (joined.length < used) joined = new Uint8Array(used);
+      let size = 0;
+      for (let i = 0, from = 0; i < k; from = ends[i], i++) {
+        if (units[i] >= 0) {
+          joined.set(bytes.subarray(from, ends[i]), size);
+          size += ends[i] - from;
+        }
+      }
+      const strings = text.decode(joined.subarray(0, size));
+      for (let i = 0, from = 0, unit = 0; i < k; from = ends[i], i++) {
+        if (units[i] >= 0) {
+          table.push(strings.slice(unit, unit + units[i]));
+          unit += units[i];
+        } else {
+          table.push(Array.from(bytes.subarray(from, ends[i])));
+        }
+      }
+      if (pause !== null && k === slice) await pause();
     }
+    if (at < end) at++; // the newline
   }
   return table;
 }
