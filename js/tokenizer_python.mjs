@@ -69,7 +69,7 @@ export const tokenizer = Object.freeze({
   async load(name) {
     const started = performance.now();
     if (!loading.has(name)) {
-      const built = import('./tokenizer.mjs').then(({ loadEncoding }) => loadEncoding(name, DATA_URL, pause));
+      const built = import('./tokenizer_data.mjs').then(({ loadEncoding }) => loadEncoding(name, DATA_URL, pause));
       loading.set(name, built);
       built.catch(() => loading.delete(name)); // a failed load may be tried again
     }
