@@ -20,9 +20,11 @@ In the page (headless Chromium, bench/tokens_page.html: Pyodide in a worker with
 app's files and headers, `firsttoken.browser.tokenizer` installed as the app installs it):
 
 * `page_mb_s`: the same corpus through `firsttoken.tokens.count(corpus, "o200k_base")`
-  inside Pyodide, timed in Python from the call to the result (so it includes handing the
-  text to the tokenizer's worker and waiting for the answer); median of `--repeat` runs
-  after one untimed run. `page_first_mb_s` is that first run: a freshly built encoder,
+  inside Pyodide, timed in Python from the call to the result (so it includes encoding
+  the text to UTF-8 and handing it to the JavaScript encoder, js/tokenizer.mjs, in the
+  same thread); median of `--repeat` runs after one untimed run. `page_pieces_mb_s`:
+  the corpus in 4096-character pieces, one call each (where per-call cost shows; each
+  piece counted once per run, so the count memory of `JsEncoder` is bypassed). `page_first_mb_s` is that first run: a freshly built encoder,
   its cache of merged pieces empty, V8 not warmed up.
 * `ratio`: page_mb_s / cpython_tiktoken_mb_s (measured in this same run, before the
   page). This machine's load swings with other work, so the page's runs alternate with
@@ -30,8 +32,11 @@ app's files and headers, `firsttoken.browser.tokenizer` installed as the app ins
   median (`cpython_tiktoken_interleaved_mb_s`), the two sides timed under the same load.
 * `page_init_ms`: on a fresh page with a warm HTTP cache (a new page in a browser context
   that has loaded everything once), how long `await ensure_encoder("o200k_base")` takes
-  in Python: start the tokenizer's worker, fetch (304) and build the vocabulary. Median
-  over `--pages` fresh pages. `page_cold_init_ms` is the first one, with an empty cache.
+  in Python: import the tokenizer, fetch (304) and build the vocabulary. Median over
+  `--pages` fresh pages. `page_cold_init_ms` is the first one, with an empty cache.
+  `page_init_longest_block_ms`: the longest the thread was not available to other work
+  during that load (the gap between turns of a ticking task), median over the fresh
+  pages: what a reply streaming meanwhile would stall for.
 * `exact` is also false unless the page's ids equal tiktoken's on the whole corpus, in
   both encodings.
 
@@ -119,11 +124,24 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 
 PAGE_ENSURE = """
-import json, time
+import asyncio, json, time
 from firsttoken.browser import tokenizer as bt
+gaps = [0.0]
+loading = True
+async def tick():
+    last = time.perf_counter()
+    while loading:
+        await asyncio.sleep(0)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+ticker = asyncio.ensure_future(tick())
 start = time.perf_counter()
 await bt.ensure_encoder("o200k_base")
-json.dumps((time.perf_counter() - start) * 1000)
+took = time.perf_counter() - start
+loading = False
+await ticker
+json.dumps([took * 1000, max(gaps) * 1000])
 """
 
 PAGE_IDS = """
@@ -137,6 +155,7 @@ json.dumps({enc: tokens.encode(ARG, enc) for enc in ("o200k_base", "cl100k_base"
 PAGE_PUT = """
 import builtins
 builtins.BENCH_CORPUS = ARG
+builtins.BENCH_RUN = 0
 "ok"
 """
 
@@ -146,7 +165,15 @@ from firsttoken import tokens
 gc.collect()
 start = time.perf_counter()
 n = tokens.count(builtins.BENCH_CORPUS, "o200k_base")
-json.dumps([time.perf_counter() - start, n])
+whole = time.perf_counter() - start
+count = tokens.get_encoder("o200k_base").count
+pieces = [builtins.BENCH_CORPUS[i : i + 4096] + str(builtins.BENCH_RUN) for i in range(0, len(builtins.BENCH_CORPUS), 4096)]
+builtins.BENCH_RUN += 1
+gc.collect()
+start = time.perf_counter()
+for piece in pieces:
+    count(piece)
+json.dumps([whole, n, time.perf_counter() - start])
 """
 
 
@@ -163,14 +190,15 @@ def page_figures(
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         context = browser.new_context()  # one HTTP cache for every page below
         page = load(context.new_page(), url)
-        cold_init_ms = json.loads(page.run(PAGE_ENSURE))
+        cold_init_ms, _ = json.loads(page.run(PAGE_ENSURE))
         ids = page.run_json(PAGE_IDS, corpus)
         exact = all(ids[enc] == reference[enc] for enc in reference)
         page.run(PAGE_PUT, corpus)
-        times, counts, peer_times = [], [], []
+        times, counts, peer_times, piece_times = [], [], [], []
         for _ in range(repeat + 1):  # the first page run is reported apart
-            seconds, n = page.run_json(PAGE_COUNT)
+            seconds, n, pieces_seconds = page.run_json(PAGE_COUNT)
             times.append(seconds)
+            piece_times.append(pieces_seconds)
             counts.append(n)
             gc.collect()
             start = time.perf_counter()
@@ -178,16 +206,21 @@ def page_figures(
             peer_times.append(time.perf_counter() - start)
         counts_ok = set(counts) == {len(reference["o200k_base"])}
         page.page.close()
-        init_ms = []
+        init_ms, blocks_ms = [], []
         for _ in range(pages):
             fresh = load(context.new_page(), url)
-            init_ms.append(json.loads(fresh.run(PAGE_ENSURE)))
+            took, block = json.loads(fresh.run(PAGE_ENSURE))
+            init_ms.append(took)
+            blocks_ms.append(block)
             fresh.page.close()
         browser.close()
     first, timed = times[0], times[1:]
     return {
         "exact": exact and counts_ok,
         "page_mb_s": mb / statistics.median(timed),
+        # The pieces add a suffix each run (a few bytes a piece), not counted in mb.
+        "page_pieces_mb_s": mb / statistics.median(piece_times[1:]),
+        "page_init_longest_block_ms": statistics.median(blocks_ms),
         "peer_mb_s": mb / statistics.median(peer_times[1:]),
         "page_first_mb_s": mb / first,
         "page_init_ms": statistics.median(init_ms),
@@ -260,20 +293,24 @@ def main() -> None:
         )
         print(
             f"page ({main_encoding}): {page['page_mb_s']:.2f} MB/s (first run {page['page_first_mb_s']:.2f}),"
+            f" in 4096-character pieces {page['page_pieces_mb_s']:.2f} MB/s,"
             f" ids {'identical' if page['exact'] else 'DIFFER'} in both encodings;"
             f" ensure_encoder {page['page_init_ms']:.0f} ms warm (runs {[round(t) for t in page['init_runs']]}),"
-            f" {page['page_cold_init_ms']:.0f} ms cold; CPython tiktoken between the page's runs"
+            f" {page['page_cold_init_ms']:.0f} ms cold, longest block {page['page_init_longest_block_ms']:.0f} ms;"
+            f" CPython tiktoken between the page's runs"
             f" {page['peer_mb_s']:.2f} MB/s"
         )
         figures.update(
             exact=exact and page["exact"],
             page_mb_s=round(page["page_mb_s"], 3),
+            page_pieces_mb_s=round(page["page_pieces_mb_s"], 3),
             ratio=round(page["page_mb_s"] / results[main_encoding]["raw"], 3),
             page_init_ms=round(page["page_init_ms"], 1),
             cpython_tiktoken_interleaved_mb_s=round(page["peer_mb_s"], 3),
             ratio_interleaved=round(page["page_mb_s"] / page["peer_mb_s"], 3),
             page_first_mb_s=round(page["page_first_mb_s"], 3),
             page_cold_init_ms=round(page["page_cold_init_ms"], 1),
+            page_init_longest_block_ms=round(page["page_init_longest_block_ms"], 1),
         )
     print(json.dumps(figures))
 

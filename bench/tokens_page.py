@@ -5,8 +5,8 @@
 
 The server is the app's own static routes (`gateway.static.routes()`: /js/, /vendor/,
 /py/firsttoken.zip) plus the three bench/tokens_page* files, behind the gateway's
-security headers (its CSP included, and the cross-origin isolation that shared memory
-needs), on a free loopback port in a thread of this process. The page runs Pyodide in a
+security headers (its CSP included, and the cross-origin isolation the app is served
+with), on a free loopback port in a thread of this process. The page runs Pyodide in a
 worker without PyScript and lets the caller run Python there; it is not part of the app
 and its "run Python" request exists only here.
 """

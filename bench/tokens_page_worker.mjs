@@ -1,8 +1,9 @@
 // Worker of bench/tokens_page.html: Pyodide as the app's core gets it (/vendor/pyodide/,
-// the package from /py/firsttoken.zip), then firsttoken's page tokenizer installed with
-// this page's base URL. The tokenizer starts its own worker on first use, as in the app.
+// the package from /py/firsttoken.zip), then firsttoken's page tokenizer registered and
+// installed as js/boot-pyodide.js and the app do it.
 
 import { loadPyodide } from '../vendor/pyodide/pyodide.mjs';
+import { registerTokenizer } from '../js/tokenizer_python.mjs';
 
 const base = new URL('../', import.meta.url).href;
 
@@ -16,7 +17,8 @@ async function boot() {
     }),
   ]);
   pyodide.unpackArchive(zip, 'zip');
-  pyodide.runPython(`from firsttoken.browser import tokenizer\ntokenizer.install(${JSON.stringify(base)})`);
+  registerTokenizer(pyodide);
+  pyodide.runPython('from firsttoken.browser import tokenizer\ntokenizer.install()');
   return { pyodide, ms: performance.now() - started };
 }
 

@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="CSP connect-src: where the page may send requests")
     p.add_argument("--frame-ancestors", default=GatewayConfig.frame_ancestors,
                    help="CSP frame-ancestors: who may embed the page")
+    p.add_argument("--no-isolation", dest="isolation", action="store_false",
+                   help="serve the page without COOP/COEP (not cross-origin isolated, as Android's WebView always is)")
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
 
@@ -82,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         redis=args.redis,
         connect_src=args.connect_src,
         frame_ancestors=args.frame_ancestors,
+        isolation=args.isolation,
         client_key=os.environ.get(args.client_key_env) if args.client_key_env else None,
     )
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())

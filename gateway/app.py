@@ -42,6 +42,9 @@ class GatewayConfig:
     #: When set, /v1/* requires `Authorization: Bearer <client_key>` (a gateway of one's own).
     client_key: str | None = field(default=None, repr=False)
     frame_ancestors: str = "'self'"
+    #: COOP/COEP on every response (cross-origin isolation). Off only to see the page as
+    #: Android's WebView does, which is never isolated (gateway/headers.py).
+    isolation: bool = True
     #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
     cache_refs: bool = True
     ref_limits: RefLimits = field(default_factory=RefLimits)
@@ -166,7 +169,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     if refs is not None:
         app.add_middleware(ExpandRefs, store=refs, max_body_bytes=config.max_body_bytes, authorize=starlette_auth)
     csp = content_security_policy(config.connect_src, config.frame_ancestors)
-    app.add_middleware(SecurityHeaders, csp=csp)
+    app.add_middleware(SecurityHeaders, csp=csp, isolation=config.isolation)
     if refs is not None:
         app.add_middleware(AdvertiseRefs)
     return app

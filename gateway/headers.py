@@ -1,7 +1,10 @@
 """Security and isolation headers on every response (a plain ASGI middleware).
 
 - COOP `same-origin` + COEP `require-corp` make the page cross-origin isolated, which a
-  PyScript worker needs for SharedArrayBuffer (its synchronous bridge to the page).
+  PyScript worker needs for SharedArrayBuffer (its synchronous bridge to the page). The
+  page needs neither (it never makes a synchronous call to the page's thread, and counts
+  tokens in its own thread), so `isolation=False` (`--no-isolation`) leaves them out:
+  the page as Android's WebView sees it, which is never isolated whatever it is sent.
 - CORP `same-origin` lets our own assets load under COEP.
 - The Content-Security-Policy allows scripts from this origin only: no inline script,
   so markup in a model's answer can never bring script of its own. 'wasm-unsafe-eval'
@@ -38,11 +41,14 @@ def content_security_policy(connect_src: str, frame_ancestors: str) -> str:
 
 
 class SecurityHeaders:
-    def __init__(self, app: ASGIApp, *, csp: str) -> None:
+    def __init__(self, app: ASGIApp, *, csp: str, isolation: bool = True) -> None:
         self.app = app
-        self.headers = [
+        isolating = [
             (b"cross-origin-opener-policy", b"same-origin"),
             (b"cross-origin-embedder-policy", b"require-corp"),
+        ]
+        self.headers = [
+            *(isolating if isolation else []),
             (b"cross-origin-resource-policy", b"same-origin"),
             (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"no-referrer"),

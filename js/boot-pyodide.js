@@ -28,6 +28,7 @@ import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
 } from './boot-snapshot.js';
+import { registerTokenizer } from './tokenizer_python.mjs';
 
 export { version };
 
@@ -95,7 +96,9 @@ export async function loadPyodide(options = {}) {
   if (stderr) sinks.stderr = stderr;
   if (Object.keys(rest).length) {
     console.warn('firsttoken: PyScript asked for more than a plain interpreter:', Object.keys(rest));
-    return loadPyodideCore({ ...options, indexURL: PYODIDE });
+    const py = await loadPyodideCore({ ...options, indexURL: PYODIDE });
+    registerTokenizer(py);
+    return py;
   }
   return booting;
 }
@@ -304,5 +307,8 @@ function finish(py, packageBytes, files) {
     }
   };
   py.registerJsModule('_firsttoken_boot', { get record() { return JSON.stringify(boot); } });
+  // Exact token counts in this thread (firsttoken.browser.tokenizer). Registered on
+  // every boot: a heap snapshot holds Python's side only, never a JavaScript module.
+  registerTokenizer(py);
   return py;
 }

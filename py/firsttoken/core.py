@@ -26,7 +26,7 @@ from .cache.refs import GatewayRefs
 from .chat import ChatRequest
 from .errors import ContextBudgetExceeded, FirstTokenError, InvalidMessage
 from .flow import DeltaPacer
-from .notices import Notices
+from .notices import Notices, counting_notice
 from .prepare import ConversationMemory, Prepared, prepare
 from .protocol import (
     PROTOCOL_VERSION,
@@ -88,6 +88,7 @@ class Core:
         # The conversation's compression, kept between live counts and sends (firsttoken.prepare).
         self.memory = ConversationMemory()
         self.notices = Notices()
+        self._estimating = False  # counting failed and the user was told (once a session)
         if cache is not None and cache.on_notice is None:
             cache.on_notice = self.notices.add
         self.calibration = tokens.Calibration()
@@ -158,13 +159,18 @@ class Core:
 
     async def _counter(self, model: str) -> Callable[[str], int] | None:
         """An exact counter for `model`'s encoding, or None when none can be had (the
-        page loads its encoder lazily; until then, and if that fails, we go without)."""
+        page loads its encoder on first use, and tries again on the next if that failed).
+        Without one, counts are estimates and the cache is off (its entries hold exact
+        counts): never silently, a `tokens_estimated` notice says so once a session."""
         encoding, _ = tokens.encoding_for_model(model)
         try:
             if self.prepare_encoder is not None:
                 await self.prepare_encoder(encoding)
             tokens.count("", encoding)
-        except Exception:  # noqa: BLE001 - counting is an aid: sending must not fail on it
+        except Exception as exc:  # noqa: BLE001 - counting is an aid: sending must not fail on it
+            if not self._estimating:
+                self._estimating = True
+                self.notices.add(counting_notice(exc, cache=self.cache is not None))
             return None
         return lambda text: tokens.count(text, encoding)
 

@@ -1,7 +1,8 @@
 """Notices: things the user should know that are not errors.
 
-Today one source reports them, the prompt cache falling back to memory
-(`firsttoken.cache`, `on_notice`). They can happen at any moment (a background write
+Two sources report them: the prompt cache falling back to memory
+(`firsttoken.cache`, `on_notice`), and counting falling back to estimates when the
+page's tokenizer could not load (`counting_notice`). They can happen at any moment (a background write
 failing), but the page shows each beside a request, so they are collected here and go
 out once each, as `notice` events, with the request during which they happened
 (`firsttoken.chat`: after `chat.prepared`, and before the request's end).
@@ -13,7 +14,7 @@ from typing import Any, Mapping
 
 from .protocol import Notice
 
-__all__ = ["Notices"]
+__all__ = ["Notices", "counting_notice"]
 
 #: Notices kept while no request takes them; more are dropped (each source reports a
 #: condition once per session, so this is only a bound).
@@ -35,3 +36,17 @@ class Notices:
         """The pending notices as events about `request_id`; none stay pending."""
         pending, self._pending = self._pending, []
         return [Notice(id=request_id, **notice) for notice in pending]
+
+
+def counting_notice(exc: Exception, *, cache: bool) -> dict[str, Any]:
+    """The `notice` that says counts have become estimates, and why."""
+    from .errors import FirstTokenError
+
+    reason = exc.code if isinstance(exc, FirstTokenError) else "tokenizer_error"
+    detail = exc.message if isinstance(exc, FirstTokenError) else f"{type(exc).__name__}: {exc}"
+    off = " The prompt cache and its gateway references are off until it does." if cache else ""
+    return {
+        "code": "tokens_estimated",
+        "reason": reason,
+        "message": f"Token counts are estimates: the tokenizer did not load ({detail}).{off}",
+    }

@@ -2,7 +2,7 @@
 
 Python runs in a worker of bench/tokens_page.html (Pyodide without PyScript, the same
 files the app serves, the app's headers and CSP), with `firsttoken.browser.tokenizer`
-installed as the app installs it; js/tokenizer_worker.mjs starts on first use. Texts go
+installed as the app installs it, in the same thread (js/tokenizer_python.mjs). Texts go
 in from CPython, ids come back, and tiktoken on CPython is the reference: the golden
 corpus, Hypothesis-generated text, a seeded random corpus aimed at the characters where
 JavaScript and Rust regexes differ, every code point of planes 0–3 (sampled beyond), and
@@ -71,14 +71,14 @@ json.dumps({"backend": tokens.backend_name(), "before": before})
         # Installed and active, and nothing loaded or fetched until asked for.
         assert state["backend"] == "js"
         assert "ensure_encoder" in state["before"]
-        assert not [u for u in requests if "gpt-tokenizer" in u or "tokenizer" in u]
+        assert not [u for u in requests if "/vendor/tiktoken/" in u or u.endswith("/js/tokenizer.mjs")]
         page.run("""
 from firsttoken.browser import tokenizer as bt
 await bt.ensure_encoder("gpt-4o")
 await bt.ensure_encoder("cl100k_base")
 "ok"
 """)
-        assert any(u.endswith("/vendor/gpt-tokenizer/o200k_base.js") for u in requests)
+        assert any(u.endswith("/vendor/tiktoken/o200k_base.json") for u in requests)
         yield page
         print("\n".join(["--- page console ---", *console]))
         assert not errors, f"uncaught errors in the page: {errors}"
@@ -212,7 +212,7 @@ json.dumps(tokens.get_encoder(enc).decode_bytes(ids).hex())
 
 
 def test_large_text_and_long_id_lists(tokens_page: TokensPage) -> None:
-    """Past the first shared buffers (1 MiB in, 1 MiB out): both grow, nothing is lost."""
+    """Megabytes in and out of JavaScript in one call: nothing is lost."""
     text = "".join(corpus_texts().values()) * 70
     assert len(text.encode()) > 2_500_000
     answer = tokens_page.run_json(
@@ -264,41 +264,30 @@ json.dumps(out)
     assert answer["cookbook"] == [8930, 9697, 243, 128225, 8930, 17693, 4344, 48669]
 
 
-def test_a_dead_tokenizer_worker_fails_fast_and_is_replaced(tokens_page: TokensPage) -> None:
-    """(Last: it kills the page's tokenizer worker, then checks the page recovers.)"""
+def test_javascript_failures_become_tokenizer_errors_in_the_same_thread(tokens_page: TokensPage) -> None:
+    """The tokenizer runs in Python's thread: no worker of its own, no shared memory;
+    what JavaScript throws arrives as `TokenizerError`, and a failed load is tried again."""
     answer = tokens_page.run_json("""
-import json, time
-from firsttoken import tokens
+import json
 from firsttoken.browser import tokenizer as bt
 from firsttoken.errors import TokenizerError
 out = {}
-def attempt(name, call):
-    start = time.perf_counter()
+async def attempt(name, call):
     try:
-        out[name] = ["no error", call()]
+        out[name] = ["no error", await call()]
     except TokenizerError as exc:
         out[name] = [str(exc)]
-    out[name].append(round((time.perf_counter() - start) * 1000))
-bt._Page.bridge._worker.terminate()
-saved, bt.CALL_TIMEOUT_MS = bt.CALL_TIMEOUT_MS, 300
-try:
-    # (Texts never counted before: counts are remembered, and would not cross.)
-    attempt("hung", lambda: tokens.count(f"hung {time.time()}", "gpt-4o"))
-    attempt("broken", lambda: tokens.count(f"broken {time.time()}", "gpt-4o"))
-finally:
-    bt.CALL_TIMEOUT_MS = saved
-await bt.ensure_encoder("gpt-4o")
-attempt("recovered", lambda: tokens.count("hello world, again", "gpt-4o"))
-missing = bt.WorkerBridge(bt._Page.base_url + "js/no-such-worker.mjs")
-try:
-    await missing.load("o200k_base")
-    out["missing"] = "loaded"
-except TokenizerError as exc:
-    out["missing"] = str(exc)
-await bt.ensure_encoder("cl100k_base")
+async def sync(call):
+    return call()
+bridge = bt._Page.bridge
+await attempt("load", lambda: bridge.load("p50k_base"))
+await attempt("count", lambda: sync(lambda: bridge.count("p50k_base", "x")))
+await attempt("reload", lambda: bridge.load("o200k_base"))
+out["counted"] = bridge.count("o200k_base", "hello world, again")
 json.dumps(out)
 """)
-    assert "did not answer count in 300 ms" in answer["hung"][0]
-    assert "did not answer" in answer["broken"][0] and answer["broken"][-1] < 100  # no second wait
-    assert answer["recovered"][:2] == ["no error", 4]
-    assert answer["missing"] and answer["missing"] != "loaded"
+    assert "could not load p50k_base: unsupported encoding p50k_base" in answer["load"][0]
+    assert "p50k_base is not loaded" in answer["count"][0]
+    assert answer["reload"][0] == "no error"  # built once: a later load returns at once
+    assert answer["counted"] == 4
+    assert len(tokens_page.page.workers) == 1  # Python's, and no other

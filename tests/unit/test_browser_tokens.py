@@ -1,9 +1,11 @@
 """The page backend's pure logic on CPython: specials, decoding around them, surrogates,
-registration. The JavaScript side is tested in Chromium (tests/e2e/test_tokens_page.py)."""
+registration, and the bridge to the JavaScript module (a fake one here, answered by
+tiktoken). The JavaScript side is tested in Chromium (tests/e2e/test_tokens_page.py)."""
 
 from __future__ import annotations
 
 import asyncio
+from array import array
 from functools import cache
 from typing import Any, Iterator, Sequence
 
@@ -100,7 +102,7 @@ def test_utf8_like_tiktoken_examples() -> None:
 
 
 def test_install_makes_js_active_and_counts_only_after_loading(restore_backend: None) -> None:
-    bt.install("http://page.test/")
+    bt.install()
     assert tokens.backend_name() == bt.BACKEND
     with pytest.raises(TokenizerError, match=r"await ensure_encoder\('o200k_base'\)"):
         tokens.count("hello", "gpt-4o")
@@ -110,7 +112,7 @@ def test_install_makes_js_active_and_counts_only_after_loading(restore_backend: 
     try:
         assert tokens.count("hello world", "gpt-4o") == 2
         assert tokens.encode("hello world", "o200k_base") == [24912, 2375]
-        assert asyncio.run(bt.ensure_encoder("gpt-4o")).name == "o200k_base"  # loaded: no worker
+        assert asyncio.run(bt.ensure_encoder("gpt-4o")).name == "o200k_base"  # loaded: nothing crosses
         assert ("count", "o200k_base", "hello world") in bridge.calls  # count, not len(encode)
     finally:
         bt._Page.loaded.pop("o200k_base")
@@ -131,3 +133,132 @@ def test_counts_are_remembered_within_bounds(monkeypatch: pytest.MonkeyPatch) ->
         encoder.count(f"text {i:05d}")
     assert crossings() == 16
     assert encoder.count("user") == 1 and crossings() == 17
+
+
+class FakeJsError(Exception):
+    """What Pyodide raises when JavaScript throws (JsException); its str starts "Error: "."""
+
+
+class Int32Array:
+    """Stands for a JsProxy of a typed array: only `to_bytes()` is used."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def to_bytes(self) -> bytes:
+        return self.data
+
+
+class FakeTokenizerModule:
+    """js/tokenizer_python.mjs as Python sees it, answered by tiktoken: what crosses is
+    what the real one gets (UTF-8 bytes in, an int32 buffer for ids)."""
+
+    def __init__(self) -> None:
+        self.built: set[str] = set()
+        self.loads: list[str] = []
+        self.crossed: list[object] = []
+        self.fail_loads = 0
+        self.release = asyncio.Event()
+
+    async def load(self, name: str) -> float:
+        self.loads.append(name)
+        await self.release.wait()
+        if self.fail_loads:
+            self.fail_loads -= 1
+            raise FakeJsError("Error: o200k_base.json: HTTP 503")
+        if name not in bt.SPECIAL_TOKENS:
+            raise FakeJsError(f"Error: unsupported encoding {name}")
+        self.built.add(name)
+        return 12.5
+
+    def _encoding(self, name: str) -> Any:
+        if name not in self.built:
+            raise FakeJsError(f"Error: {name} is not loaded (await ensure_encoder first)")
+        return reference_encoding(name)
+
+    def count(self, name: str, utf8: object) -> int:
+        self.crossed.append(utf8)
+        assert isinstance(utf8, bytes)
+        return len(self._encoding(name).encode_ordinary(utf8.decode("utf-8")))
+
+    def encode(self, name: str, utf8: object) -> Int32Array:
+        assert isinstance(utf8, bytes)
+        ids = self._encoding(name).encode_ordinary(utf8.decode("utf-8"))
+        return Int32Array(array("i", ids).tobytes())
+
+    def decode(self, name: str, ids: object) -> Int32Array:
+        assert isinstance(ids, array) and ids.typecode == "i" and ids.itemsize == 4
+        return Int32Array(self._encoding(name).decode_bytes(ids.tolist()))
+
+
+def module_bridge(module: FakeTokenizerModule) -> bt.ModuleBridge:
+    return bt.ModuleBridge(module, errors=(FakeJsError,))
+
+
+def test_the_module_bridge_sends_utf8_and_takes_int32() -> None:
+    module = FakeTokenizerModule()
+    module.release.set()
+    bridge = module_bridge(module)
+    assert asyncio.run(bridge.load("o200k_base")) == 12.5
+    text = "お誕生日おめでとう a\ud800b \ufeff"
+    reference = reference_encoding("o200k_base")
+    want = reference.encode_ordinary(text)
+    assert bridge.count("o200k_base", text) == len(want)
+    assert module.crossed == [bt.utf8_like_tiktoken(text)]  # no lone surrogate crosses
+    assert bridge.encode("o200k_base", text) == want
+    assert bridge.decode_bytes("o200k_base", want[:3]) == reference.decode_bytes(want[:3])
+    assert bridge.encode("o200k_base", "") == [] and bridge.count("o200k_base", "") == 0
+
+
+def test_what_javascript_throws_becomes_a_tokenizer_error() -> None:
+    module = FakeTokenizerModule()
+    module.release.set()
+    bridge = module_bridge(module)
+    with pytest.raises(TokenizerError, match=r"^the tokenizer failed \(count\): cl100k_base is not loaded"):
+        bridge.count("cl100k_base", "x")
+    with pytest.raises(TokenizerError, match="could not load p50k_base: unsupported encoding p50k_base$"):
+        asyncio.run(bridge.load("p50k_base"))
+    with pytest.raises(ZeroDivisionError):  # not JavaScript's: a bug, left alone
+        bt.ModuleBridge(type("Broken", (), {"count": lambda *_: 1 // 0})(), errors=(FakeJsError,)).count("x", "y")
+
+
+def test_a_load_that_never_ends_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bt, "LOAD_TIMEOUT_S", 0.01)
+    with pytest.raises(TokenizerError, match="took more than"):
+        asyncio.run(module_bridge(FakeTokenizerModule()).load("o200k_base"))  # release is never set
+
+
+@pytest.fixture
+def fake_page(restore_backend: None) -> Iterator[FakeTokenizerModule]:
+    module = FakeTokenizerModule()
+    bt.install(module)
+    bt._Page.bridge = module_bridge(module)
+    yield module
+    bt.install()
+    bt._Page.loaded.clear()
+    bt._Page.load_ms.clear()
+
+
+def test_ensure_encoder_loads_once_and_retries_after_a_failure(fake_page: FakeTokenizerModule) -> None:
+    fake_page.fail_loads = 1
+
+    async def scenario() -> list[object]:
+        first = [asyncio.ensure_future(bt.ensure_encoder(m)) for m in ("gpt-4o", "o200k_base", "gpt-4o-mini")]
+        await asyncio.sleep(0)
+        fake_page.release.set()
+        failed = await asyncio.gather(*first, return_exceptions=True)
+        again = await bt.ensure_encoder("gpt-4o")
+        return [*failed, again]
+
+    *failed, encoder = asyncio.run(scenario())
+    assert all(isinstance(f, TokenizerError) and "HTTP 503" in str(f) for f in failed)
+    assert fake_page.loads == ["o200k_base", "o200k_base"]  # one load for three callers, then one retry
+    assert encoder.name == "o200k_base" and tokens.count("hello world", "gpt-4o") == 2
+    assert bt.load_times_ms()["o200k_base:js"] == 12.5
+    assert asyncio.run(bt.ensure_encoder("gpt-4o")) is encoder and len(fake_page.loads) == 2
+
+
+def test_outside_pyodide_without_a_module_there_is_no_tokenizer(restore_backend: None) -> None:
+    bt.install()
+    with pytest.raises(TokenizerError, match="runs only in the page"):
+        asyncio.run(bt.ensure_encoder("gpt-4o"))

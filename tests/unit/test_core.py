@@ -403,3 +403,53 @@ def test_per_chunk_cost_does_not_grow_with_the_answer(monkeypatch, flow: bool, e
         assert last["type"] == "chat.done" and "content" not in last
     else:  # what is kept on an error comes from the one assembler, and is all of it
         assert last["type"] == "chat.error" and last["error"]["partial"] == text
+
+
+def test_counting_that_fails_is_announced_once_and_sending_goes_on() -> None:
+    from firsttoken.cache import Cache, MemoryStore
+    from firsttoken.errors import TokenizerError
+
+    events: list[dict] = []
+    t = FakeTime()
+    loads: list[str] = []
+
+    async def no_encoder(encoding: str) -> None:
+        loads.append(encoding)
+        raise TokenizerError("no JavaScript tokenizer here")
+
+    core = Core(post=lambda text: events.append(json.loads(text)),
+                transport=CannedTransport(*(Canned(200, SSE, OK_STREAM) for _ in range(2))),
+                clock=t.clock, sleep=t.sleep, prepare_encoder=no_encoder, cache=Cache(MemoryStore()))
+    with_system = {**send("a"), "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]}
+    count = {"type": "tokens.count", "id": "c1", "messages": with_system["messages"], "settings": with_system["settings"]}
+
+    async def main() -> None:
+        for m in (count, with_system, {**with_system, "id": "b"}):
+            await core.handle(json.dumps({"v": 1, **m}))
+
+    asyncio.run(main())
+    assert loads == ["o200k_base"] * 3  # tried again each time: a later load may work
+    [counted] = [e for e in events if e["type"] == "tokens.counted"]
+    assert counted["exact"] is False
+    [notice] = [e for e in events if e["type"] == "notice"]
+    # Posted with the first chat (the composer's count has nowhere to show it), once.
+    assert notice["id"] == "a" and notice["code"] == "tokens_estimated" and notice["reason"] == "tokenizer_error"
+    assert "no JavaScript tokenizer here" in notice["message"] and "cache" in notice["message"]
+    prepared = [e for e in events if e["type"] == "chat.prepared"]
+    assert [p["prompt_tokens"] for p in prepared] == [None, None] and "cache" not in prepared[0]
+    assert [e["type"] for e in events if e["type"] == "chat.done"] == ["chat.done", "chat.done"]
+
+
+def test_exact_counting_posts_no_notice() -> None:
+    events: list[dict] = []
+    t = FakeTime()
+
+    async def encoder(encoding: str) -> None:
+        return None
+
+    core = Core(post=lambda text: events.append(json.loads(text)), transport=CannedTransport(Canned(200, SSE, OK_STREAM)),
+                clock=t.clock, sleep=t.sleep, prepare_encoder=encoder)
+    asyncio.run(core.handle(json.dumps({"v": 1, **send("a")})))
+    assert not [e for e in events if e["type"] == "notice"]
+    [prepared] = [e for e in events if e["type"] == "chat.prepared"]
+    assert isinstance(prepared["prompt_tokens"], int) and prepared["exact"] is True

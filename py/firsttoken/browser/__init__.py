@@ -100,7 +100,7 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
         raise RuntimeError("firsttoken.browser.start() runs only inside Pyodide")
     from ..core import Core
 
-    install_page_tokenizer(xworker=xworker)  # tokens' "js" backend; fetches nothing until ensure_encoder
+    install_page_tokenizer()  # tokens' "js" backend; fetches nothing until ensure_encoder
     from .tokenizer import ensure_encoder
 
     core = Core(

@@ -1,26 +1,31 @@
 """The page's token counter: `firsttoken.tokens` backed by JavaScript (js/tokenizer.mjs).
 
-The page has no tiktoken wheel, so the core's worker counts with a JavaScript BPE encoder
-whose ids equal tiktoken's (o200k_base and cl100k_base). It runs in a module worker of its
-own (js/tokenizer_worker.mjs), for two reasons: Python in Pyodide cannot import a
-JavaScript module (no dynamic `import()` from Python, and the page's CSP forbids eval),
-and building a vocabulary (~100–200 ms) must not stall the core's thread while a reply
-streams. Calls are synchronous through shared memory: `count()` posts the text, then
-waits in `Atomics.wait` for the answer (the page is cross-origin isolated, as PyScript's
-worker requires anyway).
+The page has no tiktoken wheel, so the core counts with a JavaScript BPE encoder whose
+ids equal tiktoken's (o200k_base and cl100k_base). It runs in the core's own thread:
+Python in Pyodide cannot import a JavaScript module (no dynamic `import()` from Python,
+and the page's CSP forbids eval), so the JavaScript that starts Pyodide registers one
+for it, `_firsttoken_tokenizer` (js/tokenizer_python.mjs; js/boot-pyodide.js registers
+it on every boot, a restored snapshot included). A count is then one synchronous FFI
+call, with no other thread and no shared memory: it stays exact where there is no
+`SharedArrayBuffer` (WebKitGTK, and Safari's WebViews without isolation) and no
+cross-origin isolation (Android's WebView never has it). Text crosses as UTF-8 bytes,
+read in place by JavaScript.
 
 Use:
 
-    install(xworker=xworker)                 # once, in firsttoken.browser.start()
+    install()                                # once, in firsttoken.browser.start()
     await ensure_encoder("gpt-4o")           # loads o200k_base (HTTP-cached), once
     tokens.count(text, "gpt-4o")             # then synchronous, exact
 
 `install` registers the backend "js" and makes it active; until `ensure_encoder` has
 loaded an encoding, asking `firsttoken.tokens` for it raises `TokenizerError`. The
-vocabulary is fetched only then, never at boot.
+vocabulary is fetched only then, never at boot, and built in slices (~100–200 ms in
+all) that let a streaming reply go on in between.
 
-Everything here imports on CPython; only `WorkerBridge` touches `js`/`pyodide`, and
-`JsEncoder` takes any `Bridge`, so its logic is tested with a fake one.
+Everything here imports on CPython; `ModuleBridge` takes the JavaScript module as an
+argument, so its logic is tested with a fake one. `_firsttoken_tokenizer` is imported
+only when first needed: never while a heap snapshot is made, which must hold no
+JavaScript object.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any, Protocol, Sequence
 
 from .. import IN_PYODIDE
 from ..tokens.bpe_data import KNOWN_VOCABULARIES
-from ..tokens.encoders import Encoder, clear_encoder_cache, get_encoder, register_backend, resolve_encoding
+from ..tokens.encoders import Encoder, get_encoder, register_backend, resolve_encoding
 from ..errors import TokenizerError
 
 __all__ = [
@@ -40,7 +45,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "Bridge",
     "JsEncoder",
-    "WorkerBridge",
+    "ModuleBridge",
     "ensure_encoder",
     "install",
     "js_backend",
@@ -48,8 +53,11 @@ __all__ = [
 ]
 
 if IN_PYODIDE:  # pragma: no cover - exercised in Chromium (tests/e2e/test_tokens_page.py)
-    import js  # type: ignore[import-not-found]
-    from pyodide.ffi import create_proxy, to_js  # type: ignore[import-not-found]
+    from pyodide.ffi import JsException  # type: ignore[import-not-found]
+
+    _JS_ERRORS: tuple[type[BaseException], ...] = (JsException,)
+else:
+    _JS_ERRORS = ()
 
 #: The name `install` registers with `firsttoken.tokens`.
 BACKEND = "js"
@@ -68,15 +76,12 @@ SPECIAL_TOKENS: dict[str, dict[str, int]] = {
     },
 }
 
-#: Longest a synchronous call may block before it is reported as a failure (a worker
-#: that died would otherwise hang the core). Counting 1 MB takes ~0.1 s.
-CALL_TIMEOUT_MS = 30_000
 #: Longest loading one encoding may take.
 LOAD_TIMEOUT_S = 60.0
 #: Counts are remembered per text up to this many characters in all (then forgotten at
 #: once), for texts of at most `COUNT_CACHE_TEXT` characters: the page counts the same
 #: conversation again on every change, message by message, and each count otherwise
-#: costs a round trip to the worker (~0.1 ms) however short the text.
+#: encodes the text to UTF-8, crosses to JavaScript and runs the encoder over it.
 COUNT_CACHE_CHARS = 4_000_000
 COUNT_CACHE_TEXT = 65_536
 
@@ -165,136 +170,85 @@ class JsEncoder:
         return self.decode_bytes(ids).decode("utf-8", "replace")
 
 
-# Answers of the worker's synchronous calls (js/tokenizer_worker.mjs).
-_PENDING, _DONE, _ERROR, _SHORT = 0, 1, 2, 3
+class ModuleBridge:
+    """The `Bridge` over the JavaScript module js/tokenizer_python.mjs registers
+    (`_firsttoken_tokenizer`), called in this thread. `errors`: what a failing call of
+    that module raises (Pyodide's `JsException`), to become `TokenizerError` here."""
 
+    __slots__ = ("_errors", "_module")
 
-class WorkerBridge:  # pragma: no cover - needs a browser; tests/e2e/test_tokens_page.py
-    """js/tokenizer_worker.mjs, started from `worker_url` (Pyodide only)."""
-
-    def __init__(self, worker_url: str) -> None:
-        self._worker = js.Worker.new(
-            worker_url, to_js({"type": "module", "name": "firsttoken-tokenizer"}, dict_converter=js.Object.fromEntries)
-        )
-        self._control = js.Int32Array.new(js.SharedArrayBuffer.new(8))
-        self._out = js.SharedArrayBuffer.new(1 << 20)
-        self._input = js.SharedArrayBuffer.new(1 << 20)
-        self._waiting: dict[int, asyncio.Future[float]] = {}
-        self._next_id = 0
-        self._broken: str | None = None
-        # Kept as attributes: a proxy only JavaScript refers to would be destroyed.
-        self._on_message = create_proxy(self._message)
-        self._on_error = create_proxy(self._error)
-        self._worker.onmessage = self._on_message
-        self._worker.onerror = self._on_error
-        self._worker.postMessage(js.Array.of("init", self._control, self._out, self._input))
-
-    @property
-    def broken(self) -> bool:
-        return self._broken is not None
-
-    def _message(self, event: Any) -> None:
-        data = event.data
-        future = self._waiting.pop(int(data.id), None)
-        if future is None or future.done():
-            return
-        if data.ok:
-            future.set_result(float(data.ms))
-        else:
-            future.set_exception(TokenizerError(f"the tokenizer could not load: {data.error}"))
-
-    def _error(self, event: Any) -> None:
-        # The module itself failed (not served, a syntax error): nothing will answer.
-        event.preventDefault()
-        self._broken = str(getattr(event, "message", "") or "the tokenizer worker failed to start")
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(TokenizerError(self._broken))
-        self._waiting.clear()
+    def __init__(self, module: Any, errors: tuple[type[BaseException], ...] = ()) -> None:
+        self._module = module
+        self._errors = errors or _JS_ERRORS
 
     async def load(self, encoding: str) -> float:
-        """Build `encoding` in the worker; returns the worker's own time for it (ms)."""
-        if self._broken:
-            raise TokenizerError(self._broken)
-        self._next_id += 1
-        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        self._waiting[self._next_id] = future
-        self._worker.postMessage(js.Array.of("load", self._next_id, encoding))
+        """Build `encoding` (once); returns the time JavaScript took for it (ms)."""
+
+        async def loaded() -> float:
+            return float(await self._module.load(encoding))
+
         try:
-            return await asyncio.wait_for(future, LOAD_TIMEOUT_S)
+            return await asyncio.wait_for(loaded(), LOAD_TIMEOUT_S)
         except TimeoutError:
             raise TokenizerError(f"loading {encoding} took more than {LOAD_TIMEOUT_S:.0f} s") from None
+        except self._errors as exc:
+            raise TokenizerError(f"the tokenizer could not load {encoding}: {_message(exc)}") from None
 
-    def _call(self, *request: Any) -> int:
-        if self._broken:
-            raise TokenizerError(self._broken)
-        control = self._control
-        js.Atomics.store(control, 0, _PENDING)
-        self._worker.postMessage(js.Array.of(*request))
-        while True:
-            if js.Atomics.wait(control, 0, _PENDING, CALL_TIMEOUT_MS) == "timed-out":
-                # Hung or dead: give up on this worker; ensure_encoder starts a new one.
-                self._broken = f"the tokenizer did not answer {request[0]} in {CALL_TIMEOUT_MS} ms"
-                self._worker.terminate()
-                raise TokenizerError(self._broken)
-            state, value = int(control[0]), int(control[1])
-            if state != _SHORT:
-                break
-            # The result did not fit: send a bigger buffer and have it copied again.
-            self._out = js.SharedArrayBuffer.new(max(value, 2 * int(self._out.byteLength)))
-            js.Atomics.store(control, 0, _PENDING)
-            self._worker.postMessage(js.Array.of("buffer", self._out))
-            self._worker.postMessage(js.Array.of("resend"))
-        if state == _ERROR:
-            message = js.Uint8Array.new(self._out, 0, value).to_bytes().decode("utf-8", "replace")
-            raise TokenizerError(f"the tokenizer failed: {message}")
-        return value
-
-    def _put_text(self, text: str) -> int:
-        # UTF-8 into shared memory: one C-speed encode and one copy (see the worker).
-        data = utf8_like_tiktoken(text)
-        if len(data) > int(self._input.byteLength):
-            self._input = js.SharedArrayBuffer.new(max(len(data), 2 * int(self._input.byteLength)))
-            self._worker.postMessage(js.Array.of("input", self._input))
-        js.Uint8Array.new(self._input, 0, len(data)).assign(data)
-        return len(data)
+    def _call(self, op: str, *args: Any) -> Any:
+        try:
+            return getattr(self._module, op)(*args)
+        except self._errors as exc:
+            raise TokenizerError(f"the tokenizer failed ({op}): {_message(exc)}") from None
 
     def count(self, encoding: str, text: str) -> int:
-        return self._call("count", encoding, self._put_text(text))
+        return int(self._call("count", encoding, utf8_like_tiktoken(text)))
 
     def encode(self, encoding: str, text: str) -> list[int]:
-        n = self._call("encode", encoding, self._put_text(text))
-        ids = array("i", bytes(4 * n))
-        js.Int32Array.new(self._out, 0, n).assign_to(ids)
+        ids = array("i")
+        # An Int32Array: its bytes, in the machine's order (wasm and JS agree: little-endian).
+        ids.frombytes(self._call("encode", encoding, utf8_like_tiktoken(text)).to_bytes())
         return ids.tolist()
 
     def decode_bytes(self, encoding: str, ids: Sequence[int]) -> bytes:
-        packed = js.Int32Array.new(len(ids))
-        packed.assign(array("i", ids))
-        n = self._call("decode", encoding, packed)
-        return js.Uint8Array.new(self._out, 0, n).to_bytes()
+        return bytes(self._call("decode", encoding, array("i", ids)).to_bytes())
+
+
+def _message(exc: BaseException) -> str:
+    # A JsException's str is "Error: <message>"; keep only what JavaScript said.
+    return str(exc).removeprefix("Error: ")
+
+
+def _js_module() -> Any:  # pragma: no cover - Pyodide only
+    try:
+        import _firsttoken_tokenizer  # type: ignore[import-not-found]
+    except ImportError:
+        raise TokenizerError(
+            "no JavaScript tokenizer here: whatever started Pyodide did not register"
+            " _firsttoken_tokenizer (js/tokenizer_python.mjs)"
+        ) from None
+    return _firsttoken_tokenizer
 
 
 class _Page:
-    """Where the page is and what has been loaded (one per worker)."""
+    """The tokenizer module and what has been loaded (one per interpreter)."""
 
-    base_url: str | None = None
-    xworker: Any = None
-    bridge: Any = None
+    module: Any = None
+    bridge: ModuleBridge | None = None
     loaded: dict[str, JsEncoder] = {}
     loading: dict[str, asyncio.Future[Any]] = {}
     load_ms: dict[str, float] = {}
 
 
-def install(base_url: str | None = None, *, xworker: Any = None) -> None:
+def install(module: Any = None) -> None:
     """Register the backend "js" with `firsttoken.tokens` and make it the active one.
 
-    `base_url` is the page's base URL (where js/ and vendor/ are served); by default it
-    is read, when first needed, from the page through PyScript's `xworker.window`.
-    Cheap: nothing is fetched until `ensure_encoder`.
+    `module` is the JavaScript tokenizer (js/tokenizer_python.mjs's `tokenizer`); by
+    default `_firsttoken_tokenizer`, imported when first needed. Cheap: nothing is
+    imported or fetched until `ensure_encoder`.
     """
-    _Page.base_url = base_url
-    _Page.xworker = xworker
+    _Page.loaded.clear()  # installed again: encoders of another module go
+    _Page.module = module
+    _Page.bridge = None
     register_backend(BACKEND, js_backend, activate=True)
 
 
@@ -308,28 +262,18 @@ def js_backend(encoding: str) -> Encoder:
     return encoder
 
 
-def _page_base() -> str:  # pragma: no cover - Pyodide only
-    if _Page.base_url:
-        return _Page.base_url
-    if _Page.xworker is not None:
-        # A PyScript worker runs from a blob: URL; only the page knows its own address.
-        return str(_Page.xworker.window.document.baseURI)
-    return str(js.location.href)
-
-
 async def ensure_encoder(model_or_encoding: str = "o200k_base") -> Encoder:
     """Load the encoding of a model (or an encoding by name) into the page, once.
 
-    The first call for an encoding starts the tokenizer's worker and has it fetch the
-    vocabulary (2.4 MB for o200k_base, cached by the browser); later calls return at
+    The first call for an encoding has the JavaScript tokenizer fetch its vocabulary
+    (2.4 MB for o200k_base, cached by the browser) and build it; later calls return at
     once. Afterwards `firsttoken.tokens` counts synchronously with it. Raises
-    `TokenizerError` when the encoding is not one the page has or cannot load.
+    `TokenizerError` when the encoding is not one the page has or cannot load (a
+    later call tries again).
     """
     encoding = resolve_encoding(model_or_encoding)
     if encoding not in SPECIAL_TOKENS:
         raise TokenizerError(f"the page counts o200k_base and cl100k_base, not {encoding}")
-    if _Page.bridge is not None and _Page.bridge.broken:
-        _Page.loaded.clear()
     if encoding not in _Page.loaded:
         future = _Page.loading.get(encoding)
         if future is None:
@@ -342,24 +286,21 @@ async def ensure_encoder(model_or_encoding: str = "o200k_base") -> Encoder:
     return get_encoder(encoding)
 
 
-async def _load(encoding: str) -> None:  # pragma: no cover - Pyodide only
-    if not IN_PYODIDE:
-        raise TokenizerError("the JavaScript tokenizer runs only in the page (Pyodide)")
+async def _load(encoding: str) -> None:
     started = time.perf_counter()
-    if _Page.bridge is not None and _Page.bridge.broken:
-        # Its encoders are dead too: forget them, and start over with a new worker.
-        _Page.bridge = None
-        _Page.loaded.clear()
-        clear_encoder_cache()
     if _Page.bridge is None:
-        _Page.bridge = WorkerBridge(str(js.URL.new("js/tokenizer_worker.mjs", _page_base()).href))
-    worker_ms = await _Page.bridge.load(encoding)
+        if _Page.module is None:
+            if not IN_PYODIDE:
+                raise TokenizerError("the JavaScript tokenizer runs only in the page (Pyodide)")
+            _Page.module = _js_module()
+        _Page.bridge = ModuleBridge(_Page.module)
+    js_ms = await _Page.bridge.load(encoding)
     _Page.loaded[encoding] = JsEncoder(encoding, _Page.bridge)
     _Page.load_ms[encoding] = (time.perf_counter() - started) * 1000
-    _Page.load_ms[f"{encoding}:worker"] = worker_ms
+    _Page.load_ms[f"{encoding}:js"] = js_ms
 
 
 def load_times_ms() -> dict[str, float]:
-    """How long each `ensure_encoder` load took, from Python (`<encoding>`) and inside the
-    worker (`<encoding>:worker`: fetch and build of the vocabulary)."""
+    """How long each `ensure_encoder` load took, from Python (`<encoding>`) and in
+    JavaScript (`<encoding>:js`: import and build of the vocabulary)."""
     return dict(_Page.load_ms)

@@ -25,9 +25,9 @@ core with ranks parsed from npm tiktoken's `encoders/<name>.json`, found via
 `$FIRSTTOKEN_TOKENIZER_DATA` or `<repo>/node_modules/tiktoken/encoders`, and checked
 (structure, rank order, pinned size and SHA-256). tiktoken is imported only there. The
 page, which has no tiktoken wheel, registers a JavaScript-backed encoder
-(`firsttoken.browser.tokenizer`, backend "js"): our own exact BPE in a module worker
-(js/tokenizer_worker.mjs) over gpt-tokenizer's vocabulary files, reached synchronously
-through shared memory once `await ensure_encoder(name)` has loaded it.
+(`firsttoken.browser.tokenizer`, backend "js"): our own exact BPE (js/tokenizer.mjs)
+over tiktoken's own vocabulary files, called synchronously in Python's own thread once
+`await ensure_encoder(name)` has loaded it.
 
 Chat prompts (`count_chat`, `count_chat_detailed`)
 --------------------------------------------------
