@@ -79,13 +79,16 @@ class WebKitHost:
     `messages` holds every protocol message the page posted, parsed, in order;
     `console` every error or warning the page printed (`level`, `text`).
     `profile`: a directory kept between hosts (a warm boot); None: ephemeral.
+    `bundle`: a `make bundle` folder the host serves at firsttoken://app/ (no page server).
     """
 
-    def __init__(self, url: str, *, display: str, profile: Path | None = None,
+    def __init__(self, url: str, *, display: str, profile: Path | None = None, bundle: Path | None = None,
                  env: dict[str, str] | None = None, started_timeout: float = 60) -> None:
         args = [SYSTEM_PYTHON, str(HOST), "--url", url]
         if profile is not None:
             args += ["--profile", str(profile)]
+        if bundle is not None:
+            args += ["--bundle", str(bundle)]
         self.proc = subprocess.Popen(
             args,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",

@@ -29,6 +29,11 @@ It is driven by JSON lines on stdin and reports JSON lines on stdout, so that a 
          {"event": "crashed", "reason": "..."}
          {"event": "ping-loop", "ms": [...]}            each round trip, native → page → Python → native
 
+`--bundle DIR` serves the folder `make bundle` wrote at firsttoken://app/ (use
+`--url firsttoken://app/index.html`), with the headers its manifest.json lists for each
+file: what an iOS app's `WKURLSchemeHandler` does (bridge/hosts/ios/), with no server
+for the page. Only the chat API is then on the network.
+
 `--profile DIR` keeps the site's data (Cache Storage, IndexedDB, the service worker,
 the HTTP cache) in DIR between runs: a second run is a warm boot, as an app's next
 launch is. Without it the session is ephemeral.
@@ -48,7 +53,8 @@ import gi
 
 gi.require_version("Gtk", "4.0")
 gi.require_version("WebKit", "6.0")
-from gi.repository import Gio, GLib, Gtk, WebKit  # noqa: E402
+gi.require_version("Soup", "3.0")
+from gi.repository import Gio, GLib, Gtk, Soup, WebKit  # noqa: E402
 
 HANDLER = "firsttoken"
 CONSOLE_HANDLER = "firsttokenConsole"
@@ -75,10 +81,50 @@ CONSOLE_HOOK = """
 """ % CONSOLE_HANDLER
 
 
+BUNDLE_SCHEME = "firsttoken"
+
+
+class BundleScheme:
+    """Serves a `make bundle` folder at firsttoken://app/: only the files its manifest
+    names, each with the headers the manifest gives it (content type, COOP/COEP, CSP,
+    the snapshot's label). Anything else is a 404, so the page reads no other file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("version") != 1:
+            raise SystemExit(f"{root}/manifest.json: unknown version {manifest.get('version')!r}")
+        self.files: dict[str, dict[str, str]] = manifest["files"]
+
+    def install(self, context: WebKit.WebContext) -> None:
+        context.register_uri_scheme(BUNDLE_SCHEME, self._serve)
+        security = context.get_security_manager()
+        # A secure context (workers, Cache Storage, IndexedDB) whose fetches may use CORS,
+        # as WKWebView treats a scheme handler's pages.
+        security.register_uri_scheme_as_secure(BUNDLE_SCHEME)
+        security.register_uri_scheme_as_cors_enabled(BUNDLE_SCHEME)
+
+    def _serve(self, request: WebKit.URISchemeRequest) -> None:
+        path = (request.get_path() or "/").lstrip("/") or "index.html"
+        headers = self.files.get(path)
+        if headers is None:
+            request.finish_error(GLib.Error.new_literal(Gio.io_error_quark(), f"not in the bundle: {path}", Gio.IOErrorEnum.NOT_FOUND))
+            return
+        body = (self.root / path).read_bytes()
+        response = WebKit.URISchemeResponse.new(Gio.MemoryInputStream.new_from_bytes(GLib.Bytes.new(body)), len(body))
+        response.set_status(200, "OK")
+        response.set_content_type(headers.get("content-type", "application/octet-stream"))
+        fields = Soup.MessageHeaders.new(Soup.MessageHeadersType.RESPONSE)
+        for name, value in headers.items():
+            fields.append(name, value)
+        response.set_http_headers(fields)
+        request.finish_with_response(response)
+
+
 class Host:
     """One web view, one page, the protocol relayed between it and stdin/stdout."""
 
-    def __init__(self, url: str, profile: Path | None, out: Any, size: tuple[int, int]) -> None:
+    def __init__(self, url: str, profile: Path | None, out: Any, size: tuple[int, int], bundle: Path | None = None) -> None:
         self.out = out
         self.loop = GLib.MainLoop()
         self.pings: dict[str, Any] | None = None  # a running ping-loop
@@ -100,6 +146,8 @@ class Host:
             None, None,
         ))
         self.view = WebKit.WebView(network_session=session, user_content_manager=manager)
+        if bundle is not None:
+            BundleScheme(bundle).install(self.view.get_context())
         settings = self.view.get_settings()
         # Xvfb has no GPU: composite in software, as a CI machine must.
         settings.set_hardware_acceleration_policy(WebKit.HardwareAccelerationPolicy.NEVER)
@@ -234,13 +282,14 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--profile", type=Path, default=None, help="persistent data directory (warm boots)")
     parser.add_argument("--size", default="1024x768")
+    parser.add_argument("--bundle", type=Path, default=None, help="a `make bundle` folder, served at firsttoken://app/")
     args = parser.parse_args()
     # Protocol lines get stdout to themselves: anything the C libraries print there
     # (WebKit, GTK) is sent to stderr instead.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     width, height = (int(n) for n in args.size.split("x"))
-    Host(args.url, args.profile, out, (width, height)).run()
+    Host(args.url, args.profile, out, (width, height), args.bundle).run()
 
 
 if __name__ == "__main__":
