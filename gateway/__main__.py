@@ -11,9 +11,11 @@ import sys
 import uvicorn
 
 from .app import GatewayConfig, create_app
+from .server import ServerLimits, raise_fd_limit, uvicorn_config
 from .simulator import DropConnection, SimParams
 
 _SIM = SimParams()
+_LIMITS = ServerLimits()
 
 
 class _QuietDrops(logging.Filter):
@@ -28,6 +30,33 @@ class _QuietDrops(logging.Filter):
         return True
 
 
+class _OneLinePerFailure(logging.Filter):
+    """The error boundary (gateway/boundary.py) already logged a failed stream in one
+    line; uvicorn's follow-up about the unfinished response adds nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ASGI callable returned without completing response" not in record.getMessage()
+
+
+class _ThrottledAcceptErrors(logging.Filter):
+    """asyncio logs each failed accept() (descriptors exhausted) with a traceback; keep
+    one such record per 10 s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last = -1e9
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "socket.accept() out of system resource" not in record.getMessage():
+            return True
+        now = record.created
+        if now - self.last < 10:
+            return False
+        self.last = now
+        record.exc_info = None
+        return True
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
     p.add_argument("--host", default="127.0.0.1")
@@ -37,7 +66,23 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the upstream API key (never logged)")
     p.add_argument("--client-key-env", default=None,
-                   help="environment variable holding a key that clients must present (off when unset)")
+                   help="environment variable holding a key that clients must present; the gateway "
+                        "refuses to start if the variable is unset or empty (off without this flag)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a Host name the gateway answers to besides the bound host, localhost, "
+                        "127.0.0.1 and ::1 (repeatable; '*' for any); see gateway/guard.py")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web origin (scheme://host:port) other than the gateway's own whose pages "
+                        "may call /v1/ (repeatable; answered with CORS headers)")
+    p.add_argument("--header-timeout", type=float, default=_LIMITS.header_timeout_s,
+                   help="seconds a connection has to send a request's head")
+    p.add_argument("--body-timeout", type=float, default=_LIMITS.body_timeout_s,
+                   help="seconds a request has to send its body")
+    p.add_argument("--keep-alive", type=int, default=_LIMITS.keep_alive_s,
+                   help="seconds an idle kept-alive connection stays open")
+    p.add_argument("--max-connections", type=int, default=_LIMITS.max_connections)
+    p.add_argument("--streams-per-client", type=int, default=GatewayConfig.streams_per_client,
+                   help="concurrent chat completions per client (API key, else address)")
     p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
     p.add_argument("--tps", type=float, default=_SIM.tps)
     p.add_argument("--chunk", type=int, default=_SIM.chunk)
@@ -52,6 +97,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
 
+    client_key = None
+    if args.client_key_env:
+        client_key = os.environ.get(args.client_key_env, "")
+        if not client_key.strip():
+            # Fail closed: a gateway told to demand a key must not quietly serve everyone.
+            p.exit(2, f"firsttoken gateway: --client-key-env {args.client_key_env}: the variable is "
+                      "unset or empty; set it to the key clients must present, or drop the flag.\n")
+
     config = GatewayConfig(
         sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
         upstream=args.upstream,
@@ -61,24 +114,36 @@ def main(argv: list[str] | None = None) -> None:
         tpm=args.tpm,
         connect_src=args.connect_src,
         frame_ancestors=args.frame_ancestors,
-        client_key=os.environ.get(args.client_key_env) if args.client_key_env else None,
+        client_key=client_key,
+        allowed_hosts=(args.host, *args.allowed_host),
+        allow_origins=tuple(args.allow_origin),
+        streams_per_client=args.streams_per_client,
     )
-    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    limits = ServerLimits(
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
+        keep_alive_s=args.keep_alive,
+        max_connections=args.max_connections,
+    )
+    # Room for every allowed connection, plus files and the upstream's sockets.
+    raise_fd_limit(limits.max_connections + 256)
 
     # Bind first, then announce: the printed URL is a readiness marker (tests wait on it),
     # and port 0 gets a free port whose number we can print.
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
-    sock.listen(128)
+    sock.listen(1024)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     backend = f"upstream {config.upstream}" if config.upstream else "built-in model"
     print(f"firsttoken gateway ({backend}) listening on http://{shown}:{port}/", flush=True)
 
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(config), log_level=args.log_level, access_log=False, lifespan="on")
-    )
+    server = uvicorn.Server(uvicorn_config(create_app(config), limits, log_level=args.log_level))
+    # After uvicorn configured logging (Config() does), so the filters stay.
+    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    logging.getLogger("uvicorn.error").addFilter(_OneLinePerFailure())
+    logging.getLogger("asyncio").addFilter(_ThrottledAcceptErrors())
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import logging
 import time
+from urllib.parse import quote
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -16,14 +16,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import static
+from .boundary import ErrorBoundary
 from .cache_refs import CLIENT_HEADER, AdvertiseRefs, RefLimits, RefStore, client_key, expand_refs, remember_system_messages
 from .errors import APIError
+from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
+from .offload import Offload
+from .server import StreamsPerClient
 from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, RateWindow, SimParams, Simulator
 from .upstream import Upstream
-from .validation import parse_chat_request, read_body
+from .validation import ChatRequest, parse_chat_request, read_body
 
-log = logging.getLogger("firsttoken.gateway")
 
 
 @dataclass
@@ -36,7 +39,15 @@ class GatewayConfig:
     tpm: int = 2_000_000
     connect_src: str = "'self' https: http://localhost:* http://127.0.0.1:*"
     #: When set, /v1/* requires `Authorization: Bearer <client_key>` (a gateway of one's own).
+    #: Never empty: `create_app` refuses "" (an empty key would admit everyone).
     client_key: str | None = field(default=None, repr=False)
+    #: Host names this gateway answers to, besides localhost, 127.0.0.1 and ::1 (the
+    #: bound host goes here); "*" turns the check off. See gateway/guard.py.
+    allowed_hosts: tuple[str, ...] = ()
+    #: Web origins other than the gateway's own that may call /v1/ (with CORS).
+    allow_origins: tuple[str, ...] = ()
+    #: Concurrent chat completions per client (API key, else address): gateway/server.py.
+    streams_per_client: int = 256
     frame_ancestors: str = "'self'"
     #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
     cache_refs: bool = True
@@ -56,13 +67,21 @@ def _default_counter():
 
 def create_app(config: GatewayConfig | None = None) -> Starlette:
     config = config or GatewayConfig()
+    if config.client_key is not None and not config.client_key.strip():
+        # Fail closed: an empty key compared with hmac would admit "Bearer " from anyone.
+        raise ValueError("client_key is empty; give a real key, or None to accept any client")
     rate = RateWindow(config.rpm, config.tpm)
     counter = _default_counter()
     simulator = Simulator(
         config.sim, sleep=asyncio.sleep, rate=rate, **({"count_tokens": counter} if counter else {})
     )
-    upstream = Upstream(config.upstream, config.upstream_key) if config.upstream else None
+    upstream = (
+        Upstream(config.upstream, config.upstream_key, forward_client_auth=config.client_key is None,
+                 secrets=(config.client_key,))
+        if config.upstream else None
+    )
     refs = RefStore(config.ref_limits) if config.cache_refs else None
+    offload = Offload()
 
     def authorize(request: Request) -> None:
         if not config.client_key:
@@ -71,41 +90,61 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         if not hmac.compare_digest(sent.encode(), f"Bearer {config.client_key}".encode()):
             raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
 
+    def parse(body: bytes, client: str | None) -> tuple[bytes, ChatRequest]:
+        if refs is not None:
+            # References become text before anything else looks at the body: validation,
+            # the simulator and an upstream only ever see plain OpenAI requests.
+            body = expand_refs(body, refs, client)
+        chat = parse_chat_request(body)
+        if refs is not None:
+            remember_system_messages(chat.messages, refs, client)
+        return body, chat
+
     async def chat_completions(request: Request) -> Response:
         authorize(request)
         body = await read_body(request, config.max_body_bytes)
         client = None
         if refs is not None:
-            # References become text before anything else looks at the body: validation,
-            # the simulator and an upstream only ever see plain OpenAI requests.
             client = client_key(request.headers.get("authorization"), request.headers.get(CLIENT_HEADER))
-            body = expand_refs(body, refs, client)
-        chat = parse_chat_request(body)
-        if refs is not None:
-            remember_system_messages(chat.messages, refs, client)
+        # Parsing and validating a body of megabytes is CPU work: off the loop.
+        body, chat = await offload.run(parse, body, client)
         if upstream is not None:
             return await upstream.forward(
                 "/chat/completions", body, request.headers.get("authorization"), request.headers.get(SIM_HEADER)
             )
         params = simulator.params(request.headers.get(SIM_HEADER))
         simulator.check_status(params)
+        simulator.check_request(chat)
+        answer = await offload.run(simulator.prepare, chat, params)
         if not chat.stream:
-            return JSONResponse(simulator.complete(chat, params), headers=rate.headers())
-        events = simulator.stream(chat, params)
+            content = await offload.run(simulator.complete, chat, answer)
+            return Response(content, media_type="application/json", headers=rate.headers())
         headers = rate.headers()
         return StreamingResponse(
-            events,
+            simulator.stream(chat, params, answer),
             media_type="text/event-stream; charset=utf-8",
             headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
+    def model_object(model_id: str, created: int) -> dict:
+        return {"id": model_id, "object": "model", "created": created, "owned_by": "firsttoken"}
+
     async def models(request: Request) -> Response:
         authorize(request)
         if upstream is not None:
-            return await upstream.models(request.headers.get("authorization"))
+            return await upstream.get("/models", request.headers.get("authorization"))
         created = int(time.time())
-        data = [{"id": m, "object": "model", "created": created, "owned_by": "firsttoken"} for m in MODEL_IDS]
-        return JSONResponse({"object": "list", "data": data})
+        return JSONResponse({"object": "list", "data": [model_object(m, created) for m in MODEL_IDS]})
+
+    async def model(request: Request) -> Response:
+        authorize(request)
+        model_id = request.path_params["model_id"]
+        if upstream is not None:
+            return await upstream.get(f"/models/{quote(model_id, safe='')}", request.headers.get("authorization"))
+        if model_id not in MODEL_IDS:
+            raise APIError(404, f"The model '{model_id[:100]}' does not exist or you do not have access to it.",
+                           param="model", code="model_not_found")
+        return JSONResponse(model_object(model_id, int(time.time())))
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True, "backend": "upstream" if upstream else "simulator"})
@@ -124,17 +163,12 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             error = APIError(exc.status_code, str(exc.detail))
         return error.response()
 
-    async def server_error(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, DropConnection):
-            raise exc  # intended: the connection must break, not end cleanly
-        log.exception("unhandled error on %s", request.url.path)
-        return APIError(500, "The gateway hit an internal error.", type="server_error").response()
-
     @asynccontextmanager
     async def lifespan(app: Starlette):
         try:
             yield
         finally:
+            offload.close()
             if upstream is not None:
                 await upstream.aclose()
 
@@ -142,14 +176,20 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
             *static.routes(),
         ],
-        exception_handlers={APIError: api_error, HTTPException: http_error, Exception: server_error},
+        exception_handlers={APIError: api_error, HTTPException: http_error},
         lifespan=lifespan,
     )
-    csp = content_security_policy(config.connect_src, config.frame_ancestors)
-    app.add_middleware(SecurityHeaders, csp=csp)
+    # Starlette runs the last added outermost: security headers on every answer (refusals
+    # and 500s too), then the error boundary, then who may ask, then the limits.
+    app.add_middleware(StreamsPerClient, limit=config.streams_per_client)
     if refs is not None:
         app.add_middleware(AdvertiseRefs)
+    app.add_middleware(RequestGuard, hosts=config.allowed_hosts, origins=config.allow_origins)
+    app.add_middleware(ErrorBoundary, passthrough=(DropConnection,))
+    csp = content_security_policy(config.connect_src, config.frame_ancestors)
+    app.add_middleware(SecurityHeaders, csp=csp)
     return app
