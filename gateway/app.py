@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import os
 import time
 from urllib.parse import quote
 from contextlib import asynccontextmanager
@@ -147,7 +148,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         return JSONResponse(model_object(model_id, int(time.time())))
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "backend": "upstream" if upstream else "simulator"})
+        return JSONResponse({"ok": True, "backend": "upstream" if upstream else "simulator", "pid": os.getpid()})
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, APIError)

@@ -164,7 +164,7 @@ def expand_refs(body: bytes, store: RefStore, client: str | None) -> bytes:
         if match is None:
             raise invalid(f"'messages[{i}].{REF_FIELD}' must be 'sha256:' and 64 lowercase hex digits.",
                           param=f"messages[{i}].{REF_FIELD}", code="invalid_value")
-        if message.get("role") not in _ROLES:
+        if not isinstance(message.get("role"), str) or message["role"] not in _ROLES:  # ["user"] is unhashable
             raise invalid(f"'messages[{i}]': only system and developer messages may be references.",
                           param=f"messages[{i}].role", code="invalid_value")
         if message.get("content") not in (None, ""):
@@ -190,7 +190,7 @@ def remember_system_messages(messages: list[dict[str, Any]], store: RefStore, cl
         return
     for message in messages:
         content = message.get("content")
-        if message.get("role") in _ROLES and isinstance(content, str) and content:
+        if isinstance(message.get("role"), str) and message["role"] in _ROLES and isinstance(content, str) and content:
             store.put(client, content)
 
 
