@@ -55,15 +55,26 @@ class GatewayConfig:
     ref_limits: RefLimits = field(default_factory=RefLimits)
 
 
-def _default_counter():
+# Prompts larger than this are counted in the worker process (gateway/offload.py).
+_COUNT_IN_PROCESS_CHARS = 256 * 1024
+
+
+def _default_counter(offload: Offload):
     """Exact prompt counts when firsttoken.tokens can load its data, else a rough one."""
     try:
         from firsttoken import tokens  # type: ignore[import-not-found]
 
         tokens.count_chat([{"role": "user", "content": "probe"}], "gpt-4o")
-        return lambda messages, model: tokens.count_chat(messages, model)
     except Exception:  # noqa: BLE001 - any failure means: fall back to the rough count
         return None
+
+    def count(messages: list, model: str) -> int:
+        size = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 4096 for m in messages)
+        if size > _COUNT_IN_PROCESS_CHARS:
+            return offload.in_process(tokens.count_chat, messages, model)
+        return tokens.count_chat(messages, model)
+
+    return count
 
 
 def create_app(config: GatewayConfig | None = None) -> Starlette:
@@ -72,7 +83,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # Fail closed: an empty key compared with hmac would admit "Bearer " from anyone.
         raise ValueError("client_key is empty; give a real key, or None to accept any client")
     rate = RateWindow(config.rpm, config.tpm)
-    counter = _default_counter()
+    offload = Offload()
+    counter = _default_counter(offload)
     simulator = Simulator(
         config.sim, sleep=asyncio.sleep, rate=rate, **({"count_tokens": counter} if counter else {})
     )
@@ -82,7 +94,6 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         if config.upstream else None
     )
     refs = RefStore(config.ref_limits) if config.cache_refs else None
-    offload = Offload()
 
     def authorize(request: Request) -> None:
         if not config.client_key:

@@ -153,6 +153,8 @@ _PIECE = re.compile(r"\s*\S+|\s+")
 def iter_answer(messages: list[dict[str, Any]], n_tokens: int) -> Iterator[str]:
     """The answer to `messages` as `n_tokens` pieces (a piece: a word with its leading
     space), made as they are consumed: a million-token answer never sits in memory.
+    The seed is taken from the whole prompt now (CPU work on a large prompt; the app
+    calls this off the event loop), the pieces later.
 
     The same messages always give the same pieces.
     """
@@ -162,7 +164,10 @@ def iter_answer(messages: list[dict[str, Any]], n_tokens: int) -> Iterator[str]:
     ).digest()
     rng = random.Random(int.from_bytes(seed[:8], "big"))
     echo = " ".join(prompt[:4096].split()[:12])
-    first = _PIECE.findall(f"You said: {echo}" if echo else "")
+    return _answer_pieces(rng, _PIECE.findall(f"You said: {echo}" if echo else ""), n_tokens)
+
+
+def _answer_pieces(rng: random.Random, first: list[str], n_tokens: int) -> Iterator[str]:
     made = 0
     for piece in first[:n_tokens]:
         yield piece
@@ -320,14 +325,15 @@ class Simulator:
         finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
         if _response_format(req) == "json_object":
             text = json.dumps({"answer": "".join(iter_answer(req.messages, min(n, 4096)))}, ensure_ascii=False)
-            answer = Answer(lambda: iter(_PIECE.findall(text)), len(_PIECE.findall(text)), "stop", {})
+            pieces = _PIECE.findall(text)
+            answer = Answer(iter(pieces), len(pieces), "stop", {})
         elif params.echo:
             prompt = next((message_text(m) for m in reversed(req.messages) if m.get("role") == "user"), "")
             # Counted, not kept: the pieces are cut again as they are sent.
             count = sum(1 for _ in _PIECE.finditer(prompt))
-            answer = Answer(lambda: (m.group() for m in _PIECE.finditer(prompt)), count, finish, {})
+            answer = Answer((m.group() for m in _PIECE.finditer(prompt)), count, finish, {})
         else:
-            answer = Answer(lambda: iter_answer(req.messages, n), n, finish, {})
+            answer = Answer(iter_answer(req.messages, n), n, finish, {})
         prompt_tokens = self.count_tokens(req.messages, req.model)
         answer.usage.update(
             prompt_tokens=prompt_tokens, completion_tokens=answer.count, total_tokens=prompt_tokens + answer.count
@@ -346,7 +352,7 @@ class Simulator:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": "".join(answer.pieces()), "refusal": None},
+                    "message": {"role": "assistant", "content": "".join(answer.pieces), "refusal": None},
                     "logprobs": None,
                     "finish_reason": answer.finish,
                 }
@@ -393,7 +399,7 @@ class Simulator:
         sent = 0
         batch: list[bytes] = []
         size = 0
-        pieces = answer.pieces()
+        pieces = answer.pieces
         while True:
             text = "".join(islice(pieces, params.chunk))
             if not text:
@@ -444,10 +450,10 @@ _SLICE_S = 0.005
 
 @dataclass(slots=True)
 class Answer:
-    """A settled answer: its pieces (made anew on each call, lazily), how many there
-    are, why it ends, and its usage."""
+    """A settled answer: its pieces (made lazily, as they are consumed, once), how many
+    there are, why it ends, and its usage."""
 
-    pieces: Callable[[], Iterator[str]]
+    pieces: Iterator[str]
     count: int
     finish: str
     usage: dict[str, int]
