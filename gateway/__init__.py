@@ -8,6 +8,11 @@ Pieces, each one idea, composed in `app.create_app`:
 - `errors`     OpenAI-style error objects
 - `simulator`  the built-in deterministic model, with pacing and fault injection
 - `upstream`   a proxy to a real OpenAI-compatible API
+- `redact`     secrets cut out of whatever an upstream sends back
+- `guard`      who may ask from a browser: Host, Origin and Content-Type checks
+- `boundary`   anything that escapes: one log line and a JSON 500
+- `offload`    CPU work off the event loop (bounded threads, one worker process)
+- `server`     uvicorn with header/body timeouts, a connection cap, streams per client
 """
 
 from .app import GatewayConfig, create_app
