@@ -128,6 +128,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         simulator.check_status(params)
         simulator.check_request(chat)
         answer = await offload.run(simulator.prepare, chat, params)
+        simulator.record(answer)  # before the headers, so that they report this request
         if not chat.stream:
             content = await offload.run(simulator.complete, chat, answer)
             return Response(content, media_type="application/json", headers=rate.headers())

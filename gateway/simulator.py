@@ -319,8 +319,8 @@ class Simulator:
                            param="messages", code="invalid_value")
 
     def prepare(self, req: ChatRequest, params: SimParams) -> Answer:
-        """Settle the answer: its length, finish reason and usage (and its use of the rate
-        window). CPU work over the whole prompt: the app runs it off the event loop."""
+        """Settle the answer: its length, finish reason and usage. CPU work over the whole
+        prompt: the app runs it off the event loop, then `record`s it on the loop."""
         n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
         finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
         if _response_format(req) == "json_object":
@@ -338,8 +338,12 @@ class Simulator:
         answer.usage.update(
             prompt_tokens=prompt_tokens, completion_tokens=answer.count, total_tokens=prompt_tokens + answer.count
         )
-        self.rate.record(answer.usage["total_tokens"])
         return answer
+
+    def record(self, answer: Answer) -> None:
+        """Count a settled answer in the rate window (on the event loop: the window is
+        not shared with threads)."""
+        self.rate.record(answer.usage["total_tokens"])
 
     def complete(self, req: ChatRequest, answer: Answer) -> bytes:
         """A non-streaming `chat.completion` object, encoded (CPU work: off the loop)."""
