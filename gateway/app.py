@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import os
+import threading
 import time
 from urllib.parse import quote
 from contextlib import asynccontextmanager
@@ -102,14 +103,19 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         if not hmac.compare_digest(sent.encode(), f"Bearer {config.client_key}".encode()):
             raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
 
+    # `parse` runs in the offload pool's threads; the store is not thread-safe.
+    refs_lock = threading.Lock()
+
     def parse(body: bytes, client: str | None) -> tuple[bytes, ChatRequest]:
         if refs is not None:
             # References become text before anything else looks at the body: validation,
             # the simulator and an upstream only ever see plain OpenAI requests.
-            body = expand_refs(body, refs, client)
+            with refs_lock:
+                body = expand_refs(body, refs, client)
         chat = parse_chat_request(body)
         if refs is not None:
-            remember_system_messages(chat.messages, refs, client)
+            with refs_lock:
+                remember_system_messages(chat.messages, refs, client)
         return body, chat
 
     async def chat_completions(request: Request) -> Response:
