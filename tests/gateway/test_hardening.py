@@ -90,7 +90,7 @@ def test_echo_of_a_4_mib_prompt_neither_stalls_nor_bloats_the_gateway() -> None:
         status, tail, size = result["answer"]
         assert status == 200 and b"data: [DONE]" in tail and size > 4 * 1024 * 1024
         assert p99 < 1000, p99
-        assert _rss_kib(pid) - rss_before < 100 * 1024  # was +180 MB
+        assert _rss_kib(pid) - rss_before < 60 * 1024  # was +180 MB; +20 MB measured
 
 
 def _rss_kib(pid: int) -> int:
