@@ -336,3 +336,23 @@ def test_openai_client_meets_explicit_answers(gateway_url: str) -> None:
     answer = client.chat.completions.create(model="firsttoken-sim", messages=messages,
                                             response_format={"type": "json_object"}, extra_headers={SIM: "ttft_ms=0"})
     assert isinstance(json.loads(answer.choices[0].message.content)["answer"], str)
+
+
+def test_accept_failures_are_logged_once_per_ten_seconds() -> None:
+    import logging
+
+    from gateway.__main__ import _ThrottledAcceptErrors
+
+    throttle = _ThrottledAcceptErrors()
+
+    def record(at: float, message: str = "socket.accept() out of system resource") -> logging.LogRecord:
+        r = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, message, None, (OSError, OSError(24, "EMFILE"), None))
+        r.created = at
+        return r
+
+    kept = [throttle.filter(record(1000 + i * 0.01)) for i in range(2000)]  # 20 s of failing accepts
+    assert sum(kept) == 2
+    assert throttle.filter(record(1000.5, "something else"))
+    first = record(2000)
+    throttle.filter(first)
+    assert first.exc_info is None  # one line, no traceback
