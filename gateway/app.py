@@ -56,8 +56,10 @@ class GatewayConfig:
     ref_limits: RefLimits = field(default_factory=RefLimits)
 
 
-# Prompts larger than this are counted in the worker process (gateway/offload.py).
+# Prompts larger than this are counted, and bodies larger than this parsed, in the worker
+# process (gateway/offload.py).
 _COUNT_IN_PROCESS_CHARS = 256 * 1024
+_PARSE_IN_PROCESS_BYTES = 512 * 1024
 
 
 def _default_counter(offload: Offload):
@@ -112,7 +114,11 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             # the simulator and an upstream only ever see plain OpenAI requests.
             with refs_lock:
                 body = expand_refs(body, refs, client)
-        chat = parse_chat_request(body)
+        if len(body) > _PARSE_IN_PROCESS_BYTES:
+            # json.loads of megabytes holds the GIL for tens of ms in one call.
+            chat = offload.in_process(parse_chat_request, body)
+        else:
+            chat = parse_chat_request(body)
         if refs is not None:
             with refs_lock:
                 remember_system_messages(chat.messages, refs, client)

@@ -159,12 +159,29 @@ def iter_answer(messages: list[dict[str, Any]], n_tokens: int) -> Iterator[str]:
     The same messages always give the same pieces.
     """
     prompt = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
-    seed = hashlib.sha256(
-        json.dumps([[m.get("role"), message_text(m)] for m in messages], ensure_ascii=False).encode("utf-8", "replace")
-    ).digest()
-    rng = random.Random(int.from_bytes(seed[:8], "big"))
+    rng = random.Random(int.from_bytes(prompt_digest(messages)[:8], "big"))
     echo = " ".join(prompt[:4096].split()[:12])
     return _answer_pieces(rng, _PIECE.findall(f"You said: {echo}" if echo else ""), n_tokens)
+
+
+def prompt_digest(messages: list[dict[str, Any]]) -> bytes:
+    """SHA-256 of `json.dumps([[role, text], ...], ensure_ascii=False)` in UTF-8, the
+    seed of the answer, fed in slices: one `dumps` of a 4 MiB prompt held the GIL for
+    20-30 ms, and with it the event loop. JSON escapes character by character, so the
+    slices give the same bytes (tests/unit/test_simulator_seed.py)."""
+    digest = hashlib.sha256(b"[")
+    for i, message in enumerate(messages):
+        role = json.dumps(message.get("role"), ensure_ascii=False).encode("utf-8", "replace")
+        digest.update((b", [" if i else b"[") + role + b', "')
+        text = message_text(message)
+        for start in range(0, len(text), _DIGEST_SLICE):
+            digest.update(_json_string(text[start : start + _DIGEST_SLICE])[1:-1].encode("utf-8", "replace"))
+        digest.update(b'"]')
+    digest.update(b"]")
+    return digest.digest()
+
+
+_DIGEST_SLICE = 64 * 1024
 
 
 def _answer_pieces(rng: random.Random, first: list[str], n_tokens: int) -> Iterator[str]:

@@ -262,6 +262,10 @@ def test_the_gateway_client_key_is_not_forwarded_without_an_upstream_key(echoing
 def test_unhashable_roles_are_400(gateway_url: str, message: dict, param: str) -> None:
     r = post(gateway_url, {**CHAT, "messages": [message]}, **{"x-firsttoken-client": "c" * 20})
     assert r.status_code == 400 and r.json()["error"]["param"] == param
+    # A body large enough to be parsed in the worker process gets the same answer.
+    big = {**CHAT, "messages": [message], "user": "x" * 600_000}
+    r = post(gateway_url, big)
+    assert r.status_code == 400 and r.json()["error"]["param"] == param
 
 
 @pytest.mark.parametrize("stream", [False, True])
