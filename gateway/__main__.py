@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
 
     # Bind first, then announce: the printed URL is a readiness marker (tests wait on it),
     # and port 0 gets a free port whose number we can print.
-    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    # proto IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so (gateway/server.py).
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     sock.listen(1024)

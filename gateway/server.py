@@ -16,6 +16,13 @@ h11 protocol (`LimitedH11Protocol`), and an ASGI middleware (`StreamsPerClient`)
   every 10 s;
 - **concurrent chat completions per client** (`StreamsPerClient`): past the limit, a 429
   with `retry-after`.
+
+It also sets `TCP_NODELAY` on every connection. asyncio does so only for sockets whose
+`proto` is `IPPROTO_TCP`, and a listening socket made with `socket.socket()` (proto 0,
+as `__main__` and uvicorn's `sockets=` path have it) passes proto 0 on to what it
+accepts: Nagle's algorithm then held each response's second write until the client's
+delayed ACK, 40 ms per response on loopback (measured: `/healthz` p50 44 ms, 0.2 ms with
+the option), and as much per streamed chunk.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import asyncio
 import hashlib
 import logging
 import resource
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +92,12 @@ class LimitedH11Protocol(H11Protocol):
             self.transport = transport
             self._closed_at_once = True
             return
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
         super().connection_made(transport)
         self._arm(self.limits.header_timeout_s)
 

@@ -360,3 +360,16 @@ def test_accept_failures_are_logged_once_per_ten_seconds() -> None:
     first = record(2000)
     throttle.filter(first)
     assert first.exc_info is None  # one line, no traceback
+
+
+def test_responses_are_not_held_back_by_nagle() -> None:
+    # Each response is two writes; without TCP_NODELAY the second waited for the
+    # client's delayed ACK (40 ms on Linux), on every keep-alive request and stream chunk.
+    with gateway("--log-level", "error") as url, httpx.Client(base_url=url) as c:
+        c.get("/healthz")
+        times = []
+        for _ in range(20):
+            t = time.perf_counter()
+            c.get("/healthz")
+            times.append(time.perf_counter() - t)
+        assert sorted(times)[10] < 0.030, times
