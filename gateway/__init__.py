@@ -11,6 +11,11 @@ Pieces, each one idea, composed in `app.create_app`:
 - `flow`       rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
 - `cache_refs` system messages sent once, then named by hash (memory or Redis)
 - `shared`     the Redis connection gateway processes share (`--redis`)
+- `redact`     secrets cut out of whatever an upstream sends back
+- `guard`      who may ask from a browser: Host, Origin and Content-Type checks
+- `boundary`   anything that escapes: one log line and a JSON 500
+- `offload`    CPU work off the event loop (bounded threads, one worker process)
+- `server`     uvicorn with header/body timeouts, a connection cap, streams per client
 """
 
 from .app import GatewayConfig, create_app

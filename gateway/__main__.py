@@ -12,10 +12,12 @@ import uvicorn
 
 from .app import GatewayConfig, create_app
 from .flow import FlowLimits
+from .server import ServerLimits, raise_fd_limit, uvicorn_config
 from .simulator import DropConnection, SimParams
 
 _SIM = SimParams()
-_LIMITS = FlowLimits()
+_FLOW = FlowLimits()
+_SERVER = ServerLimits()
 
 
 class _QuietDrops(logging.Filter):
@@ -30,6 +32,33 @@ class _QuietDrops(logging.Filter):
         return True
 
 
+class _OneLinePerFailure(logging.Filter):
+    """The error boundary (gateway/boundary.py) already logged a failed stream in one
+    line; uvicorn's follow-up about the unfinished response adds nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ASGI callable returned without completing response" not in record.getMessage()
+
+
+class _ThrottledAcceptErrors(logging.Filter):
+    """asyncio logs each failed accept() (descriptors exhausted) with a traceback; keep
+    one such record per 10 s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last = -1e9
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "socket.accept() out of system resource" not in record.getMessage():
+            return True
+        now = record.created
+        if now - self.last < 10:
+            return False
+        self.last = now
+        record.exc_info = None
+        return True
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
     p.add_argument("--host", default="127.0.0.1")
@@ -39,23 +68,39 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the upstream API key (never logged)")
     p.add_argument("--client-key-env", default=None,
-                   help="environment variable holding a key that clients must present (off when unset)")
+                   help="environment variable holding a key that clients must present; the gateway "
+                        "refuses to start if the variable is unset or empty (off without this flag)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a Host name the gateway answers to besides the bound host, localhost, "
+                        "127.0.0.1 and ::1 (repeatable; '*' for any); see gateway/guard.py")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web origin (scheme://host:port) other than the gateway's own whose pages "
+                        "may call /v1/ (repeatable; answered with CORS headers)")
+    p.add_argument("--header-timeout", type=float, default=_SERVER.header_timeout_s,
+                   help="seconds a connection has to send a request's head")
+    p.add_argument("--body-timeout", type=float, default=_SERVER.body_timeout_s,
+                   help="seconds a request has to send its body")
+    p.add_argument("--keep-alive", type=int, default=_SERVER.keep_alive_s,
+                   help="seconds an idle kept-alive connection stays open")
+    p.add_argument("--max-connections", type=int, default=_SERVER.max_connections)
+    p.add_argument("--streams-per-client", type=int, default=GatewayConfig.streams_per_client,
+                   help="concurrent chat completions per client (API key, else address)")
     p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
     p.add_argument("--tps", type=float, default=_SIM.tps)
     p.add_argument("--chunk", type=int, default=_SIM.chunk)
     p.add_argument("--tokens", type=int, default=_SIM.tokens, help="answer length of the built-in model")
     p.add_argument("--max-body-bytes", type=int, default=GatewayConfig.max_body_bytes)
     flow = p.add_argument_group("flow control", "rate limits on every /v1 request (README, Flow control); 0 = unlimited")
-    flow.add_argument("--rpm", type=int, default=_LIMITS.rpm, help="requests per minute, per client")
-    flow.add_argument("--tpm", type=int, default=_LIMITS.tpm, help="tokens per minute, per client")
-    flow.add_argument("--gateway-rpm", type=int, default=_LIMITS.gateway_rpm, help="requests per minute, all clients together")
-    flow.add_argument("--gateway-tpm", type=int, default=_LIMITS.gateway_tpm, help="tokens per minute, all clients together")
-    flow.add_argument("--burst-s", type=float, default=_LIMITS.burst_s,
+    flow.add_argument("--rpm", type=int, default=_FLOW.rpm, help="requests per minute, per client")
+    flow.add_argument("--tpm", type=int, default=_FLOW.tpm, help="tokens per minute, per client")
+    flow.add_argument("--gateway-rpm", type=int, default=_FLOW.gateway_rpm, help="requests per minute, all clients together")
+    flow.add_argument("--gateway-tpm", type=int, default=_FLOW.gateway_tpm, help="tokens per minute, all clients together")
+    flow.add_argument("--burst-s", type=float, default=_FLOW.burst_s,
                       help="a bucket holds this many seconds of its rate (60: a whole minute at once)")
-    flow.add_argument("--queue-wait-s", type=float, default=_LIMITS.queue_wait_s,
+    flow.add_argument("--queue-wait-s", type=float, default=_FLOW.queue_wait_s,
                       help="longest wait in the gateway's queue before a 429")
-    flow.add_argument("--queue-max", type=int, default=_LIMITS.queue_max, help="requests waiting at most, in all")
-    flow.add_argument("--reserve-tokens", type=int, default=_LIMITS.reserve_tokens,
+    flow.add_argument("--queue-max", type=int, default=_FLOW.queue_max, help="requests waiting at most, in all")
+    flow.add_argument("--reserve-tokens", type=int, default=_FLOW.reserve_tokens,
                       help="completion tokens reserved for a request without max_tokens")
     flow.add_argument("--redis", default=os.environ.get("FIRSTTOKEN_REDIS") or None,
                       help="redis:// URL shared by gateway processes (limits, cache references); default: memory")
@@ -69,6 +114,14 @@ def main(argv: list[str] | None = None) -> None:
                    help="serve the page without COOP/COEP (not cross-origin isolated, as Android's WebView always is)")
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
+
+    client_key = None
+    if args.client_key_env:
+        client_key = os.environ.get(args.client_key_env, "")
+        if not client_key.strip():
+            # Fail closed: a gateway told to demand a key must not quietly serve everyone.
+            p.exit(2, f"firsttoken gateway: --client-key-env {args.client_key_env}: the variable is "
+                      "unset or empty; set it to the key clients must present, or drop the flag.\n")
 
     config = GatewayConfig(
         sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
@@ -85,24 +138,37 @@ def main(argv: list[str] | None = None) -> None:
         connect_src=args.connect_src,
         frame_ancestors=args.frame_ancestors,
         isolation=args.isolation,
-        client_key=os.environ.get(args.client_key_env) if args.client_key_env else None,
+        client_key=client_key,
+        allowed_hosts=(args.host, *args.allowed_host),
+        allow_origins=tuple(args.allow_origin),
+        streams_per_client=args.streams_per_client,
     )
-    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    limits = ServerLimits(
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
+        keep_alive_s=args.keep_alive,
+        max_connections=args.max_connections,
+    )
+    # Room for every allowed connection, plus files and the upstream's sockets.
+    raise_fd_limit(limits.max_connections + 256)
 
     # Bind first, then announce: the printed URL is a readiness marker (tests wait on it),
     # and port 0 gets a free port whose number we can print.
-    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    # proto IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so (gateway/server.py).
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
-    sock.listen(128)
+    sock.listen(1024)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     backend = f"upstream {config.upstream}" if config.upstream else "built-in model"
     print(f"firsttoken gateway ({backend}) listening on http://{shown}:{port}/", flush=True)
 
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(config), log_level=args.log_level, access_log=False, lifespan="on")
-    )
+    server = uvicorn.Server(uvicorn_config(create_app(config), limits, log_level=args.log_level))
+    # After uvicorn configured logging (Config() does), so the filters stay.
+    logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
+    logging.getLogger("uvicorn.error").addFilter(_OneLinePerFailure())
+    logging.getLogger("asyncio").addFilter(_ThrottledAcceptErrors())
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

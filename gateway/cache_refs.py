@@ -25,9 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
@@ -202,7 +203,7 @@ def expand_refs(body: bytes, store: RefLookup, client: str | None) -> bytes:
         if match is None:
             raise invalid(f"'messages[{i}].{REF_FIELD}' must be 'sha256:' and 64 lowercase hex digits.",
                           param=f"messages[{i}].{REF_FIELD}", code="invalid_value")
-        if message.get("role") not in _ROLES:
+        if not isinstance(message.get("role"), str) or message["role"] not in _ROLES:  # ["user"] is unhashable
             raise invalid(f"'messages[{i}]': only system and developer messages may be references.",
                           param=f"messages[{i}].role", code="invalid_value")
         if message.get("content") not in (None, ""):
@@ -228,7 +229,7 @@ def remember_system_messages(messages: list[dict[str, Any]], store: RefStore, cl
         return
     for message in messages:
         content = message.get("content")
-        if message.get("role") in _ROLES and isinstance(content, str) and content:
+        if isinstance(message.get("role"), str) and message["role"] in _ROLES and isinstance(content, str) and content:
             store.put(client, content)
 
 
@@ -391,12 +392,18 @@ class ExpandRefs:
         max_body_bytes: int,
         authorize: Callable[[Scope], None] | None = None,
         path: str = "/v1/chat/completions",
+        run: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         self.app = app
         self.store = store
         self.max_body_bytes = max_body_bytes
         self.authorize = authorize
         self.path = path
+        # Expanding and parsing a body of megabytes is CPU work: `run` takes it off the
+        # event loop (gateway/offload.py). The in-memory store is then used from pool
+        # threads, so every use of it holds `_lock`.
+        self._run = run or _call
+        self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
@@ -410,26 +417,35 @@ class ExpandRefs:
             body = await read_body(Request(scope, receive), self.max_body_bytes)
             if isinstance(self.store, SharedRefStore):
                 texts = await self.store.get_many(client, _referenced(body)) if client else {}
-                body = expand_refs(body, _Prefetched(texts), client)
+                body = await self._run(expand_refs, body, _Prefetched(texts), client)
             else:
-                body = expand_refs(body, self.store, client)
+                body = await self._run(self._expand_locked, body, client)
         except APIError as error:
             await error.response()(scope, receive, send)
             return
         if client is not None:
             try:
-                chat = parse_chat_request(body)
+                chat = await self._run(parse_chat_request, body)
             except APIError:
                 pass  # answered by the app, with the same error
             else:
                 await self._remember(chat.messages, client)
         await self.app(scope, replay_body(body, receive), send)
 
+    def _expand_locked(self, body: bytes, client: str | None) -> bytes:
+        with self._lock:
+            return expand_refs(body, self.store, client)
+
     async def _remember(self, messages: list[dict[str, Any]], client: str) -> None:
         if isinstance(self.store, RefStore):
-            remember_system_messages(messages, self.store, client)
+            with self._lock:
+                remember_system_messages(messages, self.store, client)
             return
         for message in messages:
             content = message.get("content")
             if message.get("role") in _ROLES and isinstance(content, str) and content:
                 await self.store.put(client, content)
+
+
+async def _call(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)

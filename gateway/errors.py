@@ -31,6 +31,10 @@ class APIError(Exception):
         self.code = code
         self.headers = headers or {}
 
+    def __reduce__(self):
+        # Raised in the offload worker process (gateway/offload.py) and re-raised here.
+        return (type(self), (self.status, self.message), self.__dict__.copy())
+
     def body(self) -> dict:
         return {
             "error": {

@@ -28,7 +28,8 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, fields, replace
-from typing import Any, AsyncIterator, Awaitable, Callable
+from itertools import islice
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 from firsttoken.tokens import estimate_tokens
 
@@ -150,24 +151,58 @@ def _section(rng: random.Random, i: int) -> str:
 _PIECE = re.compile(r"\s*\S+|\s+")
 
 
-def answer_pieces(messages: list[dict[str, Any]], n_tokens: int) -> list[str]:
-    """The answer to `messages` as `n_tokens` pieces (a piece: a word with its leading space).
+def iter_answer(messages: list[dict[str, Any]], n_tokens: int) -> Iterator[str]:
+    """The answer to `messages` as `n_tokens` pieces (a piece: a word with its leading
+    space), made as they are consumed: a million-token answer never sits in memory.
+    The seed is taken from the whole prompt now (CPU work on a large prompt; the app
+    calls this off the event loop), the pieces later.
 
     The same messages always give the same pieces.
     """
     prompt = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
-    seed = hashlib.sha256(
-        json.dumps([[m.get("role"), message_text(m)] for m in messages], ensure_ascii=False).encode()
-    ).digest()
-    rng = random.Random(int.from_bytes(seed[:8], "big"))
-    echo = " ".join(prompt.split()[:12])
-    text = f"You said: {echo}" if echo else ""
-    pieces: list[str] = _PIECE.findall(text)
+    rng = random.Random(int.from_bytes(prompt_digest(messages)[:8], "big"))
+    echo = " ".join(prompt[:4096].split()[:12])
+    return _answer_pieces(rng, _PIECE.findall(f"You said: {echo}" if echo else ""), n_tokens)
+
+
+def prompt_digest(messages: list[dict[str, Any]]) -> bytes:
+    """SHA-256 of `json.dumps([[role, text], ...], ensure_ascii=False)` in UTF-8, the
+    seed of the answer, fed in slices: one `dumps` of a 4 MiB prompt held the GIL for
+    20-30 ms, and with it the event loop. JSON escapes character by character, so the
+    slices give the same bytes (tests/unit/test_simulator_seed.py)."""
+    digest = hashlib.sha256(b"[")
+    for i, message in enumerate(messages):
+        role = json.dumps(message.get("role"), ensure_ascii=False).encode("utf-8", "replace")
+        digest.update((b", [" if i else b"[") + role + b', "')
+        text = message_text(message)
+        for start in range(0, len(text), _DIGEST_SLICE):
+            digest.update(_json_string(text[start : start + _DIGEST_SLICE])[1:-1].encode("utf-8", "replace"))
+        digest.update(b'"]')
+    digest.update(b"]")
+    return digest.digest()
+
+
+_DIGEST_SLICE = 64 * 1024
+
+
+def _answer_pieces(rng: random.Random, first: list[str], n_tokens: int) -> Iterator[str]:
+    made = 0
+    for piece in first[:n_tokens]:
+        yield piece
+        made += 1
     i = 0
-    while len(pieces) < n_tokens:
-        pieces.extend(_PIECE.findall(("\n\n" if pieces else "") + _section(rng, i)))
+    while made < n_tokens:
+        for piece in _PIECE.findall(("\n\n" if made else "") + _section(rng, i)):
+            if made == n_tokens:
+                return
+            yield piece
+            made += 1
         i += 1
-    return pieces[:n_tokens]
+
+
+def answer_pieces(messages: list[dict[str, Any]], n_tokens: int) -> list[str]:
+    """`iter_answer` as a list."""
+    return list(iter_answer(messages, n_tokens))
 
 
 # ---- the model ----------------------------------------------------------------------
@@ -219,26 +254,52 @@ class Simulator:
             headers=headers,
         )
 
-    def _answer(self, req: ChatRequest, params: SimParams) -> tuple[list[str], str, dict[str, int]]:
-        n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
-        if params.echo:
-            prompt = next((message_text(m) for m in reversed(req.messages) if m.get("role") == "user"), "")
-            pieces = _PIECE.findall(prompt)
-        else:
-            pieces = answer_pieces(req.messages, n)
-        finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
-        prompt_tokens = self.count_tokens(req.messages, req.model)
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(pieces),
-            "total_tokens": prompt_tokens + len(pieces),
-        }
-        return pieces, finish, usage
+    def check_request(self, req: ChatRequest) -> None:
+        """Refuse, as the real API does for a model without them, what this model cannot
+        do: more than one choice, and tools. (`response_format` json_object is done.)"""
+        n = req.raw.get("n")
+        if n not in (None, 1):
+            raise APIError(400, f"Unsupported value: 'n' does not support {n} with this model. Only the default (1) value is supported.",
+                           param="n", code="unsupported_value")
+        if req.raw.get("tools"):
+            raise APIError(400, "Unsupported parameter: 'tools' is not supported with this model.",
+                           param="tools", code="unsupported_parameter")
+        if req.raw.get("tool_choice") not in (None, "none", "auto"):
+            raise APIError(400, "Unsupported parameter: 'tool_choice' is not supported with this model.",
+                           param="tool_choice", code="unsupported_parameter")
+        kind = _response_format(req)
+        if kind not in ("text", "json_object"):
+            raise APIError(400, f"Invalid parameter: 'response_format' of type '{kind}' is not supported with this model.",
+                           param="response_format", code="unsupported_value")
+        if kind == "json_object" and not any("json" in message_text(m).lower() for m in req.messages):
+            raise APIError(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+                           param="messages", code="invalid_value")
 
-    def complete(self, req: ChatRequest, params: SimParams) -> dict[str, Any]:
-        """A non-streaming `chat.completion` object."""
-        pieces, finish, usage = self._answer(req, params)
-        return {
+    def prepare(self, req: ChatRequest, params: SimParams) -> Answer:
+        """Settle the answer: its length, finish reason and usage. CPU work over the whole
+        prompt: the app runs it off the event loop."""
+        n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
+        finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
+        if _response_format(req) == "json_object":
+            text = json.dumps({"answer": "".join(iter_answer(req.messages, min(n, 4096)))}, ensure_ascii=False)
+            pieces = _PIECE.findall(text)
+            answer = Answer(iter(pieces), len(pieces), "stop", {})
+        elif params.echo:
+            prompt = next((message_text(m) for m in reversed(req.messages) if m.get("role") == "user"), "")
+            # Counted, not kept: the pieces are cut again as they are sent.
+            count = sum(1 for _ in _PIECE.finditer(prompt))
+            answer = Answer((m.group() for m in _PIECE.finditer(prompt)), count, finish, {})
+        else:
+            answer = Answer(iter_answer(req.messages, n), n, finish, {})
+        prompt_tokens = self.count_tokens(req.messages, req.model)
+        answer.usage.update(
+            prompt_tokens=prompt_tokens, completion_tokens=answer.count, total_tokens=prompt_tokens + answer.count
+        )
+        return answer
+
+    def complete(self, req: ChatRequest, answer: Answer) -> bytes:
+        """A non-streaming `chat.completion` object, encoded (CPU work: off the loop)."""
+        body = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -247,68 +308,117 @@ class Simulator:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": "".join(pieces), "refusal": None},
+                    "message": {"role": "assistant", "content": "".join(answer.pieces), "refusal": None},
                     "logprobs": None,
-                    "finish_reason": finish,
+                    "finish_reason": answer.finish,
                 }
             ],
-            "usage": usage,
+            "usage": answer.usage,
         }
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
-    def stream(self, req: ChatRequest, params: SimParams) -> AsyncIterator[bytes]:
+    async def stream(self, req: ChatRequest, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
         """The answer as Server-Sent Events, paced by `params` (OpenAI's chunk format).
 
-        The answer is settled now, before the response headers are written.
+        Events that are due are sent together, up to `_BATCH_BYTES` at a time, and the
+        loop is given back at least every `_SLICE_S` even when the schedule is behind
+        (a million tokens at a million per second), so one stream never stalls others.
         """
-        pieces, finish, usage = self._answer(req, params)
-        return self._events(req, params, pieces, finish, usage)
-
-    async def _events(
-        self, req: ChatRequest, params: SimParams, pieces: list[str], finish: str, usage: dict[str, int]
-    ) -> AsyncIterator[bytes]:
-        base = {
+        base = json.dumps({
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": req.model,
             "system_fingerprint": "fp_firsttoken_sim",
-        }
-        with_usage = {"usage": None} if req.include_usage else {}
+        }, separators=(",", ":"))[:-1].encode()
+        usage_null = b',"usage":null' if req.include_usage else b""
 
-        def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-            body = {**base, "choices": choices, **with_usage, **extra}
-            if params.stamp:
-                body["x_firsttoken_sent_ms"] = time.time() * 1000.0
-            return b"data: " + json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+        def close(body: bytes) -> bytes:
+            stamp = b',"x_firsttoken_sent_ms":%r' % (time.time() * 1000.0) if params.stamp else b""
+            return b"data: " + body + stamp + b"}\n\n"
 
-        def choice(delta: dict[str, Any], finish_reason: str | None = None) -> list[dict[str, Any]]:
-            return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+        # Every content event is `head + JSON string + tail` (OpenAI's field order).
+        head = base + b',"choices":[{"index":0,"delta":{"content":'
+        tail = b'},"logprobs":null,"finish_reason":null}]' + usage_null
+
+        def choice(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+            return close(base + b',"choices":' + json.dumps(choices, separators=(",", ":")).encode() + usage_null)
 
         await self.sleep(params.ttft_ms / 1000.0)
-        yield event(choice({"role": "assistant", "content": "", "refusal": None}))
+        yield choice({"role": "assistant", "content": "", "refusal": None})
         # Chunks are due on an absolute schedule from the first one, so that sleep
         # overshoot does not accumulate and the measured rate is the asked-for rate.
         interval = params.chunk / params.tps
-        t0 = self.clock()
+        clock = self.clock
+        t0 = given_back = clock()
         sent = 0
-        for start in range(0, len(pieces), params.chunk):
+        batch: list[bytes] = []
+        size = 0
+        pieces = answer.pieces
+        while True:
+            text = "".join(islice(pieces, params.chunk))
+            if not text:
+                break
             if params.drop_after is not None and sent >= params.drop_after:
+                if batch:
+                    yield b"".join(batch)
                 raise DropConnection
             if params.error_after is not None and sent >= params.error_after:
                 error = {"message": "Simulated error mid-stream (injected).", "type": "server_error", "param": None, "code": "simulated"}
-                yield b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
+                batch.append(b"data: " + json.dumps({"error": error}).encode() + b"\n\n")
+                yield b"".join(batch)
                 return
             if params.stall_ms and sent == params.stall_after:
+                if batch:
+                    yield b"".join(batch)
+                    batch, size = [], 0
                 await self.sleep(params.stall_ms / 1000.0)
                 t0 += params.stall_ms / 1000.0
-            delay = t0 + sent * interval - self.clock()
-            if delay > 0:
-                await self.sleep(delay)
-            yield event(choice({"content": "".join(pieces[start : start + params.chunk])}))
+            now = clock()
+            delay = t0 + sent * interval - now
+            if delay > 0 or size >= _BATCH_BYTES or now - given_back >= _SLICE_S:
+                if batch:
+                    yield b"".join(batch)
+                    batch, size = [], 0
+                await self.sleep(max(delay, 0.0))
+                given_back = clock()
+            event = close(head + _json_string(text).encode() + tail)
+            batch.append(event)
+            size += len(event)
             sent += 1
         if params.drop_after is not None and sent >= params.drop_after:
+            if batch:
+                yield b"".join(batch)
             raise DropConnection
-        yield event(choice({}, finish))
+        batch.append(choice({}, answer.finish))
         if req.include_usage:
-            yield event([], usage=usage)
-        yield b"data: [DONE]\n\n"
+            batch.append(close(base + b',"choices":[],"usage":' + json.dumps(answer.usage).encode()))
+        batch.append(b"data: [DONE]\n\n")
+        yield b"".join(batch)
+
+
+# json.dumps(text, ensure_ascii=False) builds a new encoder per call (a third of the
+# stream's own time, profiled); the C string encoder it ends in is the same output.
+_json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+# Due events are written together up to this size, and the loop is given back at least
+# this often, however far behind the schedule is.
+_BATCH_BYTES = 32 * 1024
+_SLICE_S = 0.005
+
+
+@dataclass(slots=True)
+class Answer:
+    """A settled answer: its pieces (made lazily, as they are consumed, once), how many
+    there are, why it ends, and its usage."""
+
+    pieces: Iterator[str]
+    count: int
+    finish: str
+    usage: dict[str, int]
+
+
+def _response_format(req: ChatRequest) -> str:
+    fmt = req.raw.get("response_format")
+    return fmt.get("type", "text") if isinstance(fmt, dict) else "text"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,11 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         ) from None
     if not isinstance(data, dict):
         raise invalid("The request body must be a JSON object.")
+    if _SURROGATE_ESCAPE.search(body):
+        try:
+            _check_unicode(data, "")
+        except RecursionError:
+            raise invalid("The request body is nested too deeply.") from None
 
     model = data.get("model")
     if model is None:
@@ -126,6 +132,15 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         ):
             raise invalid(f"'{name}' must be a number.", param=name, code="invalid_type")
 
+    for name, kind in (("response_format", dict), ("tools", list)):
+        value = data.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise invalid(f"'{name}' must be {'an object' if kind is dict else 'an array'}.", param=name, code="invalid_type")
+    fmt = data.get("response_format")
+    if fmt is not None and not isinstance(fmt.get("type"), str):
+        raise invalid("Missing required parameter: 'response_format.type'.", param="response_format.type",
+                      code="missing_required_parameter")
+
     n = data.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > 128):
         raise invalid("'n' must be an integer from 1 to 128.", param="n", code="invalid_type")
@@ -140,6 +155,28 @@ def parse_chat_request(body: bytes) -> ChatRequest:
     )
 
 
+# A `\uD800`-`\uDFFF` escape: JSON allows it, but a lone one is no character (RFC 8259
+# §8.2) and cannot be encoded as UTF-8, so it would fail later, mid-answer.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _check_unicode(value: Any, where: str) -> None:
+    """Refuse lone surrogates anywhere in the parsed body (400, naming the place)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise invalid(f"'{where or 'body'}' contains a lone surrogate (\\uD800-\\uDFFF), which is not valid Unicode.",
+                          param=where or None, code="invalid_value") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key, where)
+            _check_unicode(item, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_unicode(item, f"{where}[{i}]")
+
+
 def _check_message(message: Any, i: int) -> None:
     where = f"messages[{i}]"
     if not isinstance(message, dict):
@@ -147,7 +184,7 @@ def _check_message(message: Any, i: int) -> None:
     role = message.get("role")
     if role is None:
         raise invalid(f"Missing required parameter: '{where}.role'.", param=f"{where}.role", code="missing_required_parameter")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:  # a list or an object is not hashable
         raise invalid(
             f"Invalid value: '{str(role)[:40]}'. Supported values are: {', '.join(sorted(ROLES))}.",
             param=f"{where}.role",

@@ -31,8 +31,9 @@ def app_with(**limits: Any) -> Any:
 
 def client_for(app: Any, ident: str = "client-0123456789abcdef") -> httpx.AsyncClient:
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver",
-        headers={CLIENT_HEADER: ident}, timeout=30,
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+        # A JSON body says so, as every client of the real API does (gateway/guard.py).
+        headers={CLIENT_HEADER: ident, "content-type": "application/json"}, timeout=30,
     )
 
 

@@ -38,7 +38,7 @@ def redis(redis_url: str) -> Iterator[str]:
 async def client_for(app: Any) -> AsyncIterator[httpx.AsyncClient]:
     """A client of `app` in process, with the app's lifespan run (it closes Redis)."""
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
                                      headers={CLIENT_HEADER: CLIENT}) as client:
             yield client
 

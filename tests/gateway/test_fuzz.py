@@ -12,15 +12,18 @@ from gateway import GatewayConfig, create_app
 from gateway.simulator import SimParams
 
 app = create_app(GatewayConfig(sim=SimParams(ttft_ms=0, tps=1e6, tokens=5)))
-client = TestClient(app, raise_server_exceptions=True)
+# A browser-free client: a local Host and a JSON body type pass the guard (gateway/guard.py).
+client = TestClient(app, raise_server_exceptions=True, base_url="http://localhost",
+                    headers={"content-type": "application/json"})
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+    | st.sampled_from(["\ud800", "a\udfff", "\ud83d\ude00"]),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=20,
 )
 messages = st.lists(
-    st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "x", 1]), "content": json_values}),
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "x", 1, ["user"], {}]), "content": json_values}),
     max_size=3,
 )
 bodies = st.one_of(
@@ -28,7 +31,8 @@ bodies = st.one_of(
     json_values.map(lambda v: json.dumps(v).encode()),
     st.fixed_dictionaries(
         {"model": json_values | st.just("m"), "messages": messages | json_values},
-        optional={"stream": json_values, "max_tokens": json_values, "stream_options": json_values, "n": json_values},
+        optional={"stream": json_values, "max_tokens": json_values, "stream_options": json_values, "n": json_values,
+                  "response_format": json_values, "tools": json_values},
     ).map(lambda v: json.dumps(v).encode()),
 )
 

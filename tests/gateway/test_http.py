@@ -138,7 +138,7 @@ def test_bad_requests_get_openai_style_400(client: httpx.Client, body: bytes, pa
 
 def test_body_over_the_limit_is_413(client: httpx.Client) -> None:
     big = json.dumps({**CHAT, "messages": [{"role": "user", "content": "x" * (5 * 1024 * 1024)}]})
-    r = client.post("/v1/chat/completions", content=big)
+    r = client.post("/v1/chat/completions", content=big, headers={"content-type": "application/json"})
     assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
 
 

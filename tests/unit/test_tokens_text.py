@@ -228,3 +228,37 @@ def test_decoding_a_bad_id_is_a_tokenizer_error() -> None:
         tokens.decode([15339, 10**7], "cl100k_base")
     with pytest.raises(TokenizerError, match="not a token id"):
         tokens.decode([-1], "o200k_base")
+
+
+# tiktoken's pre-tokenizer panics on whitespace runs of about a million characters; the
+# encoder cuts such runs (see `_split_long_whitespace`). The cut must not change a single
+# id. Checked with a small cut (so that many cuts fall inside runs tiktoken still handles
+# whole) against tiktoken's own encoding of the whole text.
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+@given(
+    head=st.sampled_from(["", "a", "x\n", "intro  ", "\t"]),
+    run=st.sampled_from([" ", "\n", "\t", "\u3000", " \n", "\r\n", "\n\n ", " \t", "\xa0"]),
+    repeat=st.integers(min_value=1, max_value=3000),
+    tail=st.sampled_from(["", "word", "\n", "\nx", " x", "  y", "\u3000z"]),
+    cut=st.sampled_from([256, 512, 1024]),
+)
+@settings(max_examples=40, deadline=None)
+def test_long_whitespace_runs_are_cut_without_changing_the_ids(
+    encoding: str, head: str, run: str, repeat: int, tail: str, cut: int
+) -> None:
+    from firsttoken.tokens.encoders import _split_long_whitespace
+
+    encoder = tokens.get_encoder(encoding)
+    text = head + run * repeat + tail
+    segments = _split_long_whitespace(text, cut)
+    assert "".join(segments) == text
+    cut_ids = [i for s in segments for i in encoder._enc.encode_ordinary(s)]  # type: ignore[attr-defined]
+    assert cut_ids == encoder._enc.encode_ordinary(text)  # type: ignore[attr-defined]
+
+
+def test_a_million_spaces_do_not_overflow_the_tokenizer() -> None:
+    text = "hello" + " " * 1_000_000 + "\n" * 300_000 + "world"
+    ids = tokens.encode(text, "gpt-4o")
+    assert tokens.decode(ids, "gpt-4o") == text
+    assert tokens.count(text, "gpt-4o") == len(ids)
+    assert tokens.count_chat([{"role": "user", "content": " " * 1_000_000}], "gpt-4o") > 7_000

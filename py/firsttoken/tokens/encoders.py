@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Callable, Literal, Protocol, Sequence, runtime_checkable
 
@@ -60,6 +61,42 @@ class Encoder(Protocol):
 EncoderFactory = Callable[[str], Encoder]
 
 
+# tiktoken's pre-tokenizer matches a whitespace run with a look-ahead (`\s+(?!\S)`), and
+# its regex engine gives up (a Rust panic, "StackOverflow") on runs of about a million
+# characters. A long run of one whitespace character is therefore cut into segments of
+# `_WHITESPACE_CUT` characters, encoded one by one, the last segment keeping at least that
+# many of the run. The cut is exact: BPE merges the inside of such a run into tokens whose
+# lengths divide 2**16 (the longest are 128 spaces); only the run's last few hundred
+# characters merge irregularly, and they stay together. (Mixed runs such as " \n" repeated
+# are pre-tokenized by another branch and do not overflow.) Any other panic of the Rust
+# core becomes a `TokenizerError` (`_encode_ordinary`). tests/unit/test_tokens_text.py compares the ids
+# with uncut tiktoken (with a small cut) on runs it can still handle.
+_WHITESPACE_CUT = 1 << 16
+_WHITESPACE = "[\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
+def _long_runs(cut: int) -> re.Pattern[str]:
+    return re.compile(f"({_WHITESPACE})\\1{{{2 * cut - 1},}}")
+
+
+_LONG_WHITESPACE = _long_runs(_WHITESPACE_CUT)
+
+
+def _split_long_whitespace(text: str, cut: int = _WHITESPACE_CUT) -> list[str]:
+    """`text` cut inside runs of one whitespace character at least `2 * cut` long, at
+    multiples of `cut` from each run's start, leaving at least `cut` of the run to the
+    last segment; the pieces join back to `text`."""
+    runs = _LONG_WHITESPACE if cut == _WHITESPACE_CUT else _long_runs(cut)
+    segments: list[str] = []
+    start = 0
+    for run in runs.finditer(text):
+        for end in range(run.start() + cut, run.end() - cut + 1, cut):
+            segments.append(text[start:end])
+            start = end
+    segments.append(text[start:])
+    return segments
+
+
 class TiktokenEncoder:
     """CPython backend: tiktoken's Rust core over ranks read from the npm JSON files.
 
@@ -90,10 +127,28 @@ class TiktokenEncoder:
         return self._data.name
 
     def encode(self, text: str) -> list[int]:
-        return self._enc.encode_ordinary(text)
+        if len(text) < 2 * _WHITESPACE_CUT:
+            return self._encode_ordinary(text)
+        ids: list[int] = []
+        for segment in _split_long_whitespace(text):
+            ids.extend(self._encode_ordinary(segment))
+        return ids
 
     def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
+        if len(text) < 2 * _WHITESPACE_CUT:
+            return len(self._encode_ordinary(text))
+        return sum(len(self._encode_ordinary(s)) for s in _split_long_whitespace(text))
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        try:
+            return self._enc.encode_ordinary(text)
+        except Exception:
+            raise
+        except BaseException as exc:  # pyo3's PanicException derives from BaseException
+            if type(exc).__name__ != "PanicException":
+                raise
+            raise TokenizerError(f"tiktoken could not encode a text of {len(text)} characters") from None
+
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         try:
