@@ -3,8 +3,8 @@
     .venv/bin/python bench/gateway.py [--quick]
 
 One function per measurement, each starting its own gateway process(es) and returning
-a dict of figures; `MEASUREMENTS` lists them in order (flow control adds its admission
-measurements there). Clients run in separate processes with bare sockets, so that what
+a dict of figures; `MEASUREMENTS` lists them in order, flow control's admission counts last
+(`bench/gateway_limits.py`). Clients run in separate processes with bare sockets, so that what
 is measured is the gateway, not a Python HTTP client sharing its CPU.
 
 - `healthz_under_abuse`: `/healthz` latency p99, sampled every 10 ms, while one client
@@ -230,11 +230,20 @@ def cross_origin(quick: bool) -> dict[str, Any]:
     return {"cross_origin_blocked": blocked == [403, 415, 403, 403] and own.status_code == 200}
 
 
+def admission(quick: bool) -> dict[str, Any]:
+    """200 clients against 10 requests/s, on one gateway and on two sharing Redis
+    (`admitted_exact`, `redis_admitted_exact`: bench/gateway_limits.py)."""
+    from bench.gateway_limits import run_all
+
+    return run_all(clients=50 if quick else 200, seconds=3.0 if quick else 10.0)
+
+
 MEASUREMENTS: list[Callable[[bool], dict[str, Any]]] = [
     cross_origin,
     idle_connections,
     healthz_under_abuse,
     streaming_throughput,
+    admission,
 ]
 
 
