@@ -35,9 +35,9 @@ from pathlib import Path
 from .app import GatewayConfig, create_app
 from .static import ROOT, PackageZip, offline_manifest
 
-# Vocabularies the page's tokenizer imports on demand (js/tokenizer*.mjs): not found by
-# following imports, since the module names are computed.
-VOCABULARIES = ("vendor/gpt-tokenizer/o200k_base.js", "vendor/gpt-tokenizer/cl100k_base.js")
+# Vocabularies the page's tokenizer fetches on demand (js/tokenizer_data.mjs): not found
+# by following imports, since their names are computed.
+VOCABULARIES = ("vendor/tiktoken/o200k_base.json", "vendor/tiktoken/cl100k_base.json")
 SNAPSHOT = "py/firsttoken.snapshot"
 # Response headers that describe one transfer rather than the file.
 _TRANSFER = frozenset({"date", "etag", "last-modified", "cache-control", "content-length", "accept-ranges",

@@ -35,8 +35,6 @@ VENDOR = {
     "marked": "marked/lib",
     "dompurify": "dompurify/dist",
     "remend": "remend/dist",
-    # Only the vocabularies (rank -> token): js/tokenizer.mjs has its own encoder.
-    "gpt-tokenizer": "gpt-tokenizer/esm/bpeRanks",
 }
 
 

@@ -108,11 +108,16 @@ class BundleScheme:
         path = (request.get_path() or "/").lstrip("/") or "index.html"
         headers = self.files.get(path)
         if headers is None:
-            request.finish_error(GLib.Error.new_literal(Gio.io_error_quark(), f"not in the bundle: {path}", Gio.IOErrorEnum.NOT_FOUND))
+            # A 404, as a server would answer (and as the iOS sample does): the page's
+            # fetch resolves with it, and the page reports what is missing.
+            self._respond(request, 404, "Not Found", b"", {"content-type": "text/plain"})
             return
-        body = (self.root / path).read_bytes()
+        self._respond(request, 200, "OK", (self.root / path).read_bytes(), headers)
+
+    @staticmethod
+    def _respond(request: WebKit.URISchemeRequest, status: int, reason: str, body: bytes, headers: dict[str, str]) -> None:
         response = WebKit.URISchemeResponse.new(Gio.MemoryInputStream.new_from_bytes(GLib.Bytes.new(body)), len(body))
-        response.set_status(200, "OK")
+        response.set_status(status, reason)
         response.set_content_type(headers.get("content-type", "application/octet-stream"))
         fields = Soup.MessageHeaders.new(Soup.MessageHeadersType.RESPONSE)
         for name, value in headers.items():
