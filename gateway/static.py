@@ -31,11 +31,11 @@ VENDOR = {
     "pyodide": "pyodide",
     "pyscript": "@pyscript/core/dist",
     "tiktoken": "tiktoken/encoders",
-    # The markdown renderer's libraries (js/render.js imports their ES module builds).
+    # The markdown renderer's libraries (js/render/ imports their ES module builds).
     "marked": "marked/lib",
     "dompurify": "dompurify/dist",
     "remend": "remend/dist",
-    # Only the vocabularies (rank -> token): js/tokenizer.mjs has its own encoder.
+    # Only the vocabularies (rank -> token): js/tokenizer/bpe.js has its own encoder.
     "gpt-tokenizer": "gpt-tokenizer/esm/bpeRanks",
 }
 
@@ -102,6 +102,18 @@ def page_file(name: str, media_type: str):
     return endpoint
 
 
+# The tokenizer's worker moved to js/tokenizer/worker.js; py/firsttoken still starts it
+# by its old flat URL. This one-line module at that URL imports it from its new place
+# (a module's relative imports and import.meta.url are then those of the real file).
+# Remove once py/firsttoken names js/tokenizer/worker.js.
+LEGACY_TOKENIZER_WORKER = "js/tokenizer_worker.mjs"
+
+
+async def legacy_tokenizer_worker(request: Request) -> Response:
+    return Response("import './tokenizer/worker.js';\n", media_type="text/javascript; charset=utf-8",
+                    headers={"cache-control": "no-cache"})
+
+
 def routes(node_modules: Path | None = None) -> list[BaseRoute]:
     node_modules = node_modules or ROOT / "node_modules"
     package = PackageZip(ROOT / "py" / "firsttoken")
@@ -111,6 +123,7 @@ def routes(node_modules: Path | None = None) -> list[BaseRoute]:
         Route("/pyscript.toml", page_file("pyscript.toml", "application/toml")),
         Route("/py/boot.py", page_file("py/boot.py", "text/x-python; charset=utf-8")),
         Route("/py/firsttoken.zip", package.endpoint),
+        Route("/" + LEGACY_TOKENIZER_WORKER, legacy_tokenizer_worker),
         Mount("/js", app=Assets(directory=ROOT / "js"), name="js"),
     ]
     for name, sub in VENDOR.items():

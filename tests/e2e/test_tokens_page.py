@@ -2,7 +2,7 @@
 
 Python runs in a worker of bench/tokens_page.html (Pyodide without PyScript, the same
 files the app serves, the app's headers and CSP), with `firsttoken._browser_tokens`
-installed as the app installs it; js/tokenizer_worker.mjs starts on first use. Texts go
+installed as the app installs it; js/tokenizer/worker.js starts on first use. Texts go
 in from CPython, ids come back, and tiktoken on CPython is the reference: the golden
 corpus, Hypothesis-generated text, a seeded random corpus aimed at the characters where
 JavaScript and Rust regexes differ, every code point of planes 0–3 (sampled beyond), and

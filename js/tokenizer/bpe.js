@@ -16,9 +16,9 @@
 // its string, every other token by a "byte string" (one char per byte), and texts are
 // split as tiktoken's own patterns split them.
 //
-// Splitting (the pre-tokenizer) is js/tokenizer_split.mjs.
+// Splitting (the pre-tokenizer) is js/tokenizer/split.js.
 
-import { Splitter } from './tokenizer_split.mjs';
+import { Splitter } from './split.js';
 
 export const ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base']);
 

@@ -24,10 +24,10 @@
 // length) or SHORT (out is too small: control[1] bytes are needed; the result is kept
 // and ['resend'] copies it once a bigger buffer has been sent).
 
-import { loadEncoding } from './tokenizer.mjs';
+import { loadEncoding } from './bpe.js';
 
 // The vocabularies, as the gateway serves them (gateway/static.py VENDOR).
-const RANKS_URL = new URL('../vendor/gpt-tokenizer/', import.meta.url);
+const RANKS_URL = new URL('../../vendor/gpt-tokenizer/', import.meta.url);
 
 const DONE = 1;
 const ERROR = 2;
