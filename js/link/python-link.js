@@ -8,7 +8,8 @@
 //   link.send({ type: 'chat.send', id, messages, settings });
 //       A protocol request, as an object (`v` is added). Requests sent before
 //       Python is ready are queued, in order, and go out once it answers `hello`,
-//       so nobody waits on Python to accept input.
+//       so nobody waits on Python to accept input. Anything but an object with
+//       a string `type` is a TypeError (the core answers the rest: PROTOCOL.md).
 //   link.addEventListener('message', (e) => e.detail);
 //       Every protocol event from the core, after its envelope was checked
 //       (envelope.js): `ready`, `boot.progress`, `chat.*`, `tokens.counted`,
@@ -17,7 +18,8 @@
 //       never throws on what it receives.
 //   link.addEventListener('metrics', (e) => e.detail);
 //       Each reply's latency summary (js/render/reply-metrics.js), once its last
-//       paint is in; also dispatched on `window` as `firsttoken:metrics`.
+//       paint is in; also dispatched on `window` as `firsttoken:metrics`. The page
+//       measures it and hands it over with `link.emitMetrics(summary)`.
 //   link.lastReady
 //       The last `ready` event (null before): replay it to a host that attaches
 //       after Python came up. `link.ready` says whether it has come.
@@ -61,6 +63,7 @@ if (typeof navigator !== 'undefined' && !navigator.serviceWorker?.controller) {
 export class PythonLink extends EventTarget {
   constructor() {
     super();
+    this.started = false;
     this.ready = false;
     this.lastReady = null;
     this.boot = null; // the `boot` record of `ready`, on the page's timeline
