@@ -26,29 +26,30 @@ export class MessageList {
   /** A message's element, at the end of the list. The user's words are shown as typed;
    * an answer is rendered as `answers.show` renders it. */
   add(role, text) {
-    const li = document.createElement('li');
-    li.className = 'msg';
-    li.dataset.role = role;
-    const content = document.createElement('div');
-    content.className = 'content';
-    if (role === 'assistant') {
-      content.classList.add('md');
-      this.answers.show(content, text);
-    } else {
-      content.textContent = text;
-    }
-    li.append(content);
-    this.list.append(li);
+    const { li, content } = this.element(role);
+    if (role === 'assistant') this.answers.show(content, text);
+    else content.textContent = text;
     return li;
   }
 
   /** An answer's element whose text will stream in: `{li, stream}`, where
    * `stream.append(text)` paints more and `stream.end()` finishes it. */
   addStreaming(id) {
-    const li = this.add('assistant', '');
+    const { li, content } = this.element('assistant');
     li.dataset.state = 'streaming';
     li.dataset.id = id;
-    return { li, stream: this.answers.open(li.querySelector('.content')) };
+    return { li, stream: this.answers.open(content) };
+  }
+
+  element(role) {
+    const li = document.createElement('li');
+    li.className = 'msg';
+    li.dataset.role = role;
+    const content = document.createElement('div');
+    content.className = role === 'assistant' ? 'content md' : 'content';
+    li.append(content);
+    this.list.append(li);
+    return { li, content };
   }
 
   clear() {
@@ -68,9 +69,16 @@ export class MessageList {
   }
 }
 
+// A message's notes are its own children, after its content: looked up among those few,
+// never by a search through the answer's subtree (which every delta would pay for).
+function findNote(li, cls) {
+  for (const child of li.children) if (child.classList.contains(cls)) return child;
+  return null;
+}
+
 /** The one line of class `cls` under a message, created on first use. */
 export function note(li, cls, text) {
-  let el = li.querySelector(`:scope > .${cls}`);
+  let el = findNote(li, cls);
   if (!el) {
     el = document.createElement('span');
     el.className = cls;
@@ -78,6 +86,10 @@ export function note(li, cls, text) {
   }
   el.textContent = text;
   return el;
+}
+
+export function removeNote(li, cls) {
+  findNote(li, cls)?.remove();
 }
 
 /** Calls `paint(inFrame)` at most once per animation frame, however often asked. */
@@ -95,8 +107,4 @@ export class FramePacer {
       this.paint(true);
     });
   }
-}
-
-export function removeNote(li, cls) {
-  li.querySelector(`:scope > .${cls}`)?.remove();
 }
