@@ -188,6 +188,10 @@ async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens:
         paints = await page.get_attribute('.msg[data-role="assistant"]', "data-paints")
         if errors or state != "done" or metrics.get("chunk_clock") != "server":
             raise RuntimeError(f"reply failed: state={state} errors={errors} metrics={metrics}")
+        # The page painted what this case measures: markdown elements, or one text node.
+        headings = await page.locator('.msg[data-role="assistant"] .content h2').count()
+        if (headings > 0) == plain:
+            raise RuntimeError(f"the {'plain-text' if plain else 'markdown'} page painted {headings} headings")
         tasks, events = main_thread_tasks(trace)
         tasks.sort(key=lambda e: -e.get("dur", 0))
         if diagnose:
