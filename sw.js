@@ -2,7 +2,7 @@
 // with no network at all.
 //
 // The gateway serves this file at /sw.js with one line before it:
-//   self.FIRSTTOKEN_BUILD = {"build": "<id>", "assets": ["./", "js/core.js", ...]};
+//   self.FIRSTTOKEN_BUILD = {"build": "<id>", "assets": ["./", "js/link/python-link.js", ...]};
 // naming every file the page needs (gateway/offline.py finds them) and a build id
 // hashed from their contents. A new release therefore changes this script's bytes,
 // which is what makes the browser install a new worker.

@@ -3,7 +3,7 @@
     .venv/bin/python bench/boot_probe.py [--runs N]
 
 bench/boot_probe.html starts a module worker (bench/boot_probe_worker.mjs) that times,
-with the page's own functions (js/boot-snapshot.js): fetching, validating and compiling
+with the page's own functions (js/boot/snapshot.js): fetching, validating and compiling
 Pyodide's wasm (buffered, again in the same process, streaming), whether a compiled
 module can be kept (IndexedDB) or posted to another thread (structured clone); storing the gateway's snapshot as
 the page does, then looking it up, reading its body (FileReaderSync of the blob, and

@@ -1,10 +1,10 @@
-// Times, in a worker, each step a warm boot takes before Python runs (js/boot-pyodide.js):
+// Times, in a worker, each step a warm boot takes before Python runs (js/boot/pyodide-loader.js):
 // compiling Pyodide's wasm (buffered, streaming, a second time in the same process) and
-// reading, verifying and unpacking the stored snapshot (js/boot-snapshot.js, the same
+// reading, verifying and unpacking the stored snapshot (js/boot/snapshot.js, the same
 // functions the page uses). Each step alone, so that engines can be compared step by step.
 import {
   CACHE_NAME, SERVED, declaredLength, openSnapshot, sha256Hex, unpackInto, writeSnapshot,
-} from '/js/boot-snapshot.js';
+} from '/js/boot/snapshot.js';
 
 const WASM = '/vendor/pyodide/pyodide.asm.wasm';
 const result = {};

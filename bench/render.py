@@ -10,7 +10,7 @@ already opened the app). The built-in model answers `--tokens` tokens of markdow
 (headings, lists, emphasis, inline code, python fences, tables) at each rate, one token
 per chunk, each chunk stamped with its send time (`stamp=1`).
 
-Per reply, measured by the page itself (js/render-metrics.js) and read from its
+Per reply, measured by the page itself (js/render/reply-metrics.js) and read from its
 `firsttoken:metrics` event:
   - chunk_to_paint: gateway send stamp to the end of the frame that painted the chunk
     (a message posted from the requestAnimationFrame callback that changed the DOM runs
@@ -27,8 +27,11 @@ Per reply, measured by Chromium:
 A short warm-up reply runs first in each page (then the conversation is cleared), so
 that figures are of a page in use, not of its first JIT.
 
-Peer, same run: the same page painting answers as plain text (`/?render=text`, one text
-node, as before markdown), to show what markdown adds and what the machine allows at all.
+Peer, same run: the same page painting answers as plain text (one text node, as before
+markdown), to show what markdown adds and what the machine allows at all. The peer is the
+page with bench/render-plain.js as its entry instead of js/page/main.js: Playwright serves
+the document with that one line changed, and the module from this folder. The markdown
+page's document goes through the same route, unchanged, so both load alike.
 
 Each case is `--runs` replies (a fresh page each); the JSON holds medians over runs.
 Prints human lines, then LAST one JSON line:
@@ -75,6 +78,31 @@ WAIT_METRICS = """() => new Promise((resolve) => {
   addEventListener('firsttoken:metrics', (e) => resolve(e.detail), { once: true });
   document.getElementById('send').click();
 })"""
+
+
+PAGE_ENTRY = 'src="js/page/main.js"'
+PLAIN_ENTRY = "bench/render-plain.js"
+
+
+async def serve_page(context: Any, url: str, plain: bool) -> None:
+    """Route the page's document through Playwright; for the plain-text peer, with
+    bench/render-plain.js as its entry (served from this folder)."""
+
+    async def document(route: Any) -> None:
+        response = await route.fetch()
+        body = await response.text()
+        if PAGE_ENTRY not in body:
+            raise RuntimeError(f"index.html has no {PAGE_ENTRY}: the peer cannot swap its entry")
+        if plain:
+            body = body.replace(PAGE_ENTRY, f'src="{PLAIN_ENTRY}"')
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-encoding")}
+        await route.fulfill(status=response.status, headers=headers, body=body)
+
+    async def entry(route: Any) -> None:
+        await route.fulfill(path=str(ROOT / PLAIN_ENTRY), headers={"content-type": "text/javascript; charset=utf-8"})
+
+    await context.route(url + "/", document)
+    await context.route(url + "/" + PLAIN_ENTRY, entry)
 
 
 def settings_script(sim: str) -> str:
@@ -130,7 +158,8 @@ async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens:
         page.on("pageerror", lambda e: errors.append(str(e)))
         await page.add_init_script(OBSERVE_INPUT)
         await page.add_init_script(settings_script(f"ttft_ms=300,tps={tps},chunk=1,tokens={tokens},stamp=1"))
-        await page.goto(url + ("/?render=text" if plain else "/"))
+        await serve_page(context, url, plain)
+        await page.goto(url + "/")
         await page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]', state="attached", timeout=BOOT_TIMEOUT_MS)
         if await page.get_attribute("html", "data-python") != "ready":
             raise RuntimeError(f"Python did not start: {await page.inner_text('#boot')}")
@@ -159,6 +188,10 @@ async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens:
         paints = await page.get_attribute('.msg[data-role="assistant"]', "data-paints")
         if errors or state != "done" or metrics.get("chunk_clock") != "server":
             raise RuntimeError(f"reply failed: state={state} errors={errors} metrics={metrics}")
+        # The page painted what this case measures: markdown elements, or one text node.
+        headings = await page.locator('.msg[data-role="assistant"] .content h2').count()
+        if (headings > 0) == plain:
+            raise RuntimeError(f"the {'plain-text' if plain else 'markdown'} page painted {headings} headings")
         tasks, events = main_thread_tasks(trace)
         tasks.sort(key=lambda e: -e.get("dur", 0))
         if diagnose:

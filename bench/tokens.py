@@ -21,7 +21,7 @@ app's files and headers, `firsttoken.browser.tokenizer` installed as the app ins
 
 * `page_mb_s`: the same corpus through `firsttoken.tokens.count(corpus, "o200k_base")`
   inside Pyodide, timed in Python from the call to the result (so it includes encoding
-  the text to UTF-8 and handing it to the JavaScript encoder, js/tokenizer.mjs, in the
+  the text to UTF-8 and handing it to the JavaScript encoder, js/tokenizer/bpe.js, in the
   same thread); median of `--repeat` runs after one untimed run. `page_pieces_mb_s`:
   the corpus in 4096-character pieces, one call each (where per-call cost shows; each
   piece counted once per run, so the count memory of `JsEncoder` is bypassed). `page_first_mb_s` is that first run: a freshly built encoder,

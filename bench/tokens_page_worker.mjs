@@ -1,9 +1,9 @@
 // Worker of bench/tokens_page.html: Pyodide as the app's core gets it (/vendor/pyodide/,
 // the package from /py/firsttoken.zip), then firsttoken's page tokenizer registered and
-// installed as js/boot-pyodide.js and the app do it.
+// installed as js/boot/pyodide-loader.js and the app do it.
 
 import { loadPyodide } from '../vendor/pyodide/pyodide.mjs';
-import { registerTokenizer } from '../js/tokenizer_python.mjs';
+import { registerTokenizer } from '../js/tokenizer/python-module.js';
 
 const base = new URL('../', import.meta.url).href;
 

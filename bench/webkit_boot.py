@@ -12,11 +12,11 @@ same profile (an app's next start); Chromium a new page in the same context.
 
 Variants:
 - `baseline`: the tree as it is.
-- `read-async`: js/boot-snapshot.js reads the stored snapshot with
+- `read-async`: js/boot/snapshot.js reads the stored snapshot with
   `Response.arrayBuffer()` instead of a FileReaderSync read of its blob, which in
   WebKitGTK takes 0.7–1.7 s for 18.6 MB against 20–230 ms
   (bench/boot_probe.html); Chromium is the other way round (17 ms against 30–50 ms).
-- `early-compile`: js/boot-pyodide.js starts `WebAssembly.compileStreaming` of
+- `early-compile`: js/boot/pyodide-loader.js starts `WebAssembly.compileStreaming` of
   Pyodide's wasm when it is imported, and Pyodide's instantiation takes that module:
   JSC compiles the whole 9.6 MB eagerly (0.4–1 s here, Chromium ~60 ms lazily), and
   today that starts only once the snapshot lookup is done and Pyodide has its imports.
@@ -53,15 +53,15 @@ from bench.bridge import READY_MARK, chromium_boot, median_boot, webkit_boot  # 
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 from tests.webkit_host import Xvfb  # noqa: E402
 
-READ_ASYNC = ("js/boot-snapshot.js", "  if (typeof FileReaderSync === 'function') {",
+READ_ASYNC = ("js/boot/snapshot.js", "  if (typeof FileReaderSync === 'function') {",
               "  if (false && typeof FileReaderSync === 'function') {")
 # The read each engine does fastest: FileReaderSync in Chromium (whose asynchronous read
 # is pumped by the busy worker thread), Response.arrayBuffer() elsewhere. Chromium told
 # by a feature only it has in workers (its user agent string says "HeadlessChrome" when
 # headless, and other browsers' say "Chrome" too).
-READ_BY_ENGINE = ("js/boot-snapshot.js", "  if (typeof FileReaderSync === 'function') {",
+READ_BY_ENGINE = ("js/boot/snapshot.js", "  if (typeof FileReaderSync === 'function') {",
                   "  if (typeof FileReaderSync === 'function' && 'userAgentData' in navigator) {")
-EARLY_COMPILE = ("js/boot-pyodide.js", "const factory = import(", """\
+EARLY_COMPILE = ("js/boot/pyodide-loader.js", "const factory = import(", """\
 // Pyodide's wasm, compiled from now on; its instantiation (WebAssembly.instantiateStreaming,
 // called by Pyodide once the snapshot is sized and its imports are made) takes this module.
 const compiled = WebAssembly.compileStreaming(fetch(new URL('pyodide.asm.wasm', PYODIDE).href));

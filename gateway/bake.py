@@ -3,8 +3,8 @@
     python -m gateway.bake [--root DIR]
 
 The package zip exactly as the gateway serves it (`build_package_zip`), then
-`node js/boot-bake.js`, which boots Pyodide in Node, imports firsttoken and packs the
-heap as the page stores it (js/boot-make.js, the code the page's own maker runs).
+`node js/boot/bake-snapshot.js`, which boots Pyodide in Node, imports firsttoken and packs the
+heap as the page stores it (js/boot/make-snapshot.js, the code the page's own maker runs).
 Written to DIR/build/snapshot/. `make` runs this whenever the package's sources, the
 snapshot code or the npm packages change.
 """
@@ -30,7 +30,7 @@ def bake(root: Path, out: Path | None = None, node: str = "node") -> Path:
         package.write_bytes(build_package_zip(root / "py" / "firsttoken"))
         staged = Path(tmp) / NAME
         subprocess.run(
-            [node, "--no-warnings", str(root / "js" / "boot-bake.js"), str(package), str(staged)],
+            [node, "--no-warnings", str(root / "js" / "boot" / "bake-snapshot.js"), str(package), str(staged)],
             check=True, cwd=root,
         )
         # Old label out first, new label last: a label never names a body not its own.

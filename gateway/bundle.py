@@ -35,7 +35,7 @@ from pathlib import Path
 from .app import GatewayConfig, create_app
 from .static import ROOT, PackageZip, offline_manifest
 
-# Vocabularies the page's tokenizer fetches on demand (js/tokenizer_data.mjs): not found
+# Vocabularies the page's tokenizer fetches on demand (js/tokenizer/data.js): not found
 # by following imports, since their names are computed.
 VOCABULARIES = ("vendor/tiktoken/o200k_base.json", "vendor/tiktoken/cl100k_base.json")
 SNAPSHOT = "py/firsttoken.snapshot"

@@ -2,8 +2,8 @@
 
 A page with no snapshot of its own (a first visit, or the first after a release) would
 boot Python normally, which takes seconds. If the gateway has a snapshot for exactly
-the package it serves, the page restores that one instead (js/boot-pyodide.js), then
-keeps it in its own Cache Storage for later visits.
+the package it serves, the page restores that one instead (js/boot/pyodide-loader.js),
+then keeps it in its own Cache Storage for later visits.
 
 `python -m gateway.bake` bakes it (gateway/bake.py; `make` runs it) into
 build/snapshot/: `firsttoken.snapshot` and its label `firsttoken.snapshot.json`

@@ -31,7 +31,7 @@ VENDOR = {
     "pyodide": "pyodide",
     "pyscript": "@pyscript/core/dist",
     "tiktoken": "tiktoken/encoders",
-    # The markdown renderer's libraries (js/render.js imports their ES module builds).
+    # The markdown renderer's libraries (js/render/ imports their ES module builds).
     "marked": "marked/lib",
     "dompurify": "dompurify/dist",
     "remend": "remend/dist",

@@ -14,7 +14,7 @@ from polyscript import xworker  # noqa: E402
 from firsttoken.browser import start  # noqa: E402
 
 _import_ms = (time.perf_counter() - _t0) * 1000
-# What js/boot-pyodide.js measured (snapshot state, stage times) when PyScript loaded
+# What js/boot/pyodide-loader.js measured (snapshot state, stage times) when PyScript loaded
 # Pyodide through it; with a plain Pyodide only this module's import time is known.
 try:
     from _firsttoken_boot import record as _record  # type: ignore[import-not-found]

@@ -228,7 +228,7 @@ export function attachHosts(link, options = {}) {
     }
     if (OBSERVED(msg.type)) broadcast({ ...msg, id: id ? PAGE_PREFIX + id : undefined });
   });
-  // The page's own replies' latency, as the page measured it (js/render-metrics.js).
+  // The page's own replies' latency, as the page measured it (js/render/reply-metrics.js).
   win.addEventListener('firsttoken:metrics', (event) => {
     const metrics = event.detail || {};
     broadcast({ type: 'chat.metrics', id: metrics.id ? PAGE_PREFIX + metrics.id : undefined, metrics });

@@ -251,8 +251,8 @@ def test_service_worker_script_names_the_build_and_every_file_it_keeps(boot_url:
     build = json.loads(prelude.removeprefix("self.FIRSTTOKEN_BUILD = ").removesuffix(";"))
     assert re.fullmatch(r"[0-9a-f]{20}", build["build"])
     assets = build["assets"]
-    for must in ("./", "pyscript.toml", "py/boot.py", "py/firsttoken.zip", "js/shell.js", "js/boot-pyodide.js",
-                 "js/boot-snapshot-worker.js", "js/boot-make.js",
+    for must in ("./", "pyscript.toml", "py/boot.py", "py/firsttoken.zip", "js/page/main.js", "js/boot/pyodide-loader.js",
+                 "js/boot/snapshot-worker.js", "js/boot/make-snapshot.js",
                  "vendor/pyscript/core.js", "vendor/pyodide/pyodide.asm.wasm", "vendor/pyodide/python_stdlib.zip"):
         assert must in assets
     with httpx.Client(base_url=boot_url) as client:

@@ -37,7 +37,7 @@ SYSTEM = "\n\n".join(
 PROTOCOL_SPY = """
 (() => {
   window.__ft = { events: [], worker: null };
-  // js/core.js speaks the protocol over a MessageChannel handed to the worker with
+  // js/link/python-link.js speaks the protocol over a MessageChannel handed to the worker with
   // `hello`: listen on the page's end of every channel, and keep the one that says `ready`.
   const Native = window.MessageChannel;
   window.MessageChannel = class extends Native {

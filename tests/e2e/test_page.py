@@ -61,7 +61,8 @@ def test_usable_before_python_then_streams_the_reply_in_steps(page: Page, gatewa
     assert stored_answers(page) == [expected_answer(gateway_url, [{"role": "user", "content": "hello page"}])]
     assert page.inner_text(f"{ANSWER} .content").startswith("You said: hello page")
     assert int(page.get_attribute(ANSWER, "data-paints")) > 1  # painted in several steps
-    assert "first byte" in page.inner_text("#metrics")
+    # The reply's metrics line, in the header too, once its last paint is in.
+    expect(page.locator("#metrics")).to_contain_text("first byte")
     # Offline by construction: nothing but this origin was asked for anything.
     # (blob: and data: URLs are made inside the page: PyScript starts its worker from one.)
     parsed = [urlparse(u) for u in requests]
@@ -240,3 +241,100 @@ def test_the_system_prompt_setting_goes_first_is_counted_and_kept(page: Page, ga
     expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
     assert bodies[2]["messages"][0]["role"] == "system"
     assert bodies[2]["messages"][-1] == {"role": "user", "content": "after a reload"}
+
+
+# Installed before the page's scripts: every `chat.done` the page's protocol channel
+# delivers carries a wrong `content`. The page must not care: the answer is what the
+# deltas assembled (issue 17, item 4).
+WRONG_DONE_CONTENT = """
+(() => {
+  const Native = window.MessageChannel;
+  const onmessage = Object.getOwnPropertyDescriptor(MessagePort.prototype, 'onmessage');
+  window.MessageChannel = class extends Native {
+    constructor() {
+      super();
+      const port = this.port1;
+      Object.defineProperty(port, 'onmessage', {
+        get: () => onmessage.get.call(port),
+        set: (handler) => onmessage.set.call(port, (event) => {
+          let data = event.data;
+          if (typeof data === 'string' && data.includes('"chat.done"')) {
+            const msg = JSON.parse(data);
+            if (msg.type === 'chat.done') {
+              msg.content = 'NOT THE ANSWER';
+              data = JSON.stringify(msg);
+            }
+          }
+          handler({ data });
+        }),
+      });
+    }
+  };
+})();
+"""
+
+
+def test_the_answer_is_what_the_deltas_assembled_not_chat_done_content(page: Page, gateway_url: str) -> None:
+    page.add_init_script(WRONG_DONE_CONTENT)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "assemble me")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    expected = expected_answer(gateway_url, [{"role": "user", "content": "assemble me"}])
+    assert stored_answers(page) == [expected]
+    assert "NOT THE ANSWER" not in page.inner_text(f"{ANSWER} .content")
+
+
+def test_the_link_drops_what_is_not_a_protocol_event_and_never_throws(page: Page, gateway_url: str) -> None:
+    """The envelope check at the page's end (issue 17, item 3), on a link of its own."""
+    page.goto(gateway_url + "/", wait_until="domcontentloaded")
+    result = page.evaluate(
+        """async () => {
+          const { PythonLink } = await import('/js/link/python-link.js');
+          const link = new PythonLink();
+          const seen = [];
+          link.addEventListener('message', (e) => seen.push(e.detail));
+          const bad = [42, null, undefined, {}, 'not json', '[1]', '"text"', '{"type":"pong"}',
+            '{"v":2,"type":"pong"}', '{"v":"1","type":"pong"}', '{"v":1,"type":"eval"}', '{"v":1}',
+            '{"v":1,"type":"__proto__"}', '{"v":1,"type":"chat.delta","id":7,"text":"x"}',
+            '{"v":1,"type":"chat.done","id":null}'];
+          for (const data of bad) link.receive(data);
+          link.receive('{"v":1,"type":"pong","t":5}');
+          link.receive('{"v":1,"type":"chat.delta","id":"r1","seq":1,"text":"hi"}');
+          return { dropped: link.dropped, seen, ready: link.lastReady };
+        }"""
+    )
+    assert result["dropped"] == 15
+    assert result["seen"] == [{"v": 1, "type": "pong", "t": 5}, {"v": 1, "type": "chat.delta", "id": "r1", "seq": 1, "text": "hi"}]
+    assert result["ready"] is None
+
+
+def test_a_host_can_drive_the_page_through_its_link(page: Page, gateway_url: str) -> None:
+    """The page's link is public (issue 12's host adapters use it): it replays `ready`,
+    carries a request sent through it, and tells its events and the page's metrics."""
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    result = page.evaluate(
+        """async () => {
+          const { link } = await import('/js/link/python-link.js');
+          const events = [];
+          const listen = (e) => events.push(e.detail.type);
+          link.addEventListener('message', listen);
+          const pong = new Promise((resolve) => link.addEventListener('message', (e) => {
+            if (e.detail.type === 'pong' && e.detail.id === 'host-1') resolve(e.detail);
+          }));
+          link.send({ type: 'ping', id: 'host-1' });
+          const answer = await pong;
+          const metrics = new Promise((resolve) => link.addEventListener('metrics', (e) => resolve(e.detail), { once: true }));
+          document.getElementById('prompt').value = 'hello host';
+          document.getElementById('send').click();
+          const summary = await metrics;
+          link.removeEventListener('message', listen);
+          return { ready: link.lastReady, pong: answer, events, summary };
+        }"""
+    )
+    assert result["ready"]["type"] == "ready" and result["ready"]["boot"]["ready_ms"] > 0
+    assert isinstance(result["pong"]["t"], (int, float))
+    assert "chat.delta" in result["events"] and "chat.done" in result["events"]
+    assert result["summary"]["chunks"] > 0

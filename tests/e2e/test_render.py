@@ -197,7 +197,7 @@ def test_streaming_renders_what_a_whole_render_does_for_any_split(page: Page, ga
         cases.append({"doc": doc, "splits": splits})
     results = page.evaluate(
         """async (cases) => {
-          const { MarkdownStream, renderMarkdown } = await import('/js/render.js');
+          const { MarkdownStream, renderMarkdown } = await import('/js/render/markdown-stream.js');
           const out = [];
           for (const { doc, splits } of cases) {
             const whole = document.createElement('div');
@@ -249,7 +249,7 @@ def test_plain_words_appended_directly_give_the_dom_a_full_render_gives(page: Pa
         cases.append(splits)
     results = page.evaluate(
         """async (cases) => {
-          const { MarkdownStream } = await import('/js/render.js');
+          const { MarkdownStream } = await import('/js/render/markdown-stream.js');
           const out = [];
           let grown = 0;
           for (const splits of cases) {

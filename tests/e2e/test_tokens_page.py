@@ -2,7 +2,7 @@
 
 Python runs in a worker of bench/tokens_page.html (Pyodide without PyScript, the same
 files the app serves, the app's headers and CSP), with `firsttoken.browser.tokenizer`
-installed as the app installs it, in the same thread (js/tokenizer_python.mjs). Texts go
+installed as the app installs it, in the same thread (js/tokenizer/python-module.js). Texts go
 in from CPython, ids come back, and tiktoken on CPython is the reference: the golden
 corpus, Hypothesis-generated text, a seeded random corpus aimed at the characters where
 JavaScript and Rust regexes differ, every code point of planes 0–3 (sampled beyond), and
@@ -71,7 +71,7 @@ json.dumps({"backend": tokens.backend_name(), "before": before})
         # Installed and active, and nothing loaded or fetched until asked for.
         assert state["backend"] == "js"
         assert "ensure_encoder" in state["before"]
-        assert not [u for u in requests if "/vendor/tiktoken/" in u or u.endswith("/js/tokenizer.mjs")]
+        assert not [u for u in requests if "/vendor/tiktoken/" in u or u.endswith("/js/tokenizer/bpe.js")]
         page.run("""
 from firsttoken.browser import tokenizer as bt
 await bt.ensure_encoder("gpt-4o")

@@ -4,6 +4,7 @@ its faults, errors for bad requests, and the page's headers."""
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 
 import httpx
@@ -169,7 +170,7 @@ def test_page_is_served_isolated_with_a_strict_csp(client: httpx.Client) -> None
 
 
 def test_runtime_assets_are_served_locally(client: httpx.Client) -> None:
-    page = client.get("/").text + client.get("/pyscript.toml").text + client.get("/js/core.js").text
+    page = client.get("/").text + client.get("/pyscript.toml").text + client.get("/js/link/python-link.js").text
     assert "cdn." not in page and "jsdelivr" not in page and "unpkg" not in page
     r = client.get("/vendor/pyodide/pyodide.asm.wasm")
     assert r.status_code == 200 and r.headers["content-type"] == "application/wasm"
@@ -190,6 +191,37 @@ def test_every_preloaded_module_is_served(client: httpx.Client) -> None:
     for href in hrefs:
         r = client.get("/" + href)
         assert r.status_code == 200 and "javascript" in r.headers["content-type"], href
+
+
+def test_the_pages_module_graph_is_preloaded_whole(client: httpx.Client) -> None:
+    # Every module the entry imports, however deep, is named in index.html: otherwise the
+    # page loads it one import level later (a waterfall on every boot).
+    page = client.get("/").text
+    entry = re.search(r'<script type="module" src="([^"]+)">', page).group(1)
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', page))
+    specifier = re.compile(r"""^import\s[^'"]*?(["'])(\.{1,2}/[^"']+)\1""", re.M)
+    seen, pending = set(), [entry]
+    while pending:
+        path = pending.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        r = client.get("/" + path)
+        assert r.status_code == 200 and "javascript" in r.headers["content-type"], path
+        if path.startswith("js/"):
+            pending += [posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)) for _, spec in specifier.findall(r.text)]
+    assert seen - {entry} <= preloaded, sorted(seen - {entry} - preloaded)
+    assert len(seen) > 15
+
+
+def test_every_page_module_is_served_as_javascript(client: httpx.Client) -> None:
+    from pathlib import Path
+
+    modules = sorted(str(p) for p in Path("js").rglob("*.js"))
+    assert len(modules) > 20
+    for path in modules:
+        r = client.get("/" + path)
+        assert r.status_code == 200 and "javascript" in r.headers["content-type"], path
 
 
 def test_package_zip_holds_every_module_and_revalidates(client: httpx.Client) -> None:

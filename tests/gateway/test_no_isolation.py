@@ -10,7 +10,7 @@ from tests.servers import gateway
 
 def test_no_isolation_drops_coop_and_coep_only() -> None:
     with gateway("--no-isolation") as url, httpx.Client(base_url=url, timeout=30) as client:
-        for path in ("/", "/js/core.js", "/vendor/pyodide/pyodide.mjs", "/v1/models"):
+        for path in ("/", "/js/link/python-link.js", "/vendor/pyodide/pyodide.mjs", "/v1/models"):
             r = client.get(path)
             assert r.status_code == 200, path
             assert "cross-origin-opener-policy" not in r.headers, path

@@ -150,7 +150,7 @@ class Int32Array:
 
 
 class FakeTokenizerModule:
-    """js/tokenizer_python.mjs as Python sees it, answered by tiktoken: what crosses is
+    """js/tokenizer/python-module.js as Python sees it, answered by tiktoken: what crosses is
     what the real one gets (UTF-8 bytes in, an int32 buffer for ids)."""
 
     def __init__(self) -> None:

@@ -121,7 +121,7 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
     def on_message(event: Any) -> None:
         ports = getattr(event, "ports", None)
         if ports is not None and ports.length:
-            # The page's `hello` hands over a channel for the protocol (js/core.js says
+            # The page's `hello` hands over a channel for the protocol (js/link/python-link.js says
             # why): from here on both directions use it.
             port = ports[0]
             core.post = port.postMessage

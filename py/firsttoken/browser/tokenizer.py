@@ -1,10 +1,10 @@
-"""The page's token counter: `firsttoken.tokens` backed by JavaScript (js/tokenizer.mjs).
+"""The page's token counter: `firsttoken.tokens` backed by JavaScript (js/tokenizer/bpe.js).
 
 The page has no tiktoken wheel, so the core counts with a JavaScript BPE encoder whose
 ids equal tiktoken's (o200k_base and cl100k_base). It runs in the core's own thread:
 Python in Pyodide cannot import a JavaScript module (no dynamic `import()` from Python,
 and the page's CSP forbids eval), so the JavaScript that starts Pyodide registers one
-for it, `_firsttoken_tokenizer` (js/tokenizer_python.mjs; js/boot-pyodide.js registers
+for it, `_firsttoken_tokenizer` (js/tokenizer/python-module.js; js/boot/pyodide-loader.js registers
 it on every boot, a restored snapshot included). A count is then one synchronous FFI
 call, with no other thread and no shared memory: it stays exact where there is no
 `SharedArrayBuffer` (WebKitGTK, and Safari's WebViews without isolation) and no
@@ -171,7 +171,7 @@ class JsEncoder:
 
 
 class ModuleBridge:
-    """The `Bridge` over the JavaScript module js/tokenizer_python.mjs registers
+    """The `Bridge` over the JavaScript module js/tokenizer/python-module.js registers
     (`_firsttoken_tokenizer`), called in this thread. `errors`: what a failing call of
     that module raises (Pyodide's `JsException`), to become `TokenizerError` here."""
 
@@ -224,7 +224,7 @@ def _js_module() -> Any:  # pragma: no cover - Pyodide only
     except ImportError:
         raise TokenizerError(
             "no JavaScript tokenizer here: whatever started Pyodide did not register"
-            " _firsttoken_tokenizer (js/tokenizer_python.mjs)"
+            " _firsttoken_tokenizer (js/tokenizer/python-module.js)"
         ) from None
     return _firsttoken_tokenizer
 
@@ -242,7 +242,7 @@ class _Page:
 def install(module: Any = None) -> None:
     """Register the backend "js" with `firsttoken.tokens` and make it the active one.
 
-    `module` is the JavaScript tokenizer (js/tokenizer_python.mjs's `tokenizer`); by
+    `module` is the JavaScript tokenizer (js/tokenizer/python-module.js's `tokenizer`); by
     default `_firsttoken_tokenizer`, imported when first needed. Cheap: nothing is
     imported or fetched until `ensure_encoder`.
     """

@@ -25,7 +25,7 @@ core with ranks parsed from npm tiktoken's `encoders/<name>.json`, found via
 `$FIRSTTOKEN_TOKENIZER_DATA` or `<repo>/node_modules/tiktoken/encoders`, and checked
 (structure, rank order, pinned size and SHA-256). tiktoken is imported only there. The
 page, which has no tiktoken wheel, registers a JavaScript-backed encoder
-(`firsttoken.browser.tokenizer`, backend "js"): our own exact BPE (js/tokenizer.mjs)
+(`firsttoken.browser.tokenizer`, backend "js"): our own exact BPE (js/tokenizer/bpe.js)
 over tiktoken's own vocabulary files, called synchronously in Python's own thread once
 `await ensure_encoder(name)` has loaded it.
 

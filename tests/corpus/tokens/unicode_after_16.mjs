@@ -1,6 +1,6 @@
 // Prints what this JavaScript engine's Unicode tables add to Unicode 16.0, the version
 // tiktoken's regex tables have: code points it assigns that 16.0 leaves unassigned, and
-// letters, marks or numbers whose general category differs. js/tokenizer.mjs subtracts
+// letters, marks or numbers whose general category differs. js/tokenizer/split.js subtracts
 // them (NEW_IN_17, LL_IN_16) so that its split pattern classifies like tiktoken's.
 // Unicode 16.0 is read from Python 3.14's unicodedata, through Pyodide (node_modules).
 //

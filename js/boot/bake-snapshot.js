@@ -1,7 +1,7 @@
-// The install-time snapshot, made in Node:  node js/boot-bake.js PACKAGE.zip OUT
+// The install-time snapshot, made in Node:  node js/boot/bake-snapshot.js PACKAGE.zip OUT
 //
-// `python -m gateway.snapshot` runs this with the package zip exactly as the gateway
-// serves it. OUT gets the packed snapshot (boot-make.js, the same code the page's own
+// `python -m gateway.bake` runs this with the package zip exactly as the gateway
+// serves it. OUT gets the packed snapshot (make-snapshot.js, the same code the page's own
 // maker runs), OUT.json what it was made from and what it is: {pyodide, format,
 // package, length, stored, sha256}. The gateway serves it to pages that have no
 // snapshot of their own yet (gateway/snapshot.py); the page checks every one of those
@@ -11,13 +11,13 @@
 // again by path in the page's worker.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { loadPyodide, version } from '../node_modules/pyodide/pyodide.mjs';
-import { FORMAT, sha256Hex } from './boot-snapshot.js';
-import { makeSnapshot } from './boot-make.js';
+import { loadPyodide, version } from '../../node_modules/pyodide/pyodide.mjs';
+import { FORMAT, sha256Hex } from './snapshot.js';
+import { makeSnapshot } from './make-snapshot.js';
 
 const [zipPath, out] = process.argv.slice(2);
 if (!zipPath || !out) {
-  console.error('usage: node js/boot-bake.js PACKAGE.zip OUT');
+  console.error('usage: node js/boot/bake-snapshot.js PACKAGE.zip OUT');
   process.exit(2);
 }
 const zip = new Uint8Array(readFileSync(zipPath));

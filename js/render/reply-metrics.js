@@ -47,7 +47,7 @@ function percentile(sorted, p) {
 const round = (x) => (x == null ? null : Math.round(x * 10) / 10);
 const span = (a, b) => (a != null && b != null ? round(b - a) : null);
 
-/** The measurements of one reply, fed by the shell as deltas arrive and get painted. */
+/** The measurements of one reply, fed by the page as deltas arrive and get painted. */
 export class ReplyMetrics {
   constructor(id, sent) {
     this.id = id;
@@ -77,16 +77,13 @@ export class ReplyMetrics {
     }
   }
 
-  /** Everything that arrived is in the DOM now; `onFirst(t)` gets the first paint. */
-  painted(inFrame, onFirst) {
+  /** Everything that arrived is in the DOM now. */
+  painted(inFrame) {
     const batch = this.waiting;
     this.waiting = [];
     this.inflight += 1;
     afterPaint((t) => {
-      if (this.firstPaint === null) {
-        this.firstPaint = t;
-        onFirst?.(t);
-      }
+      if (this.firstPaint === null) this.firstPaint = t;
       for (const [sent, parsed, at] of batch) {
         this.samples.push(t - sent);
         this.legs.core.push(parsed - sent); // network and the core's parsing (0 without server stamps)
@@ -143,7 +140,7 @@ export class ReplyMetrics {
   }
 }
 
-/** One line for the reply's bubble. */
+/** The summary in one line (under the reply, and in the header). */
 export function describeMetrics(m) {
   const ms = (x) => (x == null ? '–' : `${Math.round(x)}`);
   const parts = [
@@ -158,18 +155,4 @@ export function describeMetrics(m) {
   }
   if (m.long_task_ms) parts.push(`long task ${ms(m.long_task_ms)} ms`);
   return parts.join(' · ');
-}
-
-/** Show the summary under the reply, keep it on the element, and tell anyone listening
- * (an embedding host forwards `firsttoken:metrics` events across its bridge). */
-export function reportMetrics(li, summary) {
-  li.dataset.metrics = JSON.stringify(summary);
-  let line = li.querySelector('.reply-metrics');
-  if (!line) {
-    line = document.createElement('span');
-    line.className = 'reply-metrics';
-    li.append(line);
-  }
-  line.textContent = describeMetrics(summary);
-  window.dispatchEvent(new CustomEvent('firsttoken:metrics', { detail: summary }));
 }

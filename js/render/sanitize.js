@@ -16,7 +16,7 @@
 //     and its query string can carry the conversation to another host (the CSP's
 //     img-src backs this up, but here the request is never even attempted).
 
-import DOMPurify from '../vendor/dompurify/purify.es.mjs';
+import DOMPurify from '../../vendor/dompurify/purify.es.mjs';
 
 const TAGS = [
   'a', 'abbr', 'b', 'blockquote', 'br', 'code', 'dd', 'del', 'details', 'div', 'dl', 'dt',

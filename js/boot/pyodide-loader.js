@@ -7,7 +7,7 @@
 // the worker's code; it reads `version` for its own caches. Nothing else is needed,
 // so PyScript, its configuration and its worker stay exactly as they are.
 //
-// With a valid snapshot stored (boot-snapshot.js), Pyodide restores it
+// With a valid snapshot stored (snapshot.js), Pyodide restores it
 // (`_loadSnapshot`, experimental: node_modules/pyodide/pyodide.d.ts). Without one, or
 // with one that is stale, fails verification or does not restore, this is a plain
 // Pyodide boot: never a broken one. Snapshots are not made here: an interpreter
@@ -15,7 +15,7 @@
 // whole life, and reading an accessor through it throws "Illegal invocation" in a
 // worker (`js.performance.timeOrigin`), so such an interpreter may make a snapshot but
 // must not serve the page. The page has one made in the background instead
-// (boot-snapshot-worker.js), after Python is ready.
+// (snapshot-worker.js), after Python is ready.
 //
 // Everything starts when PyScript imports this module, not when it calls loadPyodide:
 // in between, PyScript opens its own IndexedDB cache, and a warm boot is short enough
@@ -23,12 +23,12 @@
 // once Python runs, so the early boot writes through forwarders that PyScript's
 // handlers are plugged into when the call comes.
 
-import { loadPyodide as loadPyodideCore, version } from '../vendor/pyodide/pyodide.mjs';
+import { loadPyodide as loadPyodideCore, version } from '../../vendor/pyodide/pyodide.mjs';
 import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
-} from './boot-snapshot.js';
-import { registerTokenizer } from './tokenizer_python.mjs';
+} from './snapshot.js';
+import { registerTokenizer } from '../tokenizer/python-module.js';
 
 export { version };
 
@@ -39,7 +39,7 @@ const record = { start: now(), snapshot: 'none' };
 
 // ---- progress -------------------------------------------------------------------------
 // Boot stages go to the page as protocol messages (bridge/PROTOCOL.md `boot.progress`)
-// on a BroadcastChannel that the page names (js/core.js): PyScript hands the page its
+// on a BroadcastChannel that the page names (js/link/python-link.js): PyScript hands the page its
 // worker only once Python is ready, too late to hear how the boot went. The name
 // travels in the fragment of this module's URL, as `#<name>/`. Not through
 // import.meta.url: a module answered by the service worker takes the cached
@@ -288,7 +288,7 @@ function finish(py, packageBytes, files) {
   };
   // PyScript unpacks `[files]` next. When that is the package fetched above and this
   // interpreter came from a snapshot, its files came with the snapshot (uncompressed,
-  // boot-snapshot.js): they are written from here, without a trip through Python,
+  // snapshot.js): they are written from here, without a trip through Python,
   // which right after a restore was the slowest step left.
   const unpackArchive = py.unpackArchive.bind(py);
   py.unpackArchive = (buffer, format, options) => {

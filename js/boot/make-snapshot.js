@@ -1,6 +1,6 @@
 // Making a memory snapshot of firsttoken's interpreter: shared by the page's
-// background maker (boot-snapshot-worker.js) and the install-time bake (boot-bake.js,
-// run by Node through `python -m gateway.snapshot`). Both must give the heap the page
+// background maker (snapshot-worker.js) and the install-time bake (bake-snapshot.js,
+// run by Node through `python -m gateway.bake`). Both must give the heap the page
 // restores, so this is the one place that says what goes in.
 //
 // Pyodide is booted with `_makeSnapshot`; the package is unpacked where PyScript
@@ -8,10 +8,10 @@
 // __file__ and the page's files agree; IMPORTS are imported, then every other module
 // of the package (one that cannot be imported here is simply left out: the page would
 // import it from its file, as usual). The heap is packed with the package's files
-// (boot-snapshot.js), restored once from exactly those bytes as a check (a snapshot
+// (snapshot.js), restored once from exactly those bytes as a check (a snapshot
 // that cannot restore would cost every later visit a failed attempt), and returned.
 
-import { IMPORTS, packHeap, unpackInto } from './boot-snapshot.js';
+import { IMPORTS, packHeap, unpackInto } from './snapshot.js';
 
 // `loadPyodide`: Pyodide's own; `zip`: the package as the gateway serves it;
 // `options`: passed to loadPyodide (indexURL, stdout, stderr). → {body, length}.

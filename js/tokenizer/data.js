@@ -7,7 +7,7 @@
 // evaluating 200,000 literals is one long task of the thread that also streams replies,
 // where JSON.parse of one string and a sliced walk over it are not.
 
-import { ENCODINGS, Encoding, indexTable } from './tokenizer.mjs';
+import { ENCODINGS, Encoding, indexTable } from './bpe.js';
 
 const B64 = new Int8Array(128).fill(-1);
 for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) {

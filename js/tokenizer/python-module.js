@@ -1,4 +1,4 @@
-// The tokenizer (js/tokenizer.mjs), offered to Python in the thread that runs it.
+// The tokenizer (js/tokenizer/bpe.js), offered to Python in the thread that runs it.
 //
 // Python's `tokens.count()` is synchronous and Pyodide cannot import a JavaScript
 // module by itself (no dynamic import() from Python; the page's CSP forbids eval). So
@@ -10,7 +10,7 @@
 // WebView never has it).
 //
 // A heap snapshot holds no JavaScript objects: whoever restores one registers this
-// module again (js/boot-pyodide.js does on every boot, restored or not).
+// module again (js/boot/pyodide-loader.js does on every boot, restored or not).
 //
 // Only `load` is asynchronous. It imports the tokenizer and fetches the vocabulary on
 // first use (never at boot), then reads it and builds the lookup maps in slices, handing
@@ -27,7 +27,7 @@
 //   decode(name, ids) → Uint8Array     ids (an int32 buffer) → bytes
 
 // The vocabularies (tiktoken's data), as the gateway serves them (gateway/static.py VENDOR).
-const DATA_URL = new URL('../vendor/tiktoken/', import.meta.url);
+const DATA_URL = new URL('../../vendor/tiktoken/', import.meta.url);
 // ignoreBOM: a leading U+FEFF is text to count, not a byte-order mark to drop.
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
@@ -69,7 +69,7 @@ export const tokenizer = Object.freeze({
   async load(name) {
     const started = performance.now();
     if (!loading.has(name)) {
-      const built = import('./tokenizer_data.mjs').then(({ loadEncoding }) => loadEncoding(name, DATA_URL, pause));
+      const built = import('./data.js').then(({ loadEncoding }) => loadEncoding(name, DATA_URL, pause));
       loading.set(name, built);
       built.catch(() => loading.delete(name)); // a failed load may be tried again
     }

@@ -2,7 +2,7 @@
 //
 // The ids must equal tiktoken's (OpenAI's tokenizer, Rust) for every string, because
 // firsttoken budgets prompts with them. The vocabularies are tiktoken's own data (npm
-// tiktoken's `encoders/<encoding>.json`, read by js/tokenizer_data.mjs). npm `gpt-tokenizer`
+// tiktoken's `encoders/<encoding>.json`, read by js/tokenizer/data.js). npm `gpt-tokenizer`
 // ships the same ranks, but its encoder is not used: as shipped (4.0.0) it differs from
 // tiktoken on
 //   * U+FEFF: the 8–9 tokens that begin with the bytes EF BB BF are stored as byte
@@ -16,9 +16,9 @@
 // its string, every other token by a "byte string" (one char per byte), and texts are
 // split as tiktoken's own patterns split them.
 //
-// Splitting (the pre-tokenizer) is js/tokenizer_split.mjs.
+// Splitting (the pre-tokenizer) is js/tokenizer/split.js.
 
-import { Splitter } from './tokenizer_split.mjs';
+import { Splitter } from './split.js';
 
 export const ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base']);
 
@@ -191,7 +191,7 @@ function bytePairMerge(n, rankOf) {
  * The lookup maps of a vocabulary table: string → rank, byte string → rank. With
  * `pause` (a function returning a promise), built `slice` ranks at a time, awaiting
  * `pause()` in between: building all 200,000 at once is ~40 ms of a thread that may
- * be streaming a reply (js/tokenizer_python.mjs).
+ * be streaming a reply (js/tokenizer/python-module.js).
  */
 export function indexTable(table, pause = null, slice = 16384) {
   const ranks = new Map();

@@ -16,21 +16,21 @@
 // one ArrayBuffer, and shares "clear site data" with the service worker's caches.
 // https://w3c.github.io/ServiceWorker/#cachestorage-interface
 //
-// This module imports nothing heavy: the page's boot loader (boot-pyodide.js) and the
-// background maker (boot-snapshot-worker.js) share it.
+// This module imports nothing heavy: the page's boot loader (pyodide-loader.js) and the
+// background maker (snapshot-worker.js) share it.
 
-export const PYODIDE = new URL('../vendor/pyodide/', import.meta.url).href;
-export const PACKAGE = new URL('../py/firsttoken.zip', import.meta.url).href;
-// What Pyodide fetches while it loads, largest first (js/core.js fetches them early on
+export const PYODIDE = new URL('../../vendor/pyodide/', import.meta.url).href;
+export const PACKAGE = new URL('../../py/firsttoken.zip', import.meta.url).href;
+// What Pyodide fetches while it loads, largest first (js/link/python-link.js fetches them early on
 // a first visit).
 // The install-time snapshot the gateway serves, when it has one (gateway/snapshot.py).
-export const SERVED = new URL('../py/firsttoken.snapshot', import.meta.url).href;
+export const SERVED = new URL('../../py/firsttoken.snapshot', import.meta.url).href;
 export const RUNTIME = ['pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide.asm.mjs', 'pyodide-lock.json']
   .map((name) => new URL(name, PYODIDE).href);
 // What a snapshot holds besides the interpreter: the modules py/boot.py imports (the
 // core imports the rest of the package), and standard modules that PyScript's worker
 // prelude (its `pyscript` package) and its `[files]` unpacking import on every boot.
-// Every module of the package is imported too (boot-snapshot-worker.js), so that
+// Every module of the package is imported too (snapshot-worker.js), so that
 // nothing the page runs later has to be read and compiled from the file system.
 export const IMPORTS = [
   'firsttoken.browser', 'firsttoken.core',
@@ -55,7 +55,7 @@ const DIGEST = 'x-firsttoken-sha256'; // of the stored body
 // The heap holds no file system, and PyScript unpacks the package zip after the
 // restore. Doing that in Python (Pyodide's unpackArchive) right after a restore was the
 // slowest step left, so the package's files travel with the heap, uncompressed, and
-// are written from JavaScript (boot-pyodide.js). The body is
+// are written from JavaScript (pyodide-loader.js). The body is
 //   "FTS1" | page size | N | F | N page numbers | N pages | F bytes of files
 // (uint32 little-endian), the files being  count | (name length | name | size | bytes)*.
 const MAGIC = 0x31535446; // "FTS1", little-endian

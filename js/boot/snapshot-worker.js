@@ -1,17 +1,17 @@
 // Makes the interpreter's memory snapshot, in the background, in a worker of its own.
 //
-// The page starts this worker (js/core.js) once Python is ready and did not come from
+// The page starts this worker (js/link/python-link.js) once Python is ready and did not come from
 // a snapshot: the first visit (when the gateway had no install-time snapshot for this
 // package), or a snapshot that was thrown away. It boots a second Pyodide and makes
-// the snapshot (boot-make.js), then stores it. The page's own interpreter is never
-// paused for this, and it never runs with `_makeSnapshot` (see boot-pyodide.js).
+// the snapshot (make-snapshot.js), then stores it. The page's own interpreter is never
+// paused for this, and it never runs with `_makeSnapshot` (see pyodide-loader.js).
 //
 // It reports, as protocol text on its own channel, `boot.progress` with stage
 // `snapshot.stored` (`bytes`, `ms`) or `snapshot.failed` (`error`), then the page ends it.
 
-import { loadPyodide, version } from '../vendor/pyodide/pyodide.mjs';
-import { PYODIDE, fetchPackage, writeSnapshot } from './boot-snapshot.js';
-import { makeSnapshot } from './boot-make.js';
+import { loadPyodide, version } from '../../vendor/pyodide/pyodide.mjs';
+import { PYODIDE, fetchPackage, writeSnapshot } from './snapshot.js';
+import { makeSnapshot } from './make-snapshot.js';
 
 const now = () => performance.timeOrigin + performance.now();
 

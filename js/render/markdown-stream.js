@@ -19,9 +19,9 @@
 //   - a table whose delimiter row has not arrived yet is held back rather than shown
 //     as a paragraph of pipes for a frame.
 
-import { Lexer, Parser, Renderer } from '../vendor/marked/marked.esm.js';
-import remend from '../vendor/remend/index.js';
-import { safeFragment } from './render-safe.js';
+import { Lexer, Parser, Renderer } from '../../vendor/marked/marked.esm.js';
+import remend from '../../vendor/remend/index.js';
+import { safeFragment } from './sanitize.js';
 
 // Raw HTML in an answer is shown as text, except bare formatting tags (`<br>`, `<b>`,
 // `<sup>`, `<details>`…, with no attributes at all). Markup the model writes never reaches
@@ -49,9 +49,6 @@ const ENDS_AT_BLANK = new Set(['paragraph', 'table', 'blockquote']);
 const PLAIN_WORDS = /^[\p{L}\p{N} ,.'"?!]+$/u;
 const PLAIN_END = /[\p{L}\p{N} ,.'"?!]*$/u;
 const GROWS_IN = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
-// `?render=text` paints answers as plain text, as the page did before markdown: the
-// render benchmark runs it as the peer that shows what markdown costs on top.
-const PLAIN = new URLSearchParams(location.search).get('render') === 'text';
 
 export class MarkdownStream {
   /** Renders into `container` (whose children it owns from now on). */
@@ -60,11 +57,6 @@ export class MarkdownStream {
     this.tailEl = document.createElement('div');
     this.tailEl.className = 'md-tail';
     container.replaceChildren(this.tailEl);
-    if (PLAIN) {
-      container.classList.add('md-plain');
-      this.plain = document.createTextNode('');
-      this.tailEl.append(this.plain);
-    }
     this.open = ''; // source not yet committed: the tail block, possibly a partial line
     this.links = Object.create(null); // reference definitions seen so far, for later blocks
     this.code = null; // {key, text, node}: the open fence painted as one growing text node
@@ -79,10 +71,6 @@ export class MarkdownStream {
   /** Add streamed text and repaint the tail. */
   append(text) {
     if (!text || this.ended) return;
-    if (this.plain) {
-      this.plain.appendData(text);
-      return;
-    }
     const normal = this.normalize(text);
     if (this.grows(normal)) {
       // Plain words extending the tail's last line: the DOM a render would build is the
@@ -127,10 +115,6 @@ export class MarkdownStream {
   /** The answer is complete: everything becomes a finished block. */
   end() {
     if (this.ended) return;
-    if (this.plain) {
-      this.ended = true;
-      return;
-    }
     this.render(true);
     this.ended = true;
     this.tailEl.remove();
@@ -318,19 +302,21 @@ function sameElement(a, b) {
 /** Render a whole answer at once (a reply restored from history). */
 export function renderMarkdown(container, text) {
   const stream = new MarkdownStream(container);
-  if (stream.plain) {
-    stream.append(text);
-    return stream;
-  }
   stream.open = stream.normalize(text);
   stream.end();
   return stream;
 }
 
-// The first answer would otherwise pay for compiling marked, remend and DOMPurify in the
-// middle of streaming (on a throttled phone CPU, a first frame of a second or more).
-// While the page is idle (Python takes seconds to boot), stream a small sample covering
-// every block kind into a detached element, a few pieces per idle slice.
+/** Have marked, remend and DOMPurify compiled before the first answer needs them.
+ *
+ * The first answer would otherwise pay for compiling them in the middle of streaming (on
+ * a throttled phone CPU, a first frame of a second or more). While the page is idle
+ * (Python takes seconds to boot), a small sample covering every block kind is streamed
+ * into a detached element, a few pieces per idle slice. */
+export function warmUp() {
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(warmUpStep(), { timeout: 2000 });
+}
+
 const WARM_UP = [
   '# Warm up\n\nSome *emphasis*, **strong**, `code`, ~~struck~~ and a [link](https://example.com/).\n\n',
   '- one\n- two\n  - nested\n\n1. first\n2. second\n\n> quoted\n\n',
@@ -338,7 +324,7 @@ const WARM_UP = [
   'Raw <b>html</b> and ![image](https://example.com/x.png).\n\n---\n\nDone.',
 ].join('');
 
-function warmUp() {
+function warmUpStep() {
   const stream = new MarkdownStream(document.createElement('div'));
   const pieces = WARM_UP.match(/\s*\S+|\s+/g);
   let i = 0;
@@ -348,8 +334,6 @@ function warmUp() {
     if (i < pieces.length) requestIdleCallback(step, { timeout: 2000 });
     else stream.end();
   };
-  requestIdleCallback(step, { timeout: 2000 });
+  return step;
 }
-
-if (typeof requestIdleCallback === 'function' && !PLAIN) warmUp();
 

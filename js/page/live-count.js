@@ -1,0 +1,41 @@
+// The composer's live token count: the conversation plus the draft, counted exactly in
+// Python (`tokens.count` → `tokens.counted`). Requests are debounced while typing, and
+// the answer to any but the latest request is ignored, so no count is shown late.
+
+const DEBOUNCE_MS = 120;
+
+export class LiveCount {
+  /** `el`: where the count is shown; `send(request)`: to the core; `messages()`: what to
+   * count now (or an empty list); `settings()`: the request's settings. */
+  constructor(el, { send, messages, settings }) {
+    this.el = el;
+    this.send = send;
+    this.messages = messages;
+    this.settings = settings;
+    this.seq = 0;
+    this.timer = 0;
+  }
+
+  /** Count again, soon. */
+  request() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      const messages = this.messages();
+      if (!messages.length) {
+        this.el.textContent = '';
+        return;
+      }
+      this.send({ type: 'tokens.count', id: `c${++this.seq}`, messages, settings: this.settings() });
+    }, DEBOUNCE_MS);
+  }
+
+  /** A `tokens.counted` event. */
+  show(msg) {
+    if (msg.id !== `c${this.seq}`) return; // a newer count is on its way
+    if (typeof msg.tokens !== 'number' || typeof msg.budget !== 'number') return;
+    this.el.textContent = `${msg.exact ? '' : '~'}${msg.tokens.toLocaleString('en')} / ${msg.budget.toLocaleString('en')} tokens`;
+    this.el.dataset.tokens = String(msg.tokens);
+    this.el.dataset.exact = String(msg.exact);
+    this.el.classList.toggle('over', msg.tokens > msg.budget);
+  }
+}

@@ -1,0 +1,8 @@
+// The page's entry (index.html): answers rendered as streaming markdown, whose libraries
+// are compiled while the page waits for Python.
+
+import { MarkdownStream, renderMarkdown, warmUp } from '../render/markdown-stream.js';
+import { startPage } from './page.js';
+
+startPage({ answers: { open: (container) => new MarkdownStream(container), show: renderMarkdown } });
+warmUp();

@@ -1,0 +1,106 @@
+// The page, wired: the conversation (history.js) painted at once, the composer taking
+// input before Python is even imported, Settings (settings.js), the live token count
+// (live-count.js), the replies in flight (replies.js), and the link to Python
+// (js/link/python-link.js), which starts last. All logic about prompts and answers
+// (request building, SSE parsing, counting, compression) runs in Python, in a worker.
+
+import { attachHosts } from '../../bridge/page/hosts.js';
+import { describeBoot } from '../boot/timeline.js';
+import { link as pageLink } from '../link/python-link.js';
+import { conversation } from './conversation.js';
+import { History } from './history.js';
+import { LiveCount } from './live-count.js';
+import { MessageList, note } from './messages.js';
+import { Replies } from './replies.js';
+import { Settings } from './settings.js';
+
+/** Start the page. `answers` renders answers: `open(container)` gives a stream with
+ * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
+ * history). main.js passes the markdown renderer; the render benchmark, a plain-text
+ * one (bench/render-plain.js). */
+export function startPage({ answers, link = pageLink } = {}) {
+  const $ = (id) => document.getElementById(id);
+  const els = {
+    boot: $('boot'), metrics: $('metrics'), quota: $('quota'), chat: $('chat'), messages: $('messages'),
+    form: $('composer'), prompt: $('prompt'), stop: $('stop'), clear: $('clear'), count: $('count'),
+  };
+  const history = new History();
+  const settings = new Settings({
+    baseUrl: $('base-url'), model: $('model'), system: $('system'), compress: $('compress'), apiKey: $('api-key'),
+  });
+  const view = new MessageList(els.messages, els.chat, answers);
+  const count = new LiveCount(els.count, {
+    send: (request) => link.send(request),
+    messages: () => {
+      const draft = els.prompt.value;
+      return conversation(settings.system, history.entries, draft ? [{ role: 'user', content: draft }] : []);
+    },
+    settings: () => settings.forRequest(),
+  });
+  const replies = new Replies({
+    link, view, history, settings, header: els,
+    onSettled: () => {
+      if (!replies.streaming) els.stop.disabled = true;
+      count.request();
+    },
+  });
+
+  // ---- Python ---------------------------------------------------------------------
+  link.addEventListener('progress', (e) => {
+    els.boot.textContent = e.detail.text;
+    replies.booting(e.detail.text);
+  });
+  link.addEventListener('failed', (e) => {
+    document.documentElement.dataset.python = 'failed';
+    els.boot.textContent = `Python failed to start: ${e.detail.message}`;
+  });
+  link.addEventListener('message', (e) => {
+    const msg = e.detail;
+    if (msg.type === 'ready') {
+      document.documentElement.dataset.python = 'ready';
+      els.metrics.textContent = describeBoot(link.boot);
+      replies.pythonReady();
+    } else if (msg.type === 'tokens.counted') {
+      count.show(msg);
+    } else {
+      replies.onEvent(msg);
+    }
+  });
+
+  // ---- input ----------------------------------------------------------------------
+  els.form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = els.prompt.value.trim();
+    if (!text) return;
+    els.prompt.value = '';
+    els.stop.disabled = false;
+    replies.send(text);
+  });
+  els.prompt.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      els.form.requestSubmit();
+    }
+  });
+  els.prompt.addEventListener('input', () => count.request());
+  els.stop.addEventListener('click', () => replies.stop());
+  els.clear.addEventListener('click', () => {
+    history.clear();
+    view.clear();
+  });
+  settings.addEventListener('system', () => count.request());
+
+  // ---- start ----------------------------------------------------------------------
+  for (const m of history.entries) {
+    const li = view.add(m.role, m.content);
+    if (m.incomplete) note(li, 'error', 'This answer was interrupted.');
+  }
+  view.follow();
+  els.prompt.focus();
+  document.documentElement.dataset.interactive = String(Math.round(performance.now()));
+  // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
+  // the link starts so that `ready` is seen and can be replayed to a late host.
+  attachHosts(link);
+  link.start();
+  return { link };
+}

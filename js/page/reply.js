@@ -1,0 +1,44 @@
+// One answer's text, assembled once, from what the page receives: the `chat.delta`
+// texts in order, and, when the reply fails, the text of `chat.error.error.partial`
+// that no delta brought (the core sends everything it received as deltas first, so
+// this is a guard, not the rule). `chat.done.content`, which repeats the answer, is not
+// read: the answer on screen and in history is what the deltas assembled.
+//
+// The text lives in the answer's history entry, so the conversation sent or counted
+// while the answer still streams holds what has been painted of it.
+
+export class Reply {
+  /** `entry`: the answer's history entry, `{role: 'assistant', content: ''}`. */
+  constructor(id, entry) {
+    this.id = id;
+    this.entry = entry;
+    this.pending = ''; // received, not yet painted
+  }
+
+  /** The text painted so far. */
+  get text() {
+    return this.entry.content;
+  }
+
+  /** A `chat.delta`'s text arrived. */
+  take(text) {
+    if (typeof text === 'string') this.pending += text;
+  }
+
+  /** Whatever the core received that the page has not: the tail of `partial` (all the
+   * text the core received) beyond what the deltas brought, if it extends it. */
+  reconcile(partial) {
+    const have = this.entry.content + this.pending;
+    if (typeof partial === 'string' && partial.length > have.length && partial.startsWith(have)) {
+      this.pending += partial.slice(have.length);
+    }
+  }
+
+  /** The received text not yet painted, now counted as painted. */
+  flush() {
+    const text = this.pending;
+    this.entry.content += text;
+    this.pending = '';
+    return text;
+  }
+}

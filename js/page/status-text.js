@@ -1,0 +1,53 @@
+// What the page says about a reply's progress and failures, and about the quota: the
+// words only, for messages.js to show.
+
+export function seconds(s) {
+  return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
+}
+
+/** A `chat.error`'s (or `error`'s) `error` object, for people. */
+export function describeError(error) {
+  if (!error) return 'Something went wrong.';
+  switch (error.code) {
+    case 'aborted': return 'Stopped.';
+    case 'network': return `Network error: ${error.message}`;
+    case 'http_status': return `The server answered ${error.status}: ${error.message}`;
+    case 'upstream_error': return `The model reported an error: ${error.message}`;
+    case 'truncated': return 'The answer was cut off: the connection ended early.';
+    default: return error.message || error.code;
+  }
+}
+
+export function waitText(msg) {
+  return `Rate limit reached: sending in ${seconds(msg.wait_s)}…`;
+}
+
+export function retryText(msg) {
+  return `${msg.status ? `The server answered ${msg.status}` : 'Network error'}; retrying in ${seconds(msg.wait_s)} (attempt ${msg.attempt + 1})…`;
+}
+
+/** Remaining quota as the server last reported it (x-ratelimit-* headers), or null. */
+export function quotaText(quota) {
+  if (!quota) return null;
+  const fmt = (b) => (b && b.limit != null && b.remaining != null ? `${b.remaining}/${b.limit}` : null);
+  const parts = [];
+  if (fmt(quota.requests)) parts.push(`requests ${fmt(quota.requests)}`);
+  if (fmt(quota.tokens)) parts.push(`tokens ${fmt(quota.tokens)}`);
+  if (quota.wait_s > 0) parts.push(`wait ${seconds(quota.wait_s)}`);
+  return parts.join(' · ');
+}
+
+/** What `chat.prepared` says Python did to the prompt: `{saved}` (compression saving, in
+ * `saved_unit`) and `{fit}` (what was left out to fit the model's budget), each or null. */
+export function preparedText(msg) {
+  const saved = msg.saved?.[msg.saved.length - 1];
+  const dropped = msg.dropped?.length || 0;
+  const cut = msg.truncated?.length || 0;
+  const parts = [];
+  if (dropped) parts.push(`${dropped} earlier message${dropped > 1 ? 's' : ''} left out`);
+  if (cut) parts.push(`${cut} shortened`);
+  return {
+    saved: saved > 0 ? { amount: saved, text: `compressed: −${saved} ${msg.saved_unit}` } : null,
+    fit: parts.length ? `To fit the model's budget: ${parts.join(', ')}.` : null,
+  };
+}
