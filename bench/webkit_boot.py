@@ -11,18 +11,16 @@ boots in each engine, interleaved variant by variant. Warm: WebKit relaunched on
 same profile (an app's next start); Chromium a new page in the same context.
 
 Variants:
-- `baseline`: the tree as it is.
-- `read-async`: js/boot/snapshot.js reads the stored snapshot with
-  `Response.arrayBuffer()` instead of a FileReaderSync read of its blob, which in
-  WebKitGTK takes 0.7–1.7 s for 18.6 MB against 20–230 ms
+- `baseline`: the tree as it is: the stored snapshot read with FileReaderSync in
+  Chromium and `Response.arrayBuffer()` elsewhere (js/boot/snapshot.js).
+- `read-async`: `arrayBuffer()` in every engine; `read-sync`: FileReaderSync in every
+  engine, which in WebKitGTK takes 0.7–1.7 s for 18.6 MB against 20–230 ms
   (bench/boot_probe.html); Chromium is the other way round (17 ms against 30–50 ms).
 - `early-compile`: js/boot/pyodide-loader.js starts `WebAssembly.compileStreaming` of
   Pyodide's wasm when it is imported, and Pyodide's instantiation takes that module:
   JSC compiles the whole 9.6 MB eagerly (0.4–1 s here, Chromium ~60 ms lazily), and
   today that starts only once the snapshot lookup is done and Pyodide has its imports.
 - `both`.
-- `read-by-engine`: FileReaderSync only in Chromium, `arrayBuffer()` elsewhere; and
-  `read-by-engine+early-compile`.
 
 Prints one line per boot, then LAST one JSON line: per variant and engine, the median
 warm ready (navigation start → `firsttoken:python-ready`) and boot timeline, and
@@ -53,14 +51,11 @@ from bench.bridge import READY_MARK, chromium_boot, median_boot, webkit_boot  # 
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 from tests.webkit_host import Xvfb  # noqa: E402
 
-READ_ASYNC = ("js/boot/snapshot.js", "  if (typeof FileReaderSync === 'function') {",
-              "  if (false && typeof FileReaderSync === 'function') {")
-# The read each engine does fastest: FileReaderSync in Chromium (whose asynchronous read
-# is pumped by the busy worker thread), Response.arrayBuffer() elsewhere. Chromium told
-# by a feature only it has in workers (its user agent string says "HeadlessChrome" when
-# headless, and other browsers' say "Chrome" too).
-READ_BY_ENGINE = ("js/boot/snapshot.js", "  if (typeof FileReaderSync === 'function') {",
-                  "  if (typeof FileReaderSync === 'function' && 'userAgentData' in navigator) {")
+# The tree reads the stored snapshot the way each engine does fastest: FileReaderSync in
+# Chromium, Response.arrayBuffer() elsewhere (js/boot/snapshot.js, SYNC_READ_IS_FASTER,
+# kept after this benchmark). These variants put back one read for every engine.
+READ_ASYNC = ("js/boot/snapshot.js", "  if (SYNC_READ_IS_FASTER) {", "  if (false) {")
+READ_SYNC = ("js/boot/snapshot.js", "  if (SYNC_READ_IS_FASTER) {", "  if (typeof FileReaderSync === 'function') {")
 EARLY_COMPILE = ("js/boot/pyodide-loader.js", "const factory = import(", """\
 // Pyodide's wasm, compiled from now on; its instantiation (WebAssembly.instantiateStreaming,
 // called by Pyodide once the snapshot is sized and its imports are made) takes this module.
@@ -79,8 +74,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
     "read-async": [READ_ASYNC],
     "early-compile": [EARLY_COMPILE],
     "both": [READ_ASYNC, EARLY_COMPILE],
-    "read-by-engine": [READ_BY_ENGINE],
-    "read-by-engine+early-compile": [READ_BY_ENGINE, EARLY_COMPILE],
+    "read-sync": [READ_SYNC],
 }
 
 
