@@ -4,9 +4,12 @@
 // to keep them off the boot's critical path; a failure of either costs only the next
 // visit's speed, never this one.
 
-/** Register the service worker at `url` (scope: its folder). */
+/** Register the service worker at `url` (scope: its folder). A page an app serves from
+ * its own bundle (a custom scheme: `make bundle`) has every file locally already, and
+ * service workers run only for http(s): there is nothing to register. */
 export async function registerServiceWorker(url) {
   if (!url || typeof navigator === 'undefined' || !('serviceWorker' in navigator)) return;
+  if (!/^https?:$/.test(new URL(url).protocol)) return;
   try {
     await navigator.serviceWorker.register(url, { scope: new URL('./', url).href });
   } catch (error) {
