@@ -12,7 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 READY = re.compile(r"listening on (http://\S+?)/?$")
@@ -57,35 +57,26 @@ class Gateway(str):
 
 
 @contextmanager
-def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[Gateway]:
-    """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash).
-
-    `root` is the tree it serves (a copy of this one, for boot tests). Its output is drained on a thread for as long as it runs (a full pipe would block
-    it) and kept in `.log`, so tests can check what it logged.
-    """
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "--port", "0", *args],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": f"{root / 'py'}{os.pathsep}{root}", **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def _process(argv: list[str], ready: Callable[[str], Any], name: str, **popen: Any) -> Iterator[tuple[Any, list[str]]]:
+    """Run `argv` until the block ends; yield (what `ready` found in its first matching
+    output line, every line so far). Readiness is a line the program prints, never a
+    delay. Its output is drained on a thread for as long as it runs (a full pipe would
+    block it) into that list, so tests can check what it logged."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+    drain = None
     try:
         assert proc.stdout is not None
-        seen = []
-        for line in proc.stdout:  # blocks until the gateway prints its URL, or exits
+        seen: list[str] = []
+        for line in proc.stdout:  # blocks until the program says it is ready, or exits
             seen.append(line)
-            match = READY.search(line.strip())
-            if match:
+            found = ready(line.strip())
+            if found:
                 break
         else:
-            raise RuntimeError("gateway exited before it was ready:\n" + "".join(seen))
-        url = Gateway(match.group(1))
-        url.log = seen
+            raise RuntimeError(f"{name} exited before it was ready:\n" + "".join(seen))
         drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
         drain.start()
-        yield url
+        yield found, seen
     finally:
         proc.terminate()
         try:
@@ -94,9 +85,23 @@ def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT) ->
             proc.kill()
             proc.wait()
         if proc.stdout is not None:
-            if "drain" in locals():
+            if drain is not None:
                 drain.join(timeout=10)
             proc.stdout.close()
+
+
+@contextmanager
+def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[Gateway]:
+    """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash), ready
+    once it printed it. `root` is the tree it serves (a copy of this one, for boot
+    tests); `.log` holds what it printed."""
+    with _process(
+        [sys.executable, "-m", "gateway", "--port", "0", *args], READY.search, "gateway",
+        cwd=root, env={**os.environ, "PYTHONPATH": f"{root / 'py'}{os.pathsep}{root}", **(env or {})},
+    ) as (match, seen):
+        url = Gateway(match.group(1))
+        url.log = seen
+        yield url
 
 
 REDIS_SERVER = os.environ.get("FIRSTTOKEN_REDIS_SERVER", "/usr/bin/redis-server")
@@ -124,31 +129,9 @@ def redis_server(tmp: Path) -> Iterator[str]:
     writes (all have TTLs) is evictable.
     """
     port = _free_port()
-    proc = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp), "--save", "",
-         "--appendonly", "no", "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru", "--loglevel", "notice"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        seen = []
-        for line in proc.stdout:
-            seen.append(line)
-            if "Ready to accept connections" in line:
-                break
-        else:
-            raise RuntimeError("redis-server exited before it was ready:\n" + "".join(seen))
-        drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
-        drain.start()
+    argv = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp), "--save", "",
+            "--appendonly", "no", "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru", "--loglevel", "notice"]
+    with _process(argv, lambda line: "Ready to accept connections" in line, "redis-server"):
         if not _ping(port):
             raise RuntimeError("redis-server does not answer PING")
         yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()

@@ -23,7 +23,7 @@ import io
 import json
 import re
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pygments.lexers import get_lexer_by_name
@@ -44,10 +44,9 @@ _PYGMENTS = {
 }
 
 
-def fences(text: str) -> tuple[list[tuple[str, str]], str]:
-    """([(language, body)], prose with fences cut out) for top-level closed fences."""
-    out: list[tuple[str, str]] = []
-    prose: list[str] = []
+def _split_at_fences(text: str) -> Iterator[tuple[str, Any]]:
+    """`text` in order, split at its closed top-level fences: ("prose", text) and
+    ("fence", (language, body)) parts; the prose parts hold everything else."""
     pos = 0
     while True:
         m = _FENCE.search(text, pos)
@@ -55,18 +54,23 @@ def fences(text: str) -> tuple[list[tuple[str, str]], str]:
             break
         char, n = m.group(2)[0], len(m.group(2))
         if char == "`" and "`" in m.group(3):
-            prose.append(text[pos : m.end()])
+            yield "prose", text[pos : m.end()]
             pos = m.end()
             continue
         close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*\r?$" % n, re.M).search(text, m.end())
         if close is None:
             break
-        prose.append(text[pos : m.start()])
+        yield "prose", text[pos : m.start()]
         words = m.group(3).strip().split()
-        out.append((words[0].lower() if words else "", text[m.end() : close.start()]))
+        yield "fence", (words[0].lower() if words else "", text[m.end() : close.start()])
         pos = close.end()
-    prose.append(text[pos:])
-    return out, "\n".join(prose)
+    yield "prose", text[pos:]
+
+
+def fences(text: str) -> tuple[list[tuple[str, str]], str]:
+    """([(language, body)], prose with fences cut out) for top-level closed fences."""
+    parts = list(_split_at_fences(text))
+    return [v for k, v in parts if k == "fence"], "\n".join(v for k, v in parts if k == "prose")
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -193,23 +197,12 @@ def _masked(text: str) -> str:
     """`text` with each closed top-level fence replaced by one word naming its body, so
     that tags in code are not read as markup and an element's content includes its code."""
     out: list[str] = []
-    pos = 0
-    while True:
-        m = _FENCE.search(text, pos)
-        if m is None:
-            break
-        char, n = m.group(2)[0], len(m.group(2))
-        if char == "`" and "`" in m.group(3):
-            out.append(text[pos : m.end()])
-            pos = m.end()
-            continue
-        close = re.compile(r"^ {0,3}" + re.escape(char) + "{%d,}[ \t]*\r?$" % n, re.M).search(text, m.end())
-        if close is None:
-            break
-        body = " ".join(text[m.end() : close.start()].split())
-        out.append(text[pos : m.start()] + f"\nFENCE{hashlib.sha256(body.encode()).hexdigest()[:12]}\n")
-        pos = close.end()
-    out.append(text[pos:])
+    for kind, value in _split_at_fences(text):
+        if kind == "prose":
+            out.append(value)
+        else:
+            body = " ".join(value[1].split())
+            out.append(f"\nFENCE{hashlib.sha256(body.encode()).hexdigest()[:12]}\n")
     return "".join(out)
 
 
