@@ -28,6 +28,9 @@ Measured:
 - `webkit_exact_counts`: a host chat's `chat.prepared` had an exact `prompt_tokens`,
   with no JSC_useSharedArrayBuffer; `webkit_cache`: `chat.prepared.cache.system` of
   its repeat (`hit` is the goal).
+- `webkit_bundle_ready_cold_ms`, `webkit_bundle_ready_warm_ms`: the page shipped in an
+  app (`make bundle`), served by the host through its custom scheme with no page
+  server: a first launch on a fresh profile, then `--runs` relaunches (medians).
 - `webkit_host_first_delta_ms`: a host-sent chat, from the host's send to its first
   `chat.delta` back at the host; `webkit_page_first_delta_ms`: the page's own send,
   from Send to the first text parsed (its reply metrics).
@@ -131,6 +134,31 @@ def webkit_chats(host: WebKitHost) -> dict[str, Any]:
     }
 
 
+def webkit_bundle_boots(display: str, runs: int) -> dict[str, Any]:
+    """Python ready in WebKitGTK from the bundle (firsttoken://app/), cold then warm."""
+    from gateway.bundle import build_bundle
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = Path(tmp) / "bundle"
+        build_bundle(bundle)
+        times = []
+        for run in range(runs + 1):
+            host = WebKitHost("firsttoken://app/index.html", display=display, profile=Path(tmp) / "profile", bundle=bundle)
+            ready = host.wait_for(lambda m: m.get("type") == "ready", BOOT_TIMEOUT_S)
+            times.append(host.eval(READY_MARK))
+            if run == 0 and ready["boot"].get("snapshot_from") == "server":
+                # The snapshot the bundle brought is kept in Cache Storage for the next
+                # launch, when the engine gives a custom scheme one.
+                try:
+                    host.wait_for(lambda m: m.get("type") == "boot.progress"
+                                  and str(m.get("stage", "")).startswith("snapshot."), 60)
+                except TimeoutError:
+                    say("webkit bundle: no snapshot stored (no Cache Storage for this scheme?)")
+            host.close()
+            say(f"webkit bundle {'cold' if run == 0 else 'warm'}: ready {times[-1]:.0f} ms  {ready['boot']}")
+    return {"webkit_bundle_ready_cold_ms": round(times[0]), "webkit_bundle_ready_warm_ms": round(statistics.median(times[1:]))}
+
+
 # ---- Chromium --------------------------------------------------------------------
 def chromium_boot(context: BrowserContext, url: str) -> tuple[Any, float, dict[str, Any]]:
     page = context.new_page()
@@ -201,6 +229,7 @@ def main() -> None:
             say(f"run {run + 1}: chromium warm ready {ready_ms:.0f} ms  {boot}")
         context.close()
         browser.close()
+        result.update(webkit_bundle_boots(xvfb.display, args.runs))
     for engine in ("webkit", "chromium"):
         result[f"{engine}_ready_warm_ms"] = round(statistics.median(warm[engine]))
         result[f"{engine}_boot"] = median_boot(boots[engine])
