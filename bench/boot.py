@@ -54,9 +54,7 @@ from starlette.responses import FileResponse
 from starlette.routing import Mount, Route
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (str(ROOT), str(ROOT / "py")):
-    if _path not in sys.path:  # run as a script: neither the repo nor py/ is on the path
-        sys.path.insert(0, _path)
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from gateway.static import Assets, PackageZip  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway, serve_app  # noqa: E402

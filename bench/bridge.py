@@ -50,9 +50,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (str(ROOT), str(ROOT / "py")):
-    if _path not in sys.path:  # run as a script: neither the repo nor py/ is on the path
-        sys.path.insert(0, _path)
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from playwright.sync_api import BrowserContext, sync_playwright  # noqa: E402
 

@@ -40,9 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = ROOT / "bench"
-for _path in (str(ROOT), str(ROOT / "py")):
-    if _path not in sys.path:  # run as a script: neither the repo nor py/ is on the path
-        sys.path.insert(0, _path)
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from gateway.app import create_app  # noqa: E402
 from tests.servers import CHROMIUM, serve_app  # noqa: E402

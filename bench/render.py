@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from playwright.async_api import Browser, async_playwright  # noqa: E402
 

@@ -37,9 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-_PY = str(Path(__file__).resolve().parents[1] / "py")
-if _PY not in sys.path:  # run as a script from the repository root, py/ is not on the path
-    sys.path.insert(0, _PY)
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from firsttoken.stream.sse import SSEDecoder  # noqa: E402
 

@@ -61,8 +61,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "py"))
-sys.path.insert(0, str(ROOT))
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from firsttoken import tokens  # noqa: E402
 
