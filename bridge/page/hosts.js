@@ -109,9 +109,14 @@ export function attachHosts(link, options = {}) {
   const channels = { native, port, embed };
 
   const out = (channel, msg) => channel.send(JSON.stringify({ v: PROTOCOL, ...msg }));
+  // With no host attached (a page in a browser tab), the page's own stream costs nothing
+  // here: no copy, no JSON, per delta.
+  const attachedChannels = () => Object.values(channels).filter((channel) => channel.attached);
   const broadcast = (msg) => {
+    const to = attachedChannels();
+    if (!to.length) return;
     const text = JSON.stringify({ v: PROTOCOL, ...msg });
-    for (const channel of Object.values(channels)) if (channel.attached) channel.send(text);
+    for (const channel of to) channel.send(text);
   };
 
   // ---- host → page ---------------------------------------------------------------
@@ -226,7 +231,7 @@ export function attachHosts(link, options = {}) {
       channel?.send(JSON.stringify(reply));
       return;
     }
-    if (OBSERVED(msg.type)) broadcast({ ...msg, id: id ? PAGE_PREFIX + id : undefined });
+    if (OBSERVED(msg.type) && attachedChannels().length) broadcast({ ...msg, id: id ? PAGE_PREFIX + id : undefined });
   });
   // The page's own replies' latency, as the page measured it (js/render/reply-metrics.js).
   win.addEventListener('firsttoken:metrics', (event) => {
