@@ -18,7 +18,7 @@ export class Replies {
    * `onStarted()`: after a Retry sent a reply again. */
   constructor({ link, view, history, settings, header, onSettled, onStarted }) {
     Object.assign(this, { link, view, history, settings, header, onSettled, onStarted });
-    this.live = new Map(); // request id → {reply, li, userLi, stream, metrics}
+    this.live = new Map(); // request id → {reply, li, userLi, userEntry, stream, metrics}
     this.counter = 0;
     this.frames = new FramePacer((inFrame) => this.paint(inFrame));
   }
