@@ -138,6 +138,14 @@ function checkSettings(settings, fail) {
     if (n !== null && !(Number.isInteger(n) && n > 0)) fail('settings.max_tokens must be a positive integer or null');
     out.max_tokens = n;
   }
+  for (const name of ['stall_notice_s', 'stall_timeout_s']) {
+    if (!(name in settings)) continue;
+    const n = settings[name];
+    if (n !== null && !(typeof n === 'number' && Number.isFinite(n) && n > 0)) {
+      fail(`settings.${name} must be a positive number of seconds or null`);
+    }
+    out[name] = n;
+  }
   if ('headers' in settings) {
     const headers = settings.headers;
     if (headers !== null) {

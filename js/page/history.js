@@ -23,6 +23,20 @@ export class History {
     return entry;
   }
 
+  /** Add a message right after `anchor` (a retried answer takes its turn's place). */
+  insertAfter(anchor, role, content) {
+    const entry = { role, content };
+    const at = this.entries.indexOf(anchor);
+    this.entries.splice(at < 0 ? this.entries.length : at + 1, 0, entry);
+    return entry;
+  }
+
+  /** The entries up to and including `entry` (all of them if it is gone). */
+  upTo(entry) {
+    const at = this.entries.indexOf(entry);
+    return at < 0 ? this.entries.slice() : this.entries.slice(0, at + 1);
+  }
+
   remove(entry) {
     const at = this.entries.indexOf(entry);
     if (at >= 0) this.entries.splice(at, 1);

@@ -33,22 +33,24 @@ export class MessageList {
   }
 
   /** An answer's element whose text will stream in: `{li, stream}`, where
-   * `stream.append(text)` paints more and `stream.end()` finishes it. */
-  addStreaming(id) {
-    const { li, content } = this.element('assistant');
+   * `stream.append(text)` paints more and `stream.end()` finishes it. `replacing`: an
+   * element whose place it takes (a retried answer), else it goes at the end. */
+  addStreaming(id, replacing = null) {
+    const { li, content } = this.element('assistant', replacing);
     li.dataset.state = 'streaming';
     li.dataset.id = id;
     return { li, stream: this.answers.open(content) };
   }
 
-  element(role) {
+  element(role, replacing = null) {
     const li = document.createElement('li');
     li.className = 'msg';
     li.dataset.role = role;
     const content = document.createElement('div');
     content.className = role === 'assistant' ? 'content md' : 'content';
     li.append(content);
-    this.list.append(li);
+    if (replacing?.isConnected) replacing.replaceWith(li);
+    else this.list.append(li);
     return { li, content };
   }
 
@@ -90,6 +92,22 @@ export function note(li, cls, text) {
 
 export function removeNote(li, cls) {
   findNote(li, cls)?.remove();
+}
+
+/** A "Retry" button under a failed answer; `retry()` runs once, on a click (never by
+ * itself), and the button goes. */
+export function offerRetry(li, retry) {
+  removeNote(li, 'retry');
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'retry';
+  button.textContent = 'Retry';
+  button.addEventListener('click', () => {
+    button.remove();
+    retry();
+  }, { once: true });
+  li.append(button);
+  return button;
 }
 
 /** Calls `paint(inFrame)` at most once per animation frame, however often asked. */

@@ -43,6 +43,9 @@ export function startPage({ answers, link = pageLink } = {}) {
       if (!replies.streaming) els.stop.disabled = true;
       count.request();
     },
+    onStarted: () => {
+      els.stop.disabled = false;
+    },
   });
 
   // ---- Python ---------------------------------------------------------------------

@@ -2,21 +2,23 @@
 // about it (bridge/PROTOCOL.md) are painted under it: text at most once per animation
 // frame, notes while it waits or retries, what Python did to the prompt, and how it
 // ended. The answer's text is assembled by reply.js; its latency by reply-metrics.js.
+// A failed reply offers Retry: the same turn sent again as a new reply in its place.
 
 import { ReplyMetrics, describeMetrics } from '../render/reply-metrics.js';
 import { conversation } from './conversation.js';
-import { FramePacer, note, removeNote } from './messages.js';
+import { FramePacer, note, offerRetry, removeNote } from './messages.js';
 import { Reply } from './reply.js';
-import { describeError, preparedText, quotaText, retryText, waitText } from './status-text.js';
+import { describeError, preparedText, quotaText, retryText, stallText, waitText } from './status-text.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
 export class Replies {
   /** `link`: the page's PythonLink; `view`: the MessageList; `history`, `settings`: the
-   * page's; `header`: the {metrics, quota} lines; `onSettled()`: after each reply ends. */
-  constructor({ link, view, history, settings, header, onSettled }) {
-    Object.assign(this, { link, view, history, settings, header, onSettled });
-    this.live = new Map(); // request id → {reply, li, userLi, stream, metrics}
+   * page's; `header`: the {metrics, quota} lines; `onSettled()`: after each reply ends;
+   * `onStarted()`: after a Retry sent a reply again. */
+  constructor({ link, view, history, settings, header, onSettled, onStarted }) {
+    Object.assign(this, { link, view, history, settings, header, onSettled, onStarted });
+    this.live = new Map(); // request id → {reply, li, userLi, userEntry, stream, metrics}
     this.counter = 0;
     this.frames = new FramePacer((inFrame) => this.paint(inFrame));
   }
@@ -27,18 +29,32 @@ export class Replies {
 
   /** Show `text` as the user's message and send the conversation with it. */
   send(text) {
-    const id = `r${Date.now().toString(36)}${(this.counter++).toString(36)}`;
-    this.history.add('user', text);
+    const userEntry = this.history.add('user', text);
     const userLi = this.view.add('user', text);
-    const messages = conversation(this.settings.system, this.history.entries);
-    const entry = this.history.add('assistant', '');
+    this.start(userEntry, userLi);
+    this.view.stickToEnd();
+  }
+
+  /** Send the conversation up to `userEntry` (the turn to answer), its answer shown in
+   * a new element, in place of `replacing` when given. */
+  start(userEntry, userLi, replacing = null) {
+    const id = `r${Date.now().toString(36)}${(this.counter++).toString(36)}`;
+    const messages = conversation(this.settings.system, this.history.upTo(userEntry));
+    const entry = this.history.insertAfter(userEntry, 'assistant', '');
     this.history.save();
-    const { li, stream } = this.view.addStreaming(id);
+    const { li, stream } = this.view.addStreaming(id, replacing);
     if (!this.link.ready) note(li, 'note', 'Waiting for Python to start…');
     const metrics = new ReplyMetrics(id, now());
-    this.live.set(id, { reply: new Reply(id, entry), li, userLi, stream, metrics });
-    this.view.stickToEnd();
+    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics });
     this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
+  }
+
+  /** Retry a failed reply `r`: its text (if any) leaves the history, and the same turn
+   * goes out again as a new reply in its place. Only ever on the user's word. */
+  retry(r) {
+    this.history.remove(r.reply.entry);
+    this.start(r.userEntry, r.userLi, r.li);
+    this.onStarted?.();
   }
 
   /** Stop every reply in flight. */
@@ -64,6 +80,7 @@ export class Replies {
     switch (msg.type) {
       case 'chat.delta':
         removeNote(r.li, 'note');
+        removeNote(r.li, 'stall');
         r.reply.take(msg.text);
         r.metrics.arrived(msg);
         this.frames.request();
@@ -84,6 +101,12 @@ export class Replies {
       case 'chat.retry':
         note(r.li, 'note', retryText(msg));
         this.showQuota(msg.quota);
+        break;
+      case 'chat.stall': // the core measures the silence (bridge/PROTOCOL.md, "Stalls and timeouts")
+        note(r.li, 'stall', stallText(msg));
+        break;
+      case 'chat.resume':
+        removeNote(r.li, 'stall');
         break;
       case 'notice': // not an error, but worth knowing (e.g. the prompt cache fell back to memory)
         note(r.li, 'notice', msg.message).dataset.code = msg.code;
@@ -122,7 +145,11 @@ export class Replies {
     this.live.delete(r.reply.id);
     r.li.dataset.state = state;
     removeNote(r.li, 'note');
-    if (state !== 'done') note(r.li, 'error', describeError(msg.error));
+    removeNote(r.li, 'stall');
+    if (state !== 'done') {
+      note(r.li, 'error', describeError(msg.error));
+      offerRetry(r.li, () => this.retry(r));
+    }
     if (!r.reply.text) {
       // Keep an empty failed answer out of the conversation sent next time.
       this.history.remove(r.reply.entry);

@@ -4,7 +4,9 @@
 // a protocol request (bridge/PROTOCOL.md).
 //
 // Advanced, with no UI: `headers` in the stored settings adds request headers (set by an
-// embedding host, or by tests to steer the built-in model: {"x-firsttoken-sim": "tps=20"}).
+// embedding host, or by tests to steer the built-in model: {"x-firsttoken-sim": "tps=20"}),
+// and `stall_notice_s` / `stall_timeout_s` (seconds: when a silent server is shown as
+// such, and when the request gives up; the core's defaults are 10 and 60).
 
 const KEY = 'firsttoken.settings.v1';
 const API_KEY = 'firsttoken.api_key';
@@ -53,6 +55,9 @@ export class Settings extends EventTarget {
     if (fields.apiKey.value) s.api_key = fields.apiKey.value;
     s.compress = fields.compress.checked ? (stored.compress_level || 'balanced') : 'off';
     if (stored.headers && typeof stored.headers === 'object') s.headers = stored.headers;
+    for (const name of ['stall_notice_s', 'stall_timeout_s']) {
+      if (typeof stored[name] === 'number' && stored[name] > 0) s[name] = stored[name];
+    }
     return s;
   }
 

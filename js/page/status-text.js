@@ -11,11 +11,17 @@ export function describeError(error) {
   switch (error.code) {
     case 'aborted': return 'Stopped.';
     case 'network': return `Network error: ${error.message}`;
+    case 'timeout': return `No answer from the server for ${seconds(error.timeout_s ?? 0)}: gave up.`;
     case 'http_status': return `The server answered ${error.status}: ${error.message}`;
     case 'upstream_error': return `The model reported an error: ${error.message}`;
     case 'truncated': return 'The answer was cut off: the connection ended early.';
     default: return error.message || error.code;
   }
+}
+
+/** A `chat.stall`: the server has sent nothing for `waiting_s` seconds. */
+export function stallText(msg) {
+  return `still waiting for the server, ${Math.round(msg.waiting_s)} s`;
 }
 
 export function waitText(msg) {

@@ -17,16 +17,35 @@
    server's), or `chat.error`, whose `partial` is what arrived.
 
 Stop (`chat.abort`) ends any step at once through the request's `AbortSignal`.
+
+While an attempt is out, a watch (`firsttoken.stall`, on the core's clock and sleep)
+measures the silence between bytes: past `stall_notice_s` it says `chat.stall` (then
+each whole second; `chat.resume` when bytes come again), past `stall_timeout_s` it
+aborts the attempt's own signal (the transport's fetch) and the request ends with
+`timeout`, keeping its partial text. A timeout is not retried here: the page offers
+Retry, and a server that said nothing for a minute is unlikely to say more at once.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+import asyncio
+from typing import TYPE_CHECKING, Any, Awaitable, Mapping
 
 from .cache import Entry
 from .cache.refs import RefPlan, is_unknown_ref
-from .errors import FirstTokenError, HTTPStatusError, TransportError
-from .protocol import ChatDelta, ChatDone, ChatError, ChatPrepared, ChatRetry, ChatSend, ChatWait
+from .errors import FirstTokenError, HTTPStatusError, StallTimeout, TransportError
+from .protocol import (
+    ChatDelta,
+    ChatDone,
+    ChatError,
+    ChatPrepared,
+    ChatResume,
+    ChatRetry,
+    ChatSend,
+    ChatStall,
+    ChatWait,
+)
+from .stall import Stalled, StallWatch, TimedOut
 from .stream.client import AbortSignal, HTTPRequest, Timings, build_request, stream_chat
 from .stream.completions import Completion
 from .tokens import estimate_tokens
@@ -35,6 +54,11 @@ if TYPE_CHECKING:
     from .core import Core
 
 __all__ = ["ChatRequest"]
+
+#: After a timeout aborted the attempt, how long its transport may take to end it
+#: before the attempt's task is cancelled outright (a transport that ignores its signal
+#: must not hold the request forever).
+ABORT_GRACE_S = 2.0
 
 
 class ChatRequest:
@@ -53,6 +77,9 @@ class ChatRequest:
         self.seq = 0
         self.attempt = 1
         self.plan: RefPlan | None = None
+        #: The current attempt's watch over silence (`firsttoken.stall`).
+        self.watch: StallWatch | None = None
+        self.timed_out = False
 
     async def run(self) -> None:
         """Run to the request's last event. Firsttoken errors become `chat.error`;
@@ -105,11 +132,10 @@ class ChatRequest:
                 await self._pause(wait)
             self.timings = Timings()
             try:
-                completion = await stream_chat(
-                    self.core.transport, request, abort=self.signal, on_text=self._on_text,
-                    clock=self.core.clock, timings=self.timings, on_response=self._on_response,
-                )
+                completion = await self._watched(request)
                 return completion, request
+            except StallTimeout:
+                raise
             except (HTTPStatusError, TransportError) as exc:
                 # Only a request that showed nothing may be sent again: a retry after
                 # text arrived would paint the answer twice.
@@ -134,6 +160,80 @@ class ChatRequest:
                 )
                 await self._pause(delay)
                 self.attempt += 1
+
+    async def _watched(self, request: HTTPRequest) -> Completion:
+        """One attempt, under a watch over its silences (`chat.stall`, `timeout`). The
+        attempt has its own signal, which Stop aborts too, so that a timeout can end
+        the fetch without being taken for Stop."""
+        core = self.core
+        signal = AbortSignal()
+        self.signal.on_abort(signal.abort)
+        settings = self.settings
+        self.watch = StallWatch(settings.stall_notice_s, settings.stall_timeout_s, core.clock())
+        attempt = asyncio.ensure_future(self._until_cancelled(stream_chat(
+            core.transport, request, abort=signal, on_text=self._on_text, clock=core.clock,
+            timings=self.timings, on_response=self._on_response, on_bytes=self._on_bytes,
+        )))
+        watcher = asyncio.ensure_future(self._watch(attempt, signal))
+        try:
+            return await attempt
+        except StallTimeout:
+            raise
+        except FirstTokenError as exc:
+            if self.timed_out and not self.signal.aborted:
+                raise StallTimeout(self._timeout_message(), timeout_s=settings.stall_timeout_s,
+                                   partial=exc.partial) from exc
+            raise
+        finally:
+            watcher.cancel()
+            if not attempt.done():  # this request itself was cancelled
+                attempt.cancel()
+            self.watch = None
+
+    async def _until_cancelled(self, attempt: Awaitable[Completion]) -> Completion:
+        # The watch cancels an attempt only after a timeout: that ends it as a timeout
+        # (the text before it went out as deltas already).
+        try:
+            return await attempt
+        except asyncio.CancelledError:
+            if not self.timed_out:
+                raise
+            raise StallTimeout(self._timeout_message(), timeout_s=self.settings.stall_timeout_s) from None
+
+    async def _watch(self, attempt: asyncio.Future[Completion], signal: AbortSignal) -> None:
+        core = self.core
+        # An attempt that needs no waiting (canned, or an answer already buffered) ends
+        # in its first step, before this one's: no tick is spent on it.
+        await asyncio.sleep(0)
+        while not attempt.done() and self.watch is not None:
+            await core.sleep(self.watch.next_check_s(core.clock()))
+            await asyncio.sleep(0)  # a fake sleep may not yield: let the attempt run
+            if attempt.done() or self.watch is None:
+                return
+            said = self.watch.check(core.clock())
+            if isinstance(said, Stalled):
+                core.pacer.flush(self.id)  # the text before the silence goes first
+                core.post_event(ChatStall(id=self.id, since=said.since, waiting_s=said.waiting_s,
+                                          timeout_s=self.settings.stall_timeout_s))
+            elif isinstance(said, TimedOut):
+                self.timed_out = True
+                signal.abort()
+                deadline = core.clock() + ABORT_GRACE_S * 1000.0
+                while not attempt.done() and core.clock() < deadline:
+                    await core.sleep(0.1)
+                    await asyncio.sleep(0)
+                attempt.cancel()
+                return
+
+    def _on_bytes(self) -> None:
+        if self.watch is None:
+            return
+        stalled_s = self.watch.byte(self.core.clock())
+        if stalled_s is not None:
+            self.core.post_event(ChatResume(id=self.id, stalled_s=round(stalled_s, 3)))
+
+    def _timeout_message(self) -> str:
+        return f"The server sent nothing for {self.settings.stall_timeout_s:g} s."
 
     async def _request(self, messages: list[dict[str, Any]], lead: list[Entry], *, full: bool = False) -> HTTPRequest:
         """The HTTP request, with leading system messages as gateway references where

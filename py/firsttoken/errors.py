@@ -15,6 +15,7 @@ at the adapter boundary, in one place each, never deeper.
     │       └── ResponseTooLarge     the assembled answer passed its bound
     ├── HTTPStatusError              a non-2xx answer (status, rate-limit headers)
     ├── TransportError               the network failed (connect, reset, timeout)
+    │   └── StallTimeout             the server sent nothing for the stall limit
     ├── Aborted                      the user (or the page) stopped the request
     ├── LocalProtocolError           we were asked to do something invalid
     │   ├── InvalidMessage           a bridge/protocol message that does not validate
@@ -40,6 +41,7 @@ __all__ = [
     "ResponseTooLarge",
     "HTTPStatusError",
     "TransportError",
+    "StallTimeout",
     "Aborted",
     "LocalProtocolError",
     "InvalidMessage",
@@ -168,6 +170,20 @@ class HTTPStatusError(FirstTokenError):
 
 class TransportError(FirstTokenError):
     code = "network"
+
+
+class StallTimeout(TransportError):
+    """No byte arrived for `timeout_s` seconds (settings `stall_timeout_s`), before the
+    first byte or mid-stream: the request was ended (`firsttoken.stall`)."""
+
+    code = "timeout"
+
+    def __init__(self, message: str = "", *, timeout_s: float, partial: str = "") -> None:
+        super().__init__(message, partial=partial)
+        self.timeout_s = timeout_s
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "timeout_s": self.timeout_s}
 
 
 class Aborted(FirstTokenError):

@@ -53,6 +53,8 @@ __all__ = [
     "ChatWait",
     "ChatRetry",
     "ChatDelta",
+    "ChatStall",
+    "ChatResume",
     "ChatDone",
     "ChatError",
     # functions
@@ -351,6 +353,23 @@ class ChatDelta(Event):
     t: float
     reasoning: str = ""
     stamps: Sequence[float] = ()
+
+
+@_message("chat.stall")
+class ChatStall(Event):
+    """No byte has arrived for `waiting_s` seconds (since `since`, core clock ms); sent
+    when the notice threshold passes, then once per whole second while it lasts."""
+
+    since: float
+    waiting_s: int
+    timeout_s: float
+
+
+@_message("chat.resume")
+class ChatResume(Event):
+    """Bytes arrive again after a `chat.stall`, which lasted `stalled_s` seconds."""
+
+    stalled_s: float
 
 
 @_message("chat.done")

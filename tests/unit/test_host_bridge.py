@@ -155,3 +155,14 @@ console.log(JSON.stringify({ counts: win.firsttoken.counts(), sent }));
     out = json.loads(done.stdout)
     assert out["counts"] == {"received": 1, "rejected": 1, "dropped": {"origin": 1, "frame": 1}}
     assert out["sent"] == [["error", "https://app.test"]]
+
+
+def test_stall_settings_are_positive_seconds_or_refused() -> None:
+    ok, cleared, *refused = run({"parse": [json.dumps({"type": "settings.set", "settings": s}) for s in (
+        {"stall_notice_s": 0.5, "stall_timeout_s": 4},
+        {"stall_notice_s": None},
+        {"stall_notice_s": 0}, {"stall_timeout_s": "60"}, {"stall_timeout_s": -1}, {"stall_notice_s": True},
+    )]})
+    assert ok["ok"]["settings"] == {"stall_notice_s": 0.5, "stall_timeout_s": 4}
+    assert cleared["ok"]["settings"] == {"stall_notice_s": None}
+    assert all(r.get("error") == "InvalidHostMessage" for r in refused), refused

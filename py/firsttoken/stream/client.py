@@ -95,6 +95,10 @@ class ChatSettings:
     compress: str = "balanced"
     #: The model's context window, when the user knows better than our table.
     context_window: int | None = None
+    #: Seconds without a byte after which the reply says it is still waiting (`chat.stall`).
+    stall_notice_s: float = 10.0
+    #: Seconds without a byte after which the request ends with `timeout`.
+    stall_timeout_s: float = 60.0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
@@ -108,11 +112,19 @@ class ChatSettings:
             max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None,
             compress=str(data.get("compress") or cls.compress),
             context_window=_positive_int(data.get("context_window")),
+            stall_notice_s=_positive_number(data.get("stall_notice_s")) or cls.stall_notice_s,
+            stall_timeout_s=_positive_number(data.get("stall_timeout_s")) or cls.stall_timeout_s,
         )
 
 
 def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _positive_number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf"):
+        return float(value)
+    return None
 
 
 def build_request(
@@ -211,12 +223,14 @@ async def stream_chat(
     clock: Callable[[], float],
     timings: Timings | None = None,
     on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
+    on_bytes: Callable[[], Any] | None = None,
 ) -> Completion:
     """Send `request`, call `on_text` once per network chunk that carried text, and
     return the assembled completion. Errors are firsttoken errors carrying `partial`,
     the answer so far as `ChatStream` assembled it. `clock`: milliseconds since the
     epoch (an HTTP-date in `retry-after` is measured against it when the response has
-    no `Date`).
+    no `Date`). `on_bytes` is called whenever bytes arrived (headers, then each
+    network chunk, keep-alive comments included), for `firsttoken.stall`.
     """
     timings = timings if timings is not None else Timings()
     timings.send = clock()
@@ -226,6 +240,8 @@ async def stream_chat(
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
+        if on_bytes is not None:
+            on_bytes()
         if on_response is not None:
             on_response(response.status, response.headers)
         if not 200 <= response.status < 300:
@@ -246,6 +262,8 @@ async def stream_chat(
             if timings.first_byte is None:
                 timings.first_byte = clock()
             timings.bytes += len(chunk)
+            if on_bytes is not None:
+                on_bytes()
             content: list[str] = []
             reasoning: list[str] = []
             try:
