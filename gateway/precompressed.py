@@ -185,11 +185,11 @@ class Precompressed:
             await self.app(scope, receive, send)
             return
         entry = self._entries().get(scope["path"])
-        if entry is None:
+        if entry is None or not entry.variants:
             await self.app(scope, receive, send)
             return
         request = Headers(scope=scope)
-        coding = "identity" if "range" in request else negotiate(request.get("accept-encoding"), list(entry.variants))
+        coding = "identity" if "range" in request else negotiate(request.get("accept-encoding"), [c for c in CODINGS if c in entry.variants])
         path = await self._usable(entry, coding) if coding != "identity" else None
         if path is None or not await self._send_variant(scope, receive, send, request, entry, coding, path):
             await self.app(scope, receive, _with_vary(send))
