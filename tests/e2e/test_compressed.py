@@ -53,7 +53,11 @@ def test_the_page_boots_from_compressed_responses_and_again_offline(browser: Bro
     context = browser.new_context()
     visitor = Visitor(context, url)
     responses: list[Response] = []
-    context.on("response", responses.append)
+
+    def seen(response: Response) -> None:
+        responses.append(response)
+
+    context.on("response", seen)
     try:
         with visitor.visit() as page:
             first = visitor.boot(page)
