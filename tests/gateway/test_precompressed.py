@@ -24,7 +24,7 @@ from gateway.app import GatewayConfig, create_app
 from gateway.encode import encode
 from gateway.precompressed import Precompressed, negotiate, read_index, variant_etag
 
-RUNTIME = b"".join(b"def f%d(x):\n    return x * %d\n" % (i, i % 7) for i in range(20_000))
+RUNTIME = b"".join(b"def f%d(x):\n    return x * %d\n" % (i, i % 7) for i in range(3_000))
 NOISE = random.Random(13).randbytes(64 * 1024)  # like a zip already deflated: nothing to gain
 PATHS = ["/static/runtime.wasm", "/static/stdlib.zip", "/label"]
 
