@@ -19,7 +19,9 @@
 // Cached responses keep the headers the gateway sent, including
 // Cross-Origin-Opener-Policy / -Embedder-Policy and the CSP, so a page served from
 // the cache is cross-origin isolated exactly like one from the network (PyScript's
-// worker needs that).
+// worker needs that). All but two: the gateway may send brotli or gzip
+// (gateway/precompressed.py), and fetch() hands us the decoded body; a copy still saying
+// `content-encoding: br` and the encoded length would describe bytes it does not hold.
 
 const { build: BUILD, assets: ASSETS } = self.FIRSTTOKEN_BUILD;
 const PREFIX = 'firsttoken-assets-';
@@ -35,8 +37,14 @@ self.addEventListener('install', (event) => {
     const cache = await caches.open(CACHE);
     try {
       // `no-cache`: revalidate with the gateway rather than trust the HTTP cache, so
-      // the build's files are the ones the gateway serves now.
-      await cache.addAll(ASSETS.map((path) => new Request(new URL(path, SCOPE), { cache: 'no-cache' })));
+      // the build's files are the ones the gateway serves now. All fetched before any
+      // is stored, as addAll() does, but stored as `decoded()` copies.
+      const requests = ASSETS.map((path) => new Request(new URL(path, SCOPE), { cache: 'no-cache' }));
+      const responses = await Promise.all(requests.map((request) => fetch(request)));
+      responses.forEach((response, i) => {
+        if (!response.ok) throw new TypeError(`${requests[i].url}: ${response.status}`);
+      });
+      await Promise.all(requests.map((request, i) => cache.put(request, decoded(responses[i]))));
     } catch (error) {
       await caches.delete(CACHE);
       throw error;
@@ -86,10 +94,21 @@ async function fromCache(key, request) {
   const path = new URL(request.url).pathname.slice(SCOPE.pathname.length);
   if (cache && response.ok && KEEP_ON_FETCH.test(path) && !response.headers.get('cache-control')?.includes('no-store')) {
     try {
-      await cache.put(request, response.clone());
+      await cache.put(request, decoded(response.clone()));
     } catch {
       // QuotaExceededError: served, not kept.
     }
   }
   return response;
+}
+
+// `response` as it is to be kept: its decoded body, without the headers that described
+// the encoded transfer (https://fetch.spec.whatwg.org/#concept-response-body: fetch()
+// decodes; the headers are left as received).
+function decoded(response) {
+  if (!response.headers.has('content-encoding')) return response;
+  const headers = new Headers(response.headers);
+  headers.delete('content-encoding');
+  headers.delete('content-length');
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }

@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="CSP frame-ancestors: who may embed the page")
     p.add_argument("--no-isolation", dest="isolation", action="store_false",
                    help="serve the page without COOP/COEP (not cross-origin isolated, as Android's WebView always is)")
+    p.add_argument("--no-precompressed", dest="precompressed", action="store_false",
+                   help="serve the runtime as identity only, ignoring build/encoded/ (gateway/precompressed.py)")
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
 
@@ -142,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         allowed_hosts=(args.host, *args.allowed_host),
         allow_origins=tuple(args.allow_origin),
         streams_per_client=args.streams_per_client,
+        **({} if args.precompressed else {"precompressed": None}),
     )
     limits = ServerLimits(
         header_timeout_s=args.header_timeout,

@@ -10,6 +10,7 @@ import time
 from urllib.parse import quote
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -25,6 +26,7 @@ from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
 from .flow import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
+from .precompressed import Precompressed
 from .server import StreamsPerClient
 from .shared import SharedState
 from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, SimParams, Simulator
@@ -61,6 +63,9 @@ class GatewayConfig:
     #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
     cache_refs: bool = True
     ref_limits: RefLimits = field(default_factory=RefLimits)
+    #: Where `make` wrote the brotli/gzip variants of the runtime (gateway/encode.py);
+    #: None serves identity only.
+    precompressed: Path | None = static.ROOT / "build" / "encoded"
 
 
 # Prompts larger than this are counted, and bodies larger than this parsed, in the worker
@@ -207,13 +212,16 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     # every answer (refusals and 500s too); the error boundary; who may ask (Host, Origin,
     # content type: refused requests spend no budget and store no references); the
     # reference advert; streams per client; references expanded (so that flow control
-    # counts what the model will read); flow control; the app.
+    # counts what the model will read); flow control; the precompressed variants of the
+    # static files (innermost: it asks the router again, as a HEAD, what it would serve).
     starlette_auth = lambda scope: authorize(Request(scope))  # noqa: E731
     # Redis down: closed by default in front of an upstream (its quota costs money),
     # open for the built-in model (nothing to protect but this process).
     limits = config.limits
     if limits.fail_open is None:
         limits = replace(limits, fail_open=config.upstream is None)
+    if config.precompressed is not None:
+        app.add_middleware(Precompressed, directory=config.precompressed)
     flow = Flow(
         limits=limits,
         buckets=RedisBuckets(shared) if shared else MemoryBuckets(),

@@ -39,9 +39,11 @@ from .static import ROOT, PackageZip, offline_manifest
 # by following imports, since their names are computed.
 VOCABULARIES = ("vendor/tiktoken/o200k_base.json", "vendor/tiktoken/cl100k_base.json")
 SNAPSHOT = "py/firsttoken.snapshot"
-# Response headers that describe one transfer rather than the file.
+# Response headers that describe one transfer rather than the file. The files are asked
+# for as identity, so content-encoding is never there; dropped anyway, since a host
+# sending it with the decoded file would make the engine decode it again.
 _TRANSFER = frozenset({"date", "etag", "last-modified", "cache-control", "content-length", "accept-ranges",
-                       "server", "vary", "x-firsttoken-gateway"})
+                       "server", "vary", "content-encoding", "x-firsttoken-gateway"})
 
 
 class BundleError(Exception):
@@ -67,7 +69,9 @@ def build_bundle(out: Path, *, connect_src: str = GatewayConfig.connect_src) -> 
     files: dict[str, dict[str, str]] = {}
     with TestClient(app, base_url="http://127.0.0.1") as client:
         for path in [*bundle_paths(), SNAPSHOT]:
-            response = client.get("/" + path)
+            # Identity: the bundle holds the files themselves, not one transfer's encoding
+            # of them (gateway/precompressed.py would otherwise send brotli).
+            response = client.get("/" + path, headers={"accept-encoding": "identity"})
             if response.status_code != 200:
                 if path == SNAPSHOT:
                     continue  # none baked for this package: the app boots normally, then makes one
