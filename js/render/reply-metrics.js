@@ -130,6 +130,9 @@ export class ReplyMetrics {
         p95: round(percentile(sorted, 95)),
         max: round(sorted[sorted.length - 1] ?? null),
       },
+      // Every chunk's latency, in arrival order of its paint (ms, 0.1 ms steps): what a
+      // benchmark plots as a distribution (bench/native.py).
+      chunk_to_paint_samples_ms: this.samples.map(round),
       // The same, split: server → core parsed, core → page, page → painted (p50 / p95).
       chunk_legs_ms: Object.fromEntries(Object.entries(this.legs).map(([leg, xs]) => {
         const s = xs.slice().sort((a, b) => a - b);

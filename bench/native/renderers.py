@@ -1,0 +1,382 @@
+"""One driver per renderer of the same stamped stream; each runs one reply at a time and
+returns every chunk's latency from the gateway's send stamp to the end of the frame
+that painted it.
+
+- `NativeRenderer`: bench/native/gtk_renderer.py (a GTK 4 text view), under Xvfb;
+- `WebKitPage`: the page in WebKitGTK through the GTK host (bridge/hosts/gtk/host.py),
+  the iOS WKWebView analogue, under Xvfb;
+- `ChromiumPage`: the page in Debian's headless Chromium through Playwright, with an
+  optional CPU slowdown (CDP `Emulation.setCPUThrottlingRate`) during the reply.
+
+The pages measure themselves (js/render/reply-metrics.js, the `firsttoken:metrics`
+event); the native view measures itself the same way on GTK's frame clock. Both pages
+get their settings as an embedding app would give them, with `settings.set` over the
+host bridge (bridge/PROTOCOL.md, "Hosts"): the built-in model's pacing
+(`x-firsttoken-sim`) and compression off, so that every renderer sends the very same
+messages and so gets the very same answer. The plain-text peer is the page with
+bench/render-plain.js as its entry, served by a gateway over a copy of the page's files
+(`plain_page_tree`), so that WebKit, which no test can route, loads it as it is.
+
+Every driver checks what it measured: one sample per chunk sent, the server's clock
+(not the core's), the reply finished, markdown painted (or not, for the peer).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.webkit_host import SYSTEM_PYTHON, WebKitHost
+
+ROOT = Path(__file__).resolve().parents[2]
+GTK_RENDERER = Path(__file__).with_name("gtk_renderer.py")
+PLAIN_ENTRY = ROOT / "bench" / "render-plain.js"
+PROMPT = "Explain frame pacing with code and a table"
+#: The page boots in seconds; on a loaded 2-core machine, WebKit's cold boot took 10 s.
+BOOT_TIMEOUT_S = 180
+WINDOW = (1024, 768)
+
+__all__ = [
+    "BenchReplyError", "ChromiumPage", "NativeRenderer", "Reply", "WebKitPage",
+    "percentile", "plain_page_tree", "sim_header",
+]
+
+
+class BenchReplyError(RuntimeError):
+    """A renderer failed, or measured something other than the stream it was given."""
+
+
+@dataclass
+class Reply:
+    """One reply's measurements. `samples_ms`: each chunk's stamp → painted, in ms."""
+
+    samples_ms: list[float]
+    chunks: int
+    frames: int | None = None
+    #: How far the renderer's clock is from the machine's wall clock (ms; pages only:
+    #: `Date.now() - (performance.timeOrigin + performance.now())`).
+    clock_skew_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def sim_header(tps: float, tokens: int, ttft_ms: float = 300) -> str:
+    """The built-in model's pacing: `tokens` one-token chunks at `tps`, each stamped."""
+    return f"ttft_ms={ttft_ms:g},tps={tps:g},chunk=1,tokens={tokens},stamp=1"
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile, as js/render/reply-metrics.js computes it."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
+
+
+def _gtk_env(display: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DISPLAY": display,
+        "GDK_BACKEND": "x11",
+        # Xvfb has no GPU: draw in software (cairo), as the WebKit host composites in
+        # software (HardwareAccelerationPolicy.NEVER). GTK's default GL renderer runs on
+        # Mesa's llvmpipe here, which made frames 2–3× slower at 500 tok/s.
+        "GSK_RENDERER": "cairo",
+        "GTK_A11Y": "none", "NO_AT_BRIDGE": "1",
+    }
+
+
+# ---- native ----------------------------------------------------------------------
+class NativeRenderer:
+    """bench/native/gtk_renderer.py in its own process, driven over JSON lines."""
+
+    def __init__(self, url: str, *, display: str, markdown: bool = False, started_timeout: float = 60) -> None:
+        argv = [SYSTEM_PYTHON, str(GTK_RENDERER), "--url", url, "--size", "x".join(map(str, WINDOW))]
+        if markdown:
+            argv.append("--markdown")
+        self.markdown = markdown
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, encoding="utf-8", env=_gtk_env(display),
+        )
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.stderr: list[str] = []
+        self._readers = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=self._drain_stderr, daemon=True)]
+        for reader in self._readers:
+            reader.start()
+        started = self._next(started_timeout)
+        if started.get("event") != "started":
+            raise BenchReplyError(f"the native renderer did not start: {started}")
+        self.gtk_version: str = started["gtk"]
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except ValueError:
+                self.events.put({"event": "garbage", "line": line})
+        self.events.put({"event": "exit"})
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip("\n"))
+
+    def _next(self, timeout: float) -> dict[str, Any]:
+        try:
+            event = self.events.get(timeout=timeout)
+        except queue.Empty:
+            raise BenchReplyError(f"the native renderer said nothing in {timeout} s") from None
+        if event.get("event") in ("exit", "error", "garbage"):
+            raise BenchReplyError(f"native renderer: {event}\n" + "\n".join(self.stderr[-20:]))
+        return event
+
+    def reply(self, sim: str, tokens: int, timeout: float = 300) -> Reply:
+        """Stream one answer into the view; its per-chunk latencies."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"cmd": "stream", "sim": sim, "prompt": PROMPT}) + "\n")
+        self.proc.stdin.flush()
+        event = self._next(timeout)
+        samples = event.pop("samples_ms")
+        if event.get("unstamped") or len(samples) != tokens or event["chunks"] != tokens:
+            raise BenchReplyError(f"native: {len(samples)} samples for {tokens} chunks: {event}")
+        return Reply(samples, event["chunks"], event["frames"], extra=event)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write('{"cmd": "close"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=15)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+
+    def __enter__(self) -> "NativeRenderer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---- pages ---------------------------------------------------------------------
+# Expressions evaluated in the page (both engines await a promise).
+SEND = """new Promise((resolve) => {
+  addEventListener('firsttoken:metrics', (e) => resolve(e.detail), { once: true });
+  const prompt = document.getElementById('prompt');
+  prompt.value = %s;
+  prompt.dispatchEvent(new Event('input', { bubbles: true }));
+  document.getElementById('send').click();
+})"""
+CLEAR = "(document.getElementById('clear').click(), true)"
+CLOCK_SKEW = "Date.now() - (performance.timeOrigin + performance.now())"
+ANSWER_STATE = """(() => {
+  const answer = document.querySelector('.msg[data-role="assistant"]');
+  return answer && { state: answer.dataset.state, headings: answer.querySelectorAll('.content h2').length };
+})()"""
+# The interval between animation frames the engine gives this page, idle: its frame
+# rate on this display (median of 30 frames, ms).
+FRAME_INTERVAL = """new Promise((resolve) => {
+  const times = [];
+  const tick = (t) => {
+    times.push(t);
+    if (times.length < 31) return requestAnimationFrame(tick);
+    const gaps = times.slice(1).map((x, i) => x - times[i]).sort((a, b) => a - b);
+    resolve(gaps[15]);
+  };
+  requestAnimationFrame(tick);
+})"""
+WARM_UP_SIM = sim_header(1000, 200, ttft_ms=0)
+
+
+def _page_settings(sim: str) -> dict[str, Any]:
+    # Compression off: the prompt reaches the model as the native renderer sends it, so
+    # the answer (seeded by the prompt) is the same stream everywhere.
+    return {"headers": {"x-firsttoken-sim": sim}, "compress": "off"}
+
+
+def _checked(name: str, metrics: dict[str, Any], state: dict[str, Any] | None, tokens: int, plain: bool,
+             skew: float) -> Reply:
+    samples = metrics.get("chunk_to_paint_samples_ms") or []
+    problems = []
+    if metrics.get("chunk_clock") != "server":
+        problems.append(f"clock {metrics.get('chunk_clock')!r}, not the server's stamps")
+    # The page stamps every event it parses: the content chunks, and also the first
+    # (the role), the last (finish_reason) and the usage chunk, painted with the text.
+    if not tokens <= len(samples) <= tokens + 3:
+        problems.append(f"{len(samples)} samples for {tokens} chunks")
+    if not state or state["state"] != "done":
+        problems.append(f"answer state {state}")
+    elif (state["headings"] > 0) == plain:
+        problems.append(f"the {'plain-text' if plain else 'markdown'} page painted {state['headings']} headings")
+    if problems:
+        raise BenchReplyError(f"{name}: " + "; ".join(problems))
+    extra = {k: v for k, v in metrics.items() if k != "chunk_to_paint_samples_ms"}
+    return Reply(samples, metrics["chunks"], clock_skew_ms=round(skew, 2), extra=extra)
+
+
+class WebKitPage:
+    """The page in WebKitGTK through the real GTK host, one booted page for many replies."""
+
+    def __init__(self, url: str, *, display: str, plain: bool = False, name: str = "webkit") -> None:
+        self.name = name
+        self.plain = plain
+        # The same software drawing of the window as the native view's (`_gtk_env`).
+        self.host = WebKitHost(url + "/", display=display, env={"GSK_RENDERER": "cairo"})
+        self._settings = 0
+        try:
+            self.host.wait_for(lambda m: m.get("type") == "ready", BOOT_TIMEOUT_S)
+            if self.host.eval("document.documentElement.dataset.python") != "ready":
+                raise BenchReplyError(f"{name}: Python did not start")
+            self.frame_interval_ms = float(self.host.eval(FRAME_INTERVAL))
+            self.reply(WARM_UP_SIM, 200)  # the paint path's first JIT is not what we measure
+        except BaseException:
+            self.host.close()
+            raise
+
+    @property
+    def version(self) -> str:
+        return self.host.webkit_version
+
+    def _set(self, sim: str) -> None:
+        self._settings += 1
+        request = f"bench-settings-{self._settings}"
+        start = len(self.host.messages)
+        self.host.send({"type": "settings.set", "id": request, "settings": _page_settings(sim)})
+        self.host.wait_for(lambda m: m.get("id") == request and m.get("type") in ("settings.applied", "error"), 30, start)
+
+    def reply(self, sim: str, tokens: int, timeout: float = 300) -> Reply:
+        self._set(sim)
+        self.host.eval(CLEAR)
+        skew = self.host.eval(CLOCK_SKEW)
+        metrics = self.host.eval(SEND % json.dumps(PROMPT), timeout)
+        return _checked(self.name, metrics, self.host.eval(ANSWER_STATE), tokens, self.plain, skew)
+
+    def close(self) -> None:
+        self.host.close()
+
+    def __enter__(self) -> "WebKitPage":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# A stand-in host in a Chromium page: it hands the page's bridge a MessagePort (as
+# Android's postWebMessage does), sets the settings, and lets go of its end (the page
+# still relays its chats to the port, as it does to a WebKit host, and nobody in the
+# page pays for receiving them).
+CHROMIUM_SETTINGS = """async (settings) => {
+  const channel = new MessageChannel();
+  const host = channel.port1;
+  const applied = new Promise((resolve) => {
+    host.onmessage = (e) => {
+      const m = JSON.parse(e.data);
+      if (m.type === 'settings.applied' || m.type === 'error') resolve(m);
+    };
+  });
+  window.postMessage(JSON.stringify({ type: 'hello', id: 'bench' }), location.origin, [channel.port2]);
+  host.postMessage(JSON.stringify({ type: 'settings.set', id: 'bench-settings', settings }));
+  const answer = await applied;
+  host.close();
+  return answer;
+}"""
+
+
+class ChromiumPage:
+    """The page in headless Chromium (a Playwright `Browser`), CPU-throttled by
+    `throttle` during each measured reply only (as on a phone that opened the app)."""
+
+    def __init__(self, browser: Any, url: str, *, plain: bool = False, throttle: float = 1, name: str = "chromium") -> None:
+        self.name = name
+        self.plain = plain
+        self.throttle = throttle
+        self.errors: list[str] = []
+        self.context = browser.new_context(viewport={"width": WINDOW[0], "height": WINDOW[1]})
+        try:
+            self.page = self.context.new_page()
+            self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+            self.page.goto(url + "/")
+            self.page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]',
+                                        state="attached", timeout=BOOT_TIMEOUT_S * 1000)
+            if self.page.get_attribute("html", "data-python") != "ready":
+                raise BenchReplyError(f"{name}: Python did not start")
+            self.cdp = self.context.new_cdp_session(self.page)
+            self.frame_interval_ms = float(self.page.evaluate(FRAME_INTERVAL))
+            self.reply(WARM_UP_SIM, 200, throttled=False)
+        except BaseException:
+            self.context.close()
+            raise
+
+    def reply(self, sim: str, tokens: int, timeout: float = 300, throttled: bool = True) -> Reply:
+        answer = self.page.evaluate(CHROMIUM_SETTINGS, _page_settings(sim))
+        if answer.get("type") != "settings.applied":
+            raise BenchReplyError(f"{self.name}: settings refused: {answer}")
+        self.page.evaluate(CLEAR)
+        rate = self.throttle if throttled else 1
+        self.cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+        try:
+            skew = self.page.evaluate(CLOCK_SKEW)
+            self.page.set_default_timeout(timeout * 1000)
+            metrics = self.page.evaluate(SEND % json.dumps(PROMPT))
+        finally:
+            self.cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+        if self.errors:
+            raise BenchReplyError(f"{self.name}: page errors {self.errors}")
+        return _checked(self.name, metrics, self.page.evaluate(ANSWER_STATE), tokens, self.plain, skew)
+
+    def close(self) -> None:
+        self.context.close()
+
+    def __enter__(self) -> "ChromiumPage":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---- the plain-text peer's page ----------------------------------------------------
+PAGE_ENTRY = 'src="js/page/main.js"'
+PEER_ENTRY = "js/bench-render-plain.js"
+PEER_IMPORT = "'../js/page/page.js'"
+#: What the gateway serves, from the tree it runs in (gateway/static.py).
+SERVED = ("gateway", "py", "js", "bridge/page", "index.html", "pyscript.toml", "sw.js")
+
+
+def plain_page_tree(parent: Path) -> Path:
+    """A copy of the page's files in which the entry is bench/render-plain.js: the
+    plain-text peer, for a gateway to serve as it serves the page (`gateway(root=…)`).
+    Shares node_modules and build/ (the install-time snapshot) with this checkout."""
+    tree = parent / "plain-page"
+    for name in SERVED:
+        source, target = ROOT / name, tree / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target)
+    for name in ("node_modules", "build"):
+        (tree / name).symlink_to(ROOT / name)
+    index = (tree / "index.html").read_text(encoding="utf-8")
+    entry = PLAIN_ENTRY.read_text(encoding="utf-8")
+    if PAGE_ENTRY not in index or PEER_IMPORT not in entry:
+        raise RuntimeError(f"index.html has no {PAGE_ENTRY}, or {PLAIN_ENTRY.name} no {PEER_IMPORT}: the peer cannot be built")
+    (tree / "index.html").write_text(index.replace(PAGE_ENTRY, f'src="{PEER_ENTRY}"'), encoding="utf-8")
+    # Served from js/ now: its import of the page's wiring, relative to there.
+    (tree / PEER_ENTRY).write_text(entry.replace(PEER_IMPORT, "'./page/page.js'"), encoding="utf-8")
+    return tree
