@@ -87,7 +87,7 @@ bench-%: deps browser redis
 	$(PY) bench/$*.py
 
 # These drive WebKitGTK as well as Chromium.
-bench-bridge bench-webkit_boot bench-boot_probe: bench-%: deps browser redis webkit
+bench-bridge bench-webkit_boot bench-boot_probe bench-native: bench-%: deps browser redis webkit
 	$(PY) bench/$*.py
 
 clean:
