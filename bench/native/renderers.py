@@ -202,6 +202,24 @@ FRAME_INTERVAL = """new Promise((resolve) => {
   requestAnimationFrame(tick);
 })"""
 WARM_UP_SIM = sim_header(1000, 200, ttft_ms=0)
+# A first visit goes on working once Python is ready: the service worker installs the
+# offline copy (~32 MB into Cache Storage) and the page stores the snapshot it restored
+# (js/link/python-link.js marks `firsttoken:boot:snapshot.stored`). Measured during
+# that, a reply pays for it; an app's page in use has long finished. So wait for both,
+# on their own signals (a deadline only in case one never comes); true: both came.
+SETTLED = """Promise.race([
+  Promise.all([
+    navigator.serviceWorker ? navigator.serviceWorker.ready : null,
+    new Promise((resolve) => {
+      const ends = ['firsttoken:boot:snapshot.stored', 'firsttoken:boot:snapshot.failed'];
+      const observer = new PerformanceObserver((list) => {
+        if (list.getEntries().some((e) => ends.includes(e.name))) { observer.disconnect(); resolve(); }
+      });
+      observer.observe({ type: 'mark', buffered: true });
+    }),
+  ]).then(() => true),
+  new Promise((resolve) => setTimeout(() => resolve(false), 60000)),
+])"""
 
 
 def _page_settings(sim: str) -> dict[str, Any]:
@@ -243,6 +261,7 @@ class WebKitPage:
             self.host.wait_for(lambda m: m.get("type") == "ready", BOOT_TIMEOUT_S)
             if self.host.eval("document.documentElement.dataset.python") != "ready":
                 raise BenchReplyError(f"{name}: Python did not start")
+            self.settled = bool(self.host.eval(SETTLED, 90))
             self.frame_interval_ms = float(self.host.eval(FRAME_INTERVAL))
             self.reply(WARM_UP_SIM, 200)  # the paint path's first JIT is not what we measure
         except BaseException:
@@ -317,6 +336,7 @@ class ChromiumPage:
             if self.page.get_attribute("html", "data-python") != "ready":
                 raise BenchReplyError(f"{name}: Python did not start")
             self.cdp = self.context.new_cdp_session(self.page)
+            self.settled = bool(self.page.evaluate(SETTLED))
             self.frame_interval_ms = float(self.page.evaluate(FRAME_INTERVAL))
             self.reply(WARM_UP_SIM, 200, throttled=False)
         except BaseException:
