@@ -99,6 +99,7 @@ def describe(name: str, tps: int, run: int, reply: Reply) -> str:
         + (f", {frames} frames" if frames is not None else "")
         + (f"; legs p50/p95 {legs}" if legs else "")
         + (f"; clock skew {reply.clock_skew_ms} ms" if reply.clock_skew_ms is not None else "")
+        + (f"; frames probed {extra['frames']}" if extra.get("frames") else "")
     )
 
 
@@ -126,6 +127,9 @@ def main() -> None:
     parser.add_argument("--renderers", default=",".join(RENDERERS))
     parser.add_argument("--throttle", type=float, default=THROTTLE, help="the CPU slowdown of chromium-4x")
     parser.add_argument("--out", type=Path, default=OUT, help="where every sample goes (JSON)")
+    parser.add_argument("--frames", action="store_true",
+                        help="also probe the pages' animation frames while they stream (gaps, rendering); "
+                             "it keeps them animating, so figures differ a little from a plain run")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     tokens = [int(n) for n in args.tokens.split(",")]
@@ -165,7 +169,8 @@ def main() -> None:
                         if interval is not None:
                             frame_intervals.setdefault(name, []).append(interval)
                         for tps, n in zip(rates, tokens):
-                            reply = renderer.reply(sim_header(tps, n), n)
+                            probe = {"frames": True} if args.frames and not isinstance(renderer, NativeRenderer) else {}
+                            reply = renderer.reply(sim_header(tps, n), n, **probe)
                             print(describe(name, tps, run, reply), flush=True)
                             samples[name][str(tps)] += reply.samples_ms
                             per_run[name][str(tps)].append({

@@ -202,6 +202,32 @@ FRAME_INTERVAL = """new Promise((resolve) => {
   requestAnimationFrame(tick);
 })"""
 WARM_UP_SIM = sim_header(1000, 200, ttft_ms=0)
+# With `frames=True` (bench/native.py --frames): where a page's frames went while the
+# reply streamed. Every animation frame is requested (so the page animates throughout,
+# which changes what is measured a little, alike in both engines): the gap since the
+# previous frame's callbacks, and the time from its callbacks to the end of its
+# rendering (a message posted from the callback, as reply-metrics.js measures).
+FRAMES_START = """(() => {
+  const gaps = [], rendering = [], queued = [];
+  let last = null, on = true;
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => {
+    const at = queued.shift();
+    if (last !== null) gaps.push(at - last);
+    last = at;
+    rendering.push(performance.now() - at);
+  };
+  const frame = () => {
+    if (!on) return;
+    queued.push(performance.now());
+    channel.port2.postMessage(null);
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+  window.__benchFrames = () => { on = false; return { gaps, rendering }; };
+  return true;
+})()"""
+FRAMES_STOP = "window.__benchFrames()"
 # A first visit goes on working once Python is ready: the service worker installs the
 # offline copy (~32 MB into Cache Storage) and the page stores the snapshot it restored
 # (js/link/python-link.js marks `firsttoken:boot:snapshot.stored`). Measured during
@@ -248,6 +274,15 @@ def _checked(name: str, metrics: dict[str, Any], state: dict[str, Any] | None, t
     return Reply(samples, metrics["chunks"], clock_skew_ms=round(skew, 2), extra=extra)
 
 
+def _frames(drawn: dict[str, list[float]]) -> dict[str, Any]:
+    """The frame probe's summary: how many frames, their gaps and rendering (p50, p95)."""
+    return {
+        "count": len(drawn["rendering"]),
+        "gap_ms": [round(percentile(drawn["gaps"], p) or 0, 1) for p in (50, 95)],
+        "rendering_ms": [round(percentile(drawn["rendering"], p) or 0, 1) for p in (50, 95)],
+    }
+
+
 class WebKitPage:
     """The page in WebKitGTK through the real GTK host, one booted page for many replies."""
 
@@ -279,12 +314,17 @@ class WebKitPage:
         self.host.send({"type": "settings.set", "id": request, "settings": _page_settings(sim)})
         self.host.wait_for(lambda m: m.get("id") == request and m.get("type") in ("settings.applied", "error"), 30, start)
 
-    def reply(self, sim: str, tokens: int, timeout: float = 300) -> Reply:
+    def reply(self, sim: str, tokens: int, timeout: float = 300, frames: bool = False) -> Reply:
         self._set(sim)
         self.host.eval(CLEAR)
         skew = self.host.eval(CLOCK_SKEW)
+        if frames:
+            self.host.eval(FRAMES_START)
         metrics = self.host.eval(SEND % json.dumps(PROMPT), timeout)
-        return _checked(self.name, metrics, self.host.eval(ANSWER_STATE), tokens, self.plain, skew)
+        reply = _checked(self.name, metrics, self.host.eval(ANSWER_STATE), tokens, self.plain, skew)
+        if frames:
+            reply.extra["frames"] = _frames(self.host.eval(FRAMES_STOP))
+        return reply
 
     def close(self) -> None:
         self.host.close()
@@ -343,7 +383,7 @@ class ChromiumPage:
             self.context.close()
             raise
 
-    def reply(self, sim: str, tokens: int, timeout: float = 300, throttled: bool = True) -> Reply:
+    def reply(self, sim: str, tokens: int, timeout: float = 300, frames: bool = False, throttled: bool = True) -> Reply:
         answer = self.page.evaluate(CHROMIUM_SETTINGS, _page_settings(sim))
         if answer.get("type") != "settings.applied":
             raise BenchReplyError(f"{self.name}: settings refused: {answer}")
@@ -353,12 +393,18 @@ class ChromiumPage:
         try:
             skew = self.page.evaluate(CLOCK_SKEW)
             self.page.set_default_timeout(timeout * 1000)
+            if frames:
+                self.page.evaluate(FRAMES_START)
             metrics = self.page.evaluate(SEND % json.dumps(PROMPT))
+            drawn = self.page.evaluate(FRAMES_STOP) if frames else None
         finally:
             self.cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
         if self.errors:
             raise BenchReplyError(f"{self.name}: page errors {self.errors}")
-        return _checked(self.name, metrics, self.page.evaluate(ANSWER_STATE), tokens, self.plain, skew)
+        reply = _checked(self.name, metrics, self.page.evaluate(ANSWER_STATE), tokens, self.plain, skew)
+        if drawn is not None:
+            reply.extra["frames"] = _frames(drawn)
+        return reply
 
     def close(self) -> None:
         self.context.close()
