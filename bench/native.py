@@ -99,7 +99,7 @@ def describe(name: str, tps: int, run: int, reply: Reply) -> str:
         + (f", {frames} frames" if frames is not None else "")
         + (f"; legs p50/p95 {legs}" if legs else "")
         + (f"; clock skew {reply.clock_skew_ms} ms" if reply.clock_skew_ms is not None else "")
-        + (f"; frames probed {extra['frames']}" if extra.get("frames") else "")
+        + (f"; frames probed {extra['frames']}" if isinstance(extra.get("frames"), dict) else "")
     )
 
 
