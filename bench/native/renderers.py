@@ -286,7 +286,7 @@ def _frames(drawn: dict[str, list[float]]) -> dict[str, Any]:
 class WebKitPage:
     """The page in WebKitGTK through the real GTK host, one booted page for many replies."""
 
-    def __init__(self, url: str, *, display: str, plain: bool = False, name: str = "webkit") -> None:
+    def __init__(self, url: str, *, display: str, plain: bool = False, name: str = "webkit", settle: bool = True) -> None:
         self.name = name
         self.plain = plain
         # The same software drawing of the window as the native view's (`_gtk_env`).
@@ -296,7 +296,8 @@ class WebKitPage:
             self.host.wait_for(lambda m: m.get("type") == "ready", BOOT_TIMEOUT_S)
             if self.host.eval("document.documentElement.dataset.python") != "ready":
                 raise BenchReplyError(f"{name}: Python did not start")
-            self.settled = bool(self.host.eval(SETTLED, 90))
+            # (`settle=False`: a smoke test's few chunks, which need no quiet page.)
+            self.settled = bool(self.host.eval(SETTLED, 90)) if settle else None
             self.frame_interval_ms = float(self.host.eval(FRAME_INTERVAL))
             self.reply(WARM_UP_SIM, 200)  # the paint path's first JIT is not what we measure
         except BaseException:

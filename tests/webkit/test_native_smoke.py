@@ -44,7 +44,7 @@ def test_native_view_measures_every_chunk_to_its_frame(xvfb: Xvfb, gateway_url: 
 
 
 def test_the_page_in_webkit_measures_the_same_stream(xvfb: Xvfb, gateway_url: str) -> None:
-    with WebKitPage(gateway_url, display=xvfb.display) as page:
+    with WebKitPage(gateway_url, display=xvfb.display, settle=False) as page:
         reply = page.reply(sim_header(TPS, CHUNKS, ttft_ms=50), CHUNKS)
     # The page also stamps the role, finish and usage events (bench/native/renderers.py).
     assert_sane(reply.samples_ms, CHUNKS, CHUNKS + 3)
