@@ -58,9 +58,8 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from bench.native.renderers import (  # noqa: E402
-    ChromiumPage, NativeRenderer, Reply, WebKitPage, percentile, plain_page_tree, sim_header,
-)
+from bench.native.pages import ChromiumPage, WebKitPage, plain_page_tree  # noqa: E402
+from bench.native.renderers import NativeRenderer, Reply, percentile, sim_header  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 from tests.webkit_host import Xvfb  # noqa: E402
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.native.renderers import NativeRenderer, WebKitPage, percentile, plain_page_tree, sim_header
+from bench.native.pages import WebKitPage, plain_page_tree
+from bench.native.renderers import NativeRenderer, percentile, sim_header
 from tests.servers import gateway
 from tests.webkit_host import Xvfb
 
@@ -46,7 +47,7 @@ def test_native_view_measures_every_chunk_to_its_frame(xvfb: Xvfb, gateway_url: 
 def test_the_page_in_webkit_measures_the_same_stream(xvfb: Xvfb, gateway_url: str) -> None:
     with WebKitPage(gateway_url, display=xvfb.display, settle=False) as page:
         reply = page.reply(sim_header(TPS, CHUNKS, ttft_ms=50), CHUNKS)
-    # The page also stamps the role, finish and usage events (bench/native/renderers.py).
+    # The page also stamps the role, finish and usage events (bench/native/pages.py).
     assert_sane(reply.samples_ms, CHUNKS, CHUNKS + 3)
     assert reply.extra["chunk_clock"] == "server"
     assert reply.extra["chunk_to_paint_ms"]["p95"] == pytest.approx(percentile(reply.samples_ms, 95), abs=0.1)
