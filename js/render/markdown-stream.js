@@ -62,6 +62,7 @@ const ENDS_AT_BLANK = new Set(['paragraph', 'table', 'blockquote']);
 const PLAIN_WORDS = /^[\p{L}\p{N} ,.'"?!]+$/u;
 const PLAIN_END = /[\p{L}\p{N} ,.'"?!]*$/u;
 const GROWS_IN = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
+const SLICE_MS = 8;
 
 export class MarkdownStream {
   /** Renders into `container` (whose children it owns from now on); `user`: a user's
@@ -328,10 +329,27 @@ export function renderMarkdown(container, text, options) {
 }
 
 /** Render a user's message as markdown, through the same sanitizer as answers (raw HTML
- * with attributes stays text; line breaks are kept). */
+ * with attributes stays text; line breaks are kept). A long paste is rendered a few
+ * blocks per task, about `SLICE_MS` each, the first ones at once: sending 50 code blocks
+ * is then never one long task on a phone (each block as the whole render makes it). */
 export function renderUserMarkdown(container, text) {
   container.classList.add('md', 'md-user');
-  return renderMarkdown(container, text, { user: true });
+  const stream = new MarkdownStream(container, { user: true });
+  const tokens = stream.lex(stream.normalize(text));
+  Object.assign(stream.links, tokens.links);
+  const blocks = tokens.filter((t) => t.type !== 'space');
+  stream.ended = true;
+  stream.tailEl.remove();
+  let next = 0;
+  const step = () => {
+    const started = performance.now();
+    do container.append(finished(stream.html([blocks[next++]])));
+    while (next < blocks.length && performance.now() - started < SLICE_MS);
+    stream.blocks = next;
+    if (next < blocks.length) setTimeout(step, 0);
+  };
+  if (blocks.length) step();
+  return stream;
 }
 
 /** Have marked, remend and DOMPurify compiled before the first answer needs them.

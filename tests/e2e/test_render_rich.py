@@ -209,3 +209,29 @@ def test_the_compression_note_says_what_was_sent_and_explains_itself_on_tap(page
     expect(note.locator("p")).to_contain_text("compressed: pretty JSON written compactly")
     summary.press("Enter")
     expect(note).not_to_have_attribute("open", "")
+
+
+def test_a_long_user_paste_renders_in_slices_as_a_whole_render_does(page: Page, gateway_url: str) -> None:
+    page.goto(gateway_url + "/", wait_until="domcontentloaded")
+    result = page.evaluate(
+        """async () => {
+          const { renderMarkdown, renderUserMarkdown } = await import('/js/render/markdown-stream.js');
+          const doc = Array.from({ length: 300 }, (_, i) => `Block ${i} with **bold**\\nand a break\\n\\n\\`\\`\\`js\\nlet v${i} = ${i};\\n\\`\\`\\``).join('\\n\\n');
+          const whole = document.createElement('div');
+          whole.className = 'md md-user';
+          renderMarkdown(whole, doc, { user: true });
+          const sliced = document.createElement('div');
+          renderUserMarkdown(sliced, doc);
+          const first = sliced.children.length;
+          const done = () => sliced.children.length === whole.children.length;
+          if (!done()) {
+            await new Promise((resolve) => {
+              const o = new MutationObserver(() => { if (done()) { o.disconnect(); resolve(); } });
+              o.observe(sliced, { childList: true });
+            });
+          }
+          return { first, total: whole.children.length, same: sliced.innerHTML === whole.innerHTML };
+        }"""
+    )
+    assert 0 < result["first"] < result["total"] == 600, result  # the first blocks at once, the rest later
+    assert result["same"]
