@@ -124,8 +124,16 @@ let core = null; // the highlight.js instance, once imported
 const loading = new Map(); // language → Promise of its registration
 const queue = [];
 let scheduled = false;
+// One block per task, in the main thread's idle time between frames where the browser
+// has it (a block's first use of a language also compiles that language's rules: a few
+// milliseconds, more on a phone), else right after the current task. Never later than
+// IDLE_WAIT_MS: a block must not stay plain for long while an answer streams fast.
+const IDLE_WAIT_MS = 300;
 const channel = new MessageChannel();
 channel.port1.onmessage = () => runQueue();
+const nextTurn = typeof requestIdleCallback === 'function'
+  ? () => requestIdleCallback(() => runQueue(), { timeout: IDLE_WAIT_MS })
+  : () => channel.port2.postMessage(null);
 
 /** Highlight these finished code elements, soon, each in a task of its own. Elements no
  * longer in the document by then (a warm-up's, a test's) are skipped and load nothing. */
@@ -133,7 +141,7 @@ export function highlightLater(codes) {
   for (const code of codes) if (code.className) queue.push(code);
   if (queue.length && !scheduled) {
     scheduled = true;
-    channel.port2.postMessage(null);
+    nextTurn();
   }
 }
 
@@ -142,7 +150,7 @@ async function runQueue() {
   try {
     if (code?.isConnected) await highlight(code);
   } finally {
-    if (queue.length) channel.port2.postMessage(null);
+    if (queue.length) nextTurn();
     else scheduled = false;
   }
 }
