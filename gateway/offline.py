@@ -9,7 +9,7 @@ What it keeps is found, not listed by hand, so that a module added to the page n
 week is kept too: starting from index.html, pyscript.toml (its `interpreter` module
 and its `[files]`) and py/boot.py, every relative module specifier in `import`/`export`
 statements and `import()` calls, and every `new URL('./…', import.meta.url)` (a
-worker's script), is followed, in our JavaScript and in the vendored packages alike;
+worker's script, a stylesheet) and the woff2 fonts a kept stylesheet names, is followed, in our JavaScript and in the vendored packages alike;
 Pyodide's runtime files, which Pyodide fetches by computed URLs, are named explicitly. Data fetched on demand (tokenizer vocabularies) is not precached:
 the service worker keeps it when it is first fetched.
 
@@ -40,6 +40,10 @@ PYODIDE_RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python
 _SPECIFIER = re.compile(r"""(?:\bfrom|\bimport)\s*\(?\s*(["'])(\.{1,2}/[^"'\s]+?)\1""")
 # Workers and other files named relative to a module: `new URL('./x.js', import.meta.url)`.
 _MODULE_URL = re.compile(r"""new\s+URL\(\s*(["'])(\.{1,2}/[^"'\s]+?)\1\s*,\s*import\.meta\.url\s*\)""")
+# Fonts a kept stylesheet names (KaTeX's). Each @font-face lists woff2, woff and ttf, in
+# that order, and a browser takes the first format it supports: woff2, in every engine
+# this page runs in. Only those are kept; the others stay reachable online.
+_CSS_FONT = re.compile(r"""url\(\s*["']?([^"')\s:]+\.woff2)["']?\s*\)""")
 _HTML_REF = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"':]+)["']""")
 
 
@@ -95,7 +99,7 @@ class OfflineManifest:
             if path != self.package_path and self.resolve(path) is None:
                 return  # not something this gateway serves; the page would fail online too
             found.add(path)
-            if path.endswith((".js", ".mjs")):
+            if path.endswith((".js", ".mjs", ".css")):
                 pending.append(path)
 
         html = self.files["index.html"].read_text(encoding="utf-8")
@@ -118,6 +122,10 @@ class OfflineManifest:
             if file is None:
                 continue
             text = file.read_text(encoding="utf-8", errors="replace")
+            if path.endswith(".css"):
+                for ref in _CSS_FONT.findall(text):
+                    add(posixpath.join(posixpath.dirname(path), ref))
+                continue
             for _, spec in [*_SPECIFIER.findall(text), *_MODULE_URL.findall(text)]:
                 add(posixpath.join(posixpath.dirname(path), spec.split("?")[0].split("#")[0]))
         return ["./", *sorted(found - {"index.html"})]

@@ -35,7 +35,17 @@ VENDOR = {
     "marked": "marked/lib",
     "dompurify": "dompurify/dist",
     "remend": "remend/dist",
+    # Code highlighting (js/render/code-blocks.js): one ES module per language, each
+    # imported on first use; the core is served as a module below.
+    "highlight.js/languages": "highlight.js/es/languages",
+    # Math (js/render/math.js), imported only once an answer holds a formula: the ES
+    # module, its stylesheet and the fonts that stylesheet names.
+    "katex": "katex/dist",
 }
+# highlight.js ships its core as CommonJS only (its `es/core.js` re-exports
+# `lib/core.js`, which browsers cannot import); the file requires nothing, so it is served
+# as an ES module whose default export is what it assigns to `module.exports`.
+HIGHLIGHT_CORE = ("vendor/highlight.js/core.js", "highlight.js/lib/core.js")
 
 
 class Assets(StaticFiles):
@@ -91,6 +101,37 @@ class PackageZip:
         return Response(data, media_type="application/zip", headers=headers)
 
 
+class CommonJSModule:
+    """A dependency-free CommonJS file served as an ES module, rebuilt when it changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._key: tuple | None = None
+        self._body = b""
+        self._etag = ""
+
+    def _current(self) -> tuple[bytes, str]:
+        st = self.path.stat()
+        key = (st.st_size, st.st_mtime_ns)
+        if key != self._key:
+            source = self.path.read_bytes()
+            self._body = (
+                b"const module = { exports: {} };\n"
+                + source
+                + b"\nexport default module.exports;\n"
+            )
+            self._etag = '"' + hashlib.sha256(self._body).hexdigest()[:32] + '"'
+            self._key = key
+        return self._body, self._etag
+
+    async def endpoint(self, request: Request) -> Response:
+        body, etag = self._current()
+        headers = {"etag": etag, "cache-control": "no-cache"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="text/javascript; charset=utf-8", headers=headers)
+
+
 def page_file(name: str, media_type: str):
     path = ROOT / name
 
@@ -112,6 +153,7 @@ def routes(node_modules: Path | None = None) -> list[BaseRoute]:
         Mount("/js", app=Assets(directory=ROOT / "js"), name="js"),
         # The page's side of the host bridge (bridge/PROTOCOL.md, "Hosts").
         Mount("/bridge/page", app=Assets(directory=ROOT / "bridge" / "page"), name="bridge"),
+        Route("/" + HIGHLIGHT_CORE[0], CommonJSModule(node_modules / HIGHLIGHT_CORE[1]).endpoint),
     ]
     for name, sub in VENDOR.items():
         result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
@@ -125,7 +167,11 @@ def offline_manifest(node_modules: Path, package: PackageZip) -> OfflineManifest
     """What the service worker keeps, over the same URL space as the routes above."""
     return OfflineManifest(
         ROOT,
-        files={name: ROOT / name for name in ("index.html", "pyscript.toml", "py/boot.py")},
+        files={
+            **{name: ROOT / name for name in ("index.html", "pyscript.toml", "py/boot.py")},
+            # (Its source, for the build id: what is served is made from it.)
+            HIGHLIGHT_CORE[0]: node_modules / HIGHLIGHT_CORE[1],
+        },
         mounts={"js": ROOT / "js", "bridge/page": ROOT / "bridge" / "page", **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()}},
         package=("py/firsttoken.zip", package.etag),
     )

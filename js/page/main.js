@@ -1,8 +1,10 @@
 // The page's entry (index.html): answers rendered as streaming markdown, whose libraries
 // are compiled while the page waits for Python.
 
-import { MarkdownStream, renderMarkdown, warmUp } from '../render/markdown-stream.js';
+import { MarkdownStream, renderMarkdown, renderUserMarkdown, warmUp } from '../render/markdown-stream.js';
 import { startPage } from './page.js';
 
-startPage({ answers: { open: (container) => new MarkdownStream(container), show: renderMarkdown } });
+startPage({
+  answers: { open: (container) => new MarkdownStream(container), show: renderMarkdown, user: renderUserMarkdown },
+});
 warmUp();

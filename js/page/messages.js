@@ -23,11 +23,13 @@ export class MessageList {
     }, { passive: true });
   }
 
-  /** A message's element, at the end of the list. The user's words are shown as typed;
-   * an answer is rendered as `answers.show` renders it. */
+  /** A message's element, at the end of the list. An answer is rendered as
+   * `answers.show` renders it; the user's words as `answers.user` does (markdown), or as
+   * typed when there is none. */
   add(role, text) {
     const { li, content } = this.element(role);
     if (role === 'assistant') this.answers.show(content, text);
+    else if (role === 'user' && this.answers.user) this.answers.user(content, text);
     else content.textContent = text;
     return li;
   }

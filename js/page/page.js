@@ -16,7 +16,7 @@ import { Settings } from './settings.js';
 
 /** Start the page. `answers` renders answers: `open(container)` gives a stream with
  * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
- * history). main.js passes the markdown renderer; the render benchmark, a plain-text
+ * history), `user(container, text)`, if given, a user's message. main.js passes the markdown renderer; the render benchmark, a plain-text
  * one (bench/render-plain.js). */
 export function startPage({ answers, link = pageLink } = {}) {
   const $ = (id) => document.getElementById(id);

@@ -4,6 +4,7 @@
 // ended. The answer's text is assembled by reply.js; its latency by reply-metrics.js.
 // A failed reply offers Retry: the same turn sent again as a new reply in its place.
 
+import { showCompressionNote } from '../render/compression-note.js';
 import { ReplyMetrics, describeMetrics } from '../render/reply-metrics.js';
 import { conversation } from './conversation.js';
 import { FramePacer, note, offerRetry, removeNote } from './messages.js';
@@ -88,7 +89,7 @@ export class Replies {
       case 'chat.prepared': {
         const { saved, fit } = preparedText(msg);
         if (saved) {
-          note(r.userLi, 'note', saved.text);
+          showCompressionNote(r.userLi, msg);
           r.userLi.dataset.saved = String(saved.amount);
         }
         if (fit) note(r.li, 'fit', fit);

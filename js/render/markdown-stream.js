@@ -18,9 +18,16 @@
 //     costs no parsing and no sanitizing (text nodes cannot carry markup);
 //   - a table whose delimiter row has not arrived yet is held back rather than shown
 //     as a paragraph of pipes for a frame.
+//
+// Code blocks get a bar with their language and a Copy code button, and are highlighted
+// once finished (code-blocks.js); formulas are typeset by KaTeX (math.js). Both are
+// fetched only when an answer first needs them. User messages are rendered by the same
+// code, with the same sanitizer (`renderUserMarkdown`).
 
-import { Lexer, Parser, Renderer } from '../../vendor/marked/marked.esm.js';
+import { Lexer, Marked, Parser, Renderer } from '../../vendor/marked/marked.esm.js';
 import remend from '../../vendor/remend/index.js';
+import { codeBlock, decorateCode, highlightLater } from './code-blocks.js';
+import { mathExtension, typesetMath } from './math.js';
 import { safeFragment } from './sanitize.js';
 
 // Raw HTML in an answer is shown as text, except bare formatting tags (`<br>`, `<b>`,
@@ -40,7 +47,13 @@ class AnswerRenderer extends Renderer {
   }
 }
 
-const MARKED = { gfm: true, breaks: false, async: false, renderer: new AnswerRenderer() };
+// marked's options with our extensions compiled in (what `use()` builds), for the Lexer
+// and Parser we drive ourselves.
+const EXTENDED = new Marked({ extensions: [mathExtension] }).defaults;
+const MARKED = { ...EXTENDED, gfm: true, breaks: false, async: false, renderer: new AnswerRenderer() };
+// A user's message: a line break typed is a line break shown (people do not write
+// hard-wrapped markdown into a text box); everything else as for answers.
+const USER_MARKED = { ...MARKED, breaks: true };
 const REMEND = { linkMode: 'text-only', images: false, katex: false, inlineKatex: false };
 const FENCE = /^ {0,3}(?:`{3,}|~{3,})/;
 const PIPE_LINES = /^(?: {0,3}\|.*(?:\n|$))+$/;
@@ -49,11 +62,14 @@ const ENDS_AT_BLANK = new Set(['paragraph', 'table', 'blockquote']);
 const PLAIN_WORDS = /^[\p{L}\p{N} ,.'"?!]+$/u;
 const PLAIN_END = /[\p{L}\p{N} ,.'"?!]*$/u;
 const GROWS_IN = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
+const SLICE_MS = 8;
 
 export class MarkdownStream {
-  /** Renders into `container` (whose children it owns from now on). */
-  constructor(container) {
+  /** Renders into `container` (whose children it owns from now on); `user`: a user's
+   * message (line breaks kept) rather than an answer. */
+  constructor(container, { user = false } = {}) {
     this.container = container;
+    this.options = user ? USER_MARKED : MARKED;
     this.tailEl = document.createElement('div');
     this.tailEl.className = 'md-tail';
     container.replaceChildren(this.tailEl);
@@ -129,7 +145,7 @@ export class MarkdownStream {
   }
 
   lex(source) {
-    const lexer = new Lexer(MARKED);
+    const lexer = new Lexer(this.options);
     Object.assign(lexer.tokens.links, this.links);
     return lexer.lex(source);
   }
@@ -180,11 +196,11 @@ export class MarkdownStream {
       // The tail already shows this block as it is final: keep those nodes.
       const range = document.createRange();
       range.selectNodeContents(this.tailEl);
-      this.container.insertBefore(range.extractContents(), this.tailEl);
+      this.container.insertBefore(finished(range.extractContents()), this.tailEl);
     } else {
       // One block at a time, as the tail was: markup left open in one block (an
       // unclosed `<details>`) must not swallow the blocks after it.
-      for (const block of blocks) this.container.insertBefore(this.html([block]), this.tailEl);
+      for (const block of blocks) this.container.insertBefore(finished(this.html([block])), this.tailEl);
       this.tailEl.replaceChildren();
     }
     this.blocks += blocks.length;
@@ -195,7 +211,10 @@ export class MarkdownStream {
 
   html(tokens) {
     tokens.links = this.links;
-    return safeFragment(Parser.parse(tokens, MARKED));
+    const fragment = safeFragment(Parser.parse(tokens, this.options));
+    decorateCode(fragment);
+    typesetMath(fragment);
+    return fragment;
   }
 
   // Whether the tail's nodes are exactly what `block` renders to once finished.
@@ -245,15 +264,11 @@ export class MarkdownStream {
       return;
     }
     // A fence just opened (or its last line turned out to be the closing fence): build
-    // the element once; from here on, new lines only append to its text node.
-    const pre = document.createElement('pre');
-    const el = document.createElement('code');
-    const lang = /^[\w+#.-]{1,40}$/.exec(key.split(/\s/)[0]);
-    if (lang) el.className = `language-${lang[0]}`;
-    const node = document.createTextNode(text);
-    el.append(node, '\n'); // marked ends a code block with a newline too: same nodes either way
-    pre.append(el);
-    this.tailEl.replaceChildren(pre, '\n');
+    // the element once (as a finished block's: code-blocks.js); from here on, new lines
+    // only append to its text node.
+    const lang = /^[\w+#.-]{1,40}$/.exec(key.split(/\s/)[0])?.[0] ?? '';
+    const { block: el, text: node } = codeBlock(lang, text);
+    this.tailEl.replaceChildren(el, '\n');
     this.code = { key, text, node };
   }
 }
@@ -299,11 +314,41 @@ function sameElement(a, b) {
   return true;
 }
 
+// A block is final once in the answer: its code is highlighted (later, in a task of its own).
+function finished(fragment) {
+  highlightLater(fragment.querySelectorAll('.md-code > pre > code'));
+  return fragment;
+}
+
 /** Render a whole answer at once (a reply restored from history). */
-export function renderMarkdown(container, text) {
-  const stream = new MarkdownStream(container);
+export function renderMarkdown(container, text, options) {
+  const stream = new MarkdownStream(container, options);
   stream.open = stream.normalize(text);
   stream.end();
+  return stream;
+}
+
+/** Render a user's message as markdown, through the same sanitizer as answers (raw HTML
+ * with attributes stays text; line breaks are kept). A long paste is rendered a few
+ * blocks per task, about `SLICE_MS` each, the first ones at once: sending 50 code blocks
+ * is then never one long task on a phone (each block as the whole render makes it). */
+export function renderUserMarkdown(container, text) {
+  container.classList.add('md', 'md-user');
+  const stream = new MarkdownStream(container, { user: true });
+  const tokens = stream.lex(stream.normalize(text));
+  Object.assign(stream.links, tokens.links);
+  const blocks = tokens.filter((t) => t.type !== 'space');
+  stream.ended = true;
+  stream.tailEl.remove();
+  let next = 0;
+  const step = () => {
+    const started = performance.now();
+    do container.append(finished(stream.html([blocks[next++]])));
+    while (next < blocks.length && performance.now() - started < SLICE_MS);
+    stream.blocks = next;
+    if (next < blocks.length) setTimeout(step, 0);
+  };
+  if (blocks.length) step();
   return stream;
 }
 

@@ -9,7 +9,8 @@
 //   - an allow-list of tags: what markdown produces, plus a few harmless inline tags a
 //     model may write by hand. No svg/math, iframe, object, form, style, meta, base;
 //   - no style attribute (the page's CSP forbids inline styles: one would only raise a
-//     violation), no id/name (DOM clobbering), class only as code's language-*;
+//     violation), no id/name (DOM clobbering), class only as code's language-* and a
+//     formula's placeholder (`md-math`, typeset by math.js after this);
 //   - links: absolute http(s) and mailto only, opened in a new tab without referrer or
 //     opener. Relative and fragment links are dropped: they would navigate the page;
 //   - images: only inline data: images. Any URL would be a request the model chose,
@@ -30,13 +31,16 @@ const URI = /^(?:(?:https?|mailto):|data:image\/)/i;
 const LINK_PROTOCOLS = new Set(['http:', 'https:', 'mailto:']);
 const INLINE_IMAGE = /^data:image\/(?:png|gif|jpeg|webp|avif);base64,[a-z0-9+/=\s]*$/i;
 const CODE_LANGUAGE = /^language-[\w+#.-]{1,40}$/;
+// A formula's placeholder (math.js), typeset after sanitizing.
+const MATH = /^md-math(?: md-math-display)?$/;
 const ALIGN = new Set(['left', 'center', 'right']);
 
 const purify = DOMPurify(window); // our own instance: its hooks touch nobody else's
 
 purify.addHook('uponSanitizeAttribute', (node, data) => {
   if (data.attrName === 'class') {
-    data.keepAttr = node.nodeName === 'CODE' && CODE_LANGUAGE.test(data.attrValue);
+    data.keepAttr = (node.nodeName === 'CODE' && CODE_LANGUAGE.test(data.attrValue))
+      || (node.nodeName === 'SPAN' && MATH.test(data.attrValue));
   } else if (data.attrName === 'align') {
     data.keepAttr = ALIGN.has(data.attrValue.toLowerCase());
   }

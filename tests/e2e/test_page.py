@@ -183,12 +183,13 @@ def test_prompt_is_counted_live_and_compressed_before_sending(page: Page, gatewa
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
     user = page.locator('.msg[data-role="user"]')
-    expect(user.locator(".note")).to_contain_text("compressed: −")
+    expect(user.locator("details.saved summary")).to_contain_text(re.compile(r"^sent [\d,]+ tokens instead of"))
     assert int(user.get_attribute("data-saved")) > 0
     sent = bodies[0]["messages"][0]["content"]
     assert '{"name":"frame","sizes":[16,33]}' in sent
-    # The conversation as shown and stored keeps what the user typed.
-    assert page.inner_text('.msg[data-role="user"] .content') == pretty
+    # The conversation as shown (markdown) and stored keeps what the user typed.
+    assert page.inner_text('.msg[data-role="user"] .content pre code').rstrip("\n") == pretty.split("```json\n")[1].rstrip("`").rstrip("\n")
+    assert json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')"))[0]["content"] == pretty
 
 
 def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_url: str) -> None:

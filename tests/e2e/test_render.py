@@ -24,13 +24,16 @@ CONTENT = f"{ANSWER} .content"
 PIECE = re.compile(r"\s*\S+|\s+")  # how the built-in model splits an answer into tokens
 
 # Installed before the page's own scripts (an init script is not subject to the CSP):
-# records any change to a finished block, which incremental rendering must never make.
+# records any change to a finished block, which incremental rendering must never make
+# (but for highlighting a finished code block, once: its code element's text becomes
+# highlighted spans, and says so).
 WATCH_FINISHED_BLOCKS = """
 window.__blockMutations = [];
 new MutationObserver((records) => {
   for (const r of records) {
     const target = r.target.nodeType === 1 ? r.target : r.target.parentElement;
     if (!target || !target.closest('.md') || target.closest('.md-tail')) continue;
+    if (target.nodeName === 'CODE' && target.closest('.md-code') && (r.type === 'childList' || r.attributeName === 'data-highlighted')) continue;
     if (target.classList.contains('md')) {
       // The answer's own list of blocks: blocks are only ever added (the tail goes at the end).
       for (const n of r.removedNodes) if (!(n.classList && n.classList.contains('md-tail'))) window.__blockMutations.push('removed ' + n.nodeName);
@@ -99,7 +102,11 @@ def test_long_markdown_answer_streams_into_blocks_that_are_never_redone(mobile_p
     content = page.locator(CONTENT)
     # Every block kind the model writes, as elements, as many as in the source.
     assert content.locator(":scope > h2").count() == source.count("\n## ")
-    assert content.locator(":scope > pre > code.language-python").count() == source.count("```python")
+    assert content.locator(":scope > .md-code > pre > code.language-python").count() == source.count("```python")
+    # Each code block says its language, has its Copy code button, and is highlighted.
+    assert content.locator(":scope > .md-code > .md-code-bar .md-code-lang").all_inner_texts() == ["python"] * source.count("```python")
+    assert content.get_by_role("button", name="Copy code", exact=True).count() == source.count("```python")
+    expect(content.locator("code[data-highlighted='python']")).to_have_count(source.count("```python"))
     tables = content.locator(":scope > table")
     assert tables.count() == source.count("| name | time | note |") > 0
     assert tables.first.locator("thead th").all_inner_texts() == ["name", "time", "note"]
@@ -119,10 +126,11 @@ def test_long_markdown_answer_streams_into_blocks_that_are_never_redone(mobile_p
     assert page.evaluate("window.__blockMutations") == []
 
     # Streaming rendered exactly what rendering the whole answer at once does: after a
-    # reload, the answer is rendered from storage in one go.
+    # reload, the answer is rendered from storage in one go (and highlighted again).
     streamed = content.inner_html()
     page.reload(wait_until="domcontentloaded")
     expect(page.locator(CONTENT)).to_have_count(1)
+    expect(page.locator(f"{CONTENT} code[data-highlighted='python']")).to_have_count(source.count("```python"))
     assert page.locator(CONTENT).inner_html() == streamed
 
 
@@ -136,8 +144,9 @@ def test_an_open_code_fence_and_an_open_table_render_before_they_close(page: Pag
     wait_ready(page)
     send(page, text)
     # Mid-fence (the stall): already a code block, with what arrived, and no stray fence.
-    code = page.locator(f"{CONTENT} pre code.language-python")
+    code = page.locator(f"{CONTENT} .md-code pre code.language-python")
     expect(code).to_contain_text("def frame(x):", timeout=30_000)
+    expect(page.locator(f"{CONTENT} .md-code-lang")).to_have_text("python")  # the label while it streams
     assert page.get_attribute(ANSWER, "data-state") == "streaming"
     assert "```" not in page.inner_text(CONTENT)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=30_000)
@@ -182,6 +191,8 @@ CORPUS = [
     "Unclosed **bold and `code and [link](https://exa",
     "1) paren list\n2) second\n\nHeading\n# Not setext\n\n<div>\nhtml block\n</div>\n\nend",
     "Emoji 🎉 and accents é, CJK 文字, RTL שלום\n\n| ü | ß |\n|---|---|\n| 🎉 | 文 |",
+    "Math $x^2 + y$ inline, prices $5 and $10, \\$3 escaped, and\n\n$$\\frac{a}{b}$$\n\nafter $open formula",
+    "- a `$x$` span and $y$\n\n```sh\necho $HOME\n```\n\n    indented $z$\n\nend $q$.",
 ]
 
 

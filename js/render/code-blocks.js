@@ -1,0 +1,244 @@
+// Code blocks: a bar with the block's language and a "Copy code" button over the code,
+// and syntax highlighting by highlight.js once the block is finished.
+//
+// Cost while streaming stays what it was: an open fence is still one growing text node
+// (markdown-stream.js); a block is highlighted once, when it is finished, in a task of
+// its own after the frame that painted it, and never again. highlight.js's core (19 KB
+// as brotli) is imported with the first block that needs it, and each language's module
+// (1–6 KB) with the first block in that language: a conversation without code fetches
+// none of it. Every module is named below by a literal import, so the service worker
+// keeps them all for offline use (gateway/offline.py follows literal imports).
+//
+// highlight.js escapes the code it is given and wraps tokens in `<span class="hljs-…">`;
+// its output is still checked to be exactly that (text in such spans) before it
+// replaces the block's text, so a bug there can never put markup from a model on the page.
+
+const LANGUAGES = {
+  bash: () => import('../../vendor/highlight.js/languages/bash.js'),
+  c: () => import('../../vendor/highlight.js/languages/c.js'),
+  cpp: () => import('../../vendor/highlight.js/languages/cpp.js'),
+  csharp: () => import('../../vendor/highlight.js/languages/csharp.js'),
+  css: () => import('../../vendor/highlight.js/languages/css.js'),
+  diff: () => import('../../vendor/highlight.js/languages/diff.js'),
+  dockerfile: () => import('../../vendor/highlight.js/languages/dockerfile.js'),
+  go: () => import('../../vendor/highlight.js/languages/go.js'),
+  graphql: () => import('../../vendor/highlight.js/languages/graphql.js'),
+  ini: () => import('../../vendor/highlight.js/languages/ini.js'),
+  java: () => import('../../vendor/highlight.js/languages/java.js'),
+  javascript: () => import('../../vendor/highlight.js/languages/javascript.js'),
+  json: () => import('../../vendor/highlight.js/languages/json.js'),
+  kotlin: () => import('../../vendor/highlight.js/languages/kotlin.js'),
+  less: () => import('../../vendor/highlight.js/languages/less.js'),
+  lua: () => import('../../vendor/highlight.js/languages/lua.js'),
+  makefile: () => import('../../vendor/highlight.js/languages/makefile.js'),
+  markdown: () => import('../../vendor/highlight.js/languages/markdown.js'),
+  objectivec: () => import('../../vendor/highlight.js/languages/objectivec.js'),
+  perl: () => import('../../vendor/highlight.js/languages/perl.js'),
+  php: () => import('../../vendor/highlight.js/languages/php.js'),
+  powershell: () => import('../../vendor/highlight.js/languages/powershell.js'),
+  python: () => import('../../vendor/highlight.js/languages/python.js'),
+  r: () => import('../../vendor/highlight.js/languages/r.js'),
+  ruby: () => import('../../vendor/highlight.js/languages/ruby.js'),
+  rust: () => import('../../vendor/highlight.js/languages/rust.js'),
+  scss: () => import('../../vendor/highlight.js/languages/scss.js'),
+  shell: () => import('../../vendor/highlight.js/languages/shell.js'),
+  sql: () => import('../../vendor/highlight.js/languages/sql.js'),
+  swift: () => import('../../vendor/highlight.js/languages/swift.js'),
+  typescript: () => import('../../vendor/highlight.js/languages/typescript.js'),
+  xml: () => import('../../vendor/highlight.js/languages/xml.js'),
+  yaml: () => import('../../vendor/highlight.js/languages/yaml.js'),
+};
+const loadCore = () => import('../../vendor/highlight.js/core.js');
+
+// The names models put after a fence, for the languages above.
+const ALIASES = {
+  sh: 'bash', zsh: 'bash', h: 'c', cc: 'cpp', 'c++': 'cpp', hpp: 'cpp', cxx: 'cpp', hh: 'cpp',
+  cs: 'csharp', 'c#': 'csharp', patch: 'diff', docker: 'dockerfile', golang: 'go', gql: 'graphql',
+  toml: 'ini', js: 'javascript', jsx: 'javascript', mjs: 'javascript', cjs: 'javascript', node: 'javascript',
+  jsonc: 'json', json5: 'json', kt: 'kotlin', kts: 'kotlin', make: 'makefile', mk: 'makefile',
+  md: 'markdown', objc: 'objectivec', 'objective-c': 'objectivec', pl: 'perl', ps1: 'powershell',
+  pwsh: 'powershell', py: 'python', python3: 'python', py3: 'python', rb: 'ruby', rs: 'rust',
+  console: 'shell', shellsession: 'shell', ts: 'typescript', tsx: 'typescript', mts: 'typescript',
+  html: 'xml', xhtml: 'xml', svg: 'xml', plist: 'xml', yml: 'yaml', postgresql: 'sql', mysql: 'sql', sqlite: 'sql',
+};
+
+// Past this size a block is left as plain text: highlighting it would be one long task
+// (highlight.js does ~1 MB/s for Python on a fast core, a quarter of that on a phone).
+export const HIGHLIGHT_MAX_CHARS = 20_000;
+const SCOPE_CLASS = /^hljs-[\w-]+(?: [\w-]+)*$/;
+
+/** The language highlight.js knows a fence's `lang` by, or null. */
+export function languageOf(lang) {
+  const name = String(lang || '').toLowerCase();
+  if (Object.hasOwn(LANGUAGES, name)) return name;
+  return Object.hasOwn(ALIASES, name) ? ALIASES[name] : null;
+}
+
+/** A code block's elements: `{block, code, text}`, where `text` is the text node holding
+ * the code (an open fence grows it). `lang` is what the `language-` class says ('' for none). */
+export function codeBlock(lang, source) {
+  const code = document.createElement('code');
+  if (lang) code.className = `language-${lang}`;
+  const text = document.createTextNode(source);
+  code.append(text, '\n'); // marked ends a code block with a newline too: same nodes either way
+  const pre = document.createElement('pre');
+  pre.append(code);
+  return { block: wrap(pre, lang), code, text };
+}
+
+/** Give every `pre > code` in `root` (sanitized markdown) its bar; returns the code elements. */
+export function decorateCode(root) {
+  const codes = [];
+  for (const pre of root.querySelectorAll('pre')) {
+    const code = pre.firstElementChild;
+    if (!code || code.nodeName !== 'CODE' || pre.childNodes.length !== 1) continue;
+    const lang = /^language-(\S+)$/.exec(code.className)?.[1] ?? '';
+    const parent = pre.parentNode;
+    const next = pre.nextSibling;
+    parent.insertBefore(wrap(pre, lang), next);
+    codes.push(code);
+  }
+  return codes;
+}
+
+function wrap(pre, lang) {
+  const block = document.createElement('div');
+  block.className = 'md-code';
+  const bar = document.createElement('div');
+  bar.className = 'md-code-bar';
+  const label = document.createElement('span');
+  label.className = 'md-code-lang';
+  label.textContent = lang || 'text';
+  const copy = document.createElement('button');
+  copy.type = 'button';
+  copy.className = 'md-code-copy';
+  copy.textContent = 'Copy code';
+  bar.append(label, copy);
+  block.append(bar, pre);
+  return block;
+}
+
+// ---- highlighting, once a block is finished ------------------------------------------
+
+let core = null; // the highlight.js instance, once imported
+const loading = new Map(); // language → Promise of its registration
+const queue = [];
+let scheduled = false;
+// One block per task, in the main thread's idle time between frames where the browser
+// has it (a block's first use of a language also compiles that language's rules: a few
+// milliseconds, more on a phone), else right after the current task. Never later than
+// IDLE_WAIT_MS: a block must not stay plain for long while an answer streams fast.
+const IDLE_WAIT_MS = 300;
+const channel = new MessageChannel();
+channel.port1.onmessage = () => runQueue();
+const nextTurn = typeof requestIdleCallback === 'function'
+  ? () => requestIdleCallback(() => runQueue(), { timeout: IDLE_WAIT_MS })
+  : () => channel.port2.postMessage(null);
+
+/** Highlight these finished code elements, soon, each in a task of its own. Elements no
+ * longer in the document by then (a warm-up's, a test's) are skipped and load nothing. */
+export function highlightLater(codes) {
+  for (const code of codes) if (code.className) queue.push(code);
+  if (queue.length && !scheduled) {
+    scheduled = true;
+    nextTurn();
+  }
+}
+
+async function runQueue() {
+  const code = queue.shift();
+  try {
+    if (code?.isConnected) await highlight(code);
+  } finally {
+    if (queue.length) nextTurn();
+    else scheduled = false;
+  }
+}
+
+async function highlight(code) {
+  const language = languageOf(code.className.slice('language-'.length));
+  const source = code.textContent;
+  if (!language || source.length > HIGHLIGHT_MAX_CHARS || code.dataset.highlighted) return;
+  try {
+    await registered(language);
+  } catch {
+    return; // offline before it was ever kept, say: the block stays plain text
+  }
+  if (!code.isConnected || code.textContent !== source) return;
+  const html = core.highlight(source, { language, ignoreIllegals: true }).value;
+  const nodes = spansOnly(html);
+  if (!nodes) return;
+  code.replaceChildren(...nodes);
+  code.dataset.highlighted = language;
+}
+
+function registered(language) {
+  let promise = loading.get(language);
+  if (!promise) {
+    promise = Promise.all([loadCore(), LANGUAGES[language]()]).then(([c, definition]) => {
+      core ??= c.default;
+      if (!core.getLanguage(language)) core.registerLanguage(language, definition.default);
+    });
+    promise.catch(() => loading.delete(language)); // tried again by a later block
+    loading.set(language, promise);
+  }
+  return promise;
+}
+
+// highlight.js's HTML as nodes, if it is only text in `hljs-` spans; else null.
+let parser = null;
+function spansOnly(html) {
+  parser ??= document.implementation.createHTMLDocument('');
+  const root = parser.createElement('div');
+  root.innerHTML = html;
+  const walker = parser.createTreeWalker(root, NodeFilter.SHOW_ALL);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.nodeType === Node.TEXT_NODE) continue;
+    if (node.nodeName !== 'SPAN' || node.attributes.length !== 1 || !SCOPE_CLASS.test(node.getAttribute('class') ?? '')) return null;
+  }
+  return [...root.childNodes];
+}
+
+// ---- Copy code --------------------------------------------------------------------------
+
+// One listener for every block, present and future (no work per block or per frame).
+document.addEventListener('click', (event) => {
+  const button = event.target instanceof Element ? event.target.closest('button.md-code-copy') : null;
+  const code = button?.closest('.md-code')?.querySelector('pre > code');
+  if (code) copyCode(button, code.textContent.replace(/\n$/, ''));
+});
+
+async function copyCode(button, text) {
+  let copied = false;
+  try {
+    // Missing in WebKitGTK and on plain-http origins; may also refuse (permissions).
+    if (navigator.clipboard?.writeText) {
+      await navigator.clipboard.writeText(text);
+      copied = true;
+    }
+  } catch { /* the fallback below */ }
+  if (!copied) copied = copyBySelection(text, button);
+  button.dataset.copied = copied ? 'yes' : 'no';
+  clearTimeout(button.copiedTimer);
+  button.copiedTimer = setTimeout(() => delete button.dataset.copied, 2000);
+}
+
+// The pre-Clipboard-API way: select the text in a scratch textarea and run the copy
+// command, which browsers allow while the click's user activation lasts.
+function copyBySelection(text, button) {
+  const area = document.createElement('textarea');
+  area.className = 'md-copy-buffer';
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.setAttribute('aria-hidden', 'true');
+  area.tabIndex = -1;
+  document.body.append(area);
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand('copy');
+  } catch { /* not supported */ }
+  area.remove();
+  button.focus();
+  return copied;
+}

@@ -1,0 +1,71 @@
+// What compression did to a prompt, said under the user's message in words a person
+// reads at a glance: "sent 1,204 tokens instead of 1,256 (−4%)", from `chat.prepared`
+// (bridge/PROTOCOL.md). A tap (or Enter) on it opens a short explanation: a <details>,
+// which every browser and screen reader already knows how to open, announce and close.
+
+const PASS_WORDS = {
+  json: 'pretty JSON written compactly',
+  code: 'comments and blank lines dropped from code',
+  docs: 'long docstrings shortened',
+  tables: 'table padding removed',
+  whitespace: 'runs of spaces and blank lines squeezed',
+  repeats: 'text pasted again kept once',
+};
+const number = (n) => Math.round(n).toLocaleString('en');
+
+/** The figures of the note: `{sent, instead, unit, percent}`, or null when nothing was saved. */
+export function compressionFigures(msg) {
+  const saved = Array.isArray(msg.saved) ? msg.saved.reduce((a, b) => a + (b > 0 ? b : 0), 0) : 0;
+  if (!(saved > 0)) return null;
+  const report = msg.compression;
+  let sent;
+  let unit = msg.saved_unit === 'tokens' ? 'tokens' : 'characters';
+  if (unit === 'tokens' && typeof msg.prompt_tokens === 'number' && !msg.dropped?.length && !msg.truncated?.length) {
+    sent = msg.prompt_tokens; // the request as it left, chat format included
+  } else if (unit === 'tokens' && typeof report?.tokens_after === 'number') {
+    sent = report.tokens_after;
+  } else if (typeof report?.chars_after === 'number') {
+    unit = 'characters';
+    sent = report.chars_after;
+    return figures(sent, report.chars_before, unit);
+  } else {
+    return null;
+  }
+  return figures(sent, sent + saved, unit);
+}
+
+function figures(sent, instead, unit) {
+  if (!(instead > sent)) return null;
+  // Never "−0%" for a real saving.
+  const percent = Math.max(1, Math.round((100 * (instead - sent)) / instead));
+  return { sent, instead, unit, percent };
+}
+
+/** The note's one line. */
+export function compressionSummary(f) {
+  return `sent ${number(f.sent)} ${f.unit} instead of ${number(f.instead)} (−${f.percent}%)`;
+}
+
+/** Show (or replace) the note under `li`, the user's message; returns it, or null. */
+export function showCompressionNote(li, msg) {
+  for (const child of li.children) if (child.classList.contains('saved')) child.remove();
+  const f = compressionFigures(msg);
+  if (!f) return null;
+  const details = document.createElement('details');
+  details.className = 'saved';
+  const summary = document.createElement('summary');
+  summary.textContent = compressionSummary(f);
+  const how = (msg.compression?.passes ?? [])
+    .filter((p) => (p.chars > 0 || p.tokens > 0) && PASS_WORDS[p.name])
+    .map((p) => PASS_WORDS[p.name]);
+  const text = document.createElement('p');
+  text.textContent = [
+    `Before sending, the conversation was compressed${how.length ? `: ${how.join(', ')}` : ''}.`,
+    'The model reads the same meaning for fewer tokens, which costs less and leaves more room in its context.',
+    'What you typed is kept as you typed it, here and in the history.',
+    'Settings has the switch to turn compression off.',
+  ].join(' ');
+  details.append(summary, text);
+  li.append(details);
+  return details;
+}
