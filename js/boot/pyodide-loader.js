@@ -28,6 +28,7 @@ import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
 } from './snapshot.js';
+import { observedRate, snapshotPays } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
 
 export { version };
@@ -79,8 +80,9 @@ const pkg = fetchPackage(version);
 const local = openSnapshot();
 let localBody = local.then((found) => (found?.length ? found.read() : null)); // dropped once used: 18 MB
 // A first visit, or the first after a release: the gateway's install-time snapshot,
-// when it has one for this package.
-const served = Promise.all([local, pkg]).then(([found, { key }]) => (found?.key === key ? null : fetchServedSnapshot()));
+// when it has one for this package and downloading it pays on this link
+// (snapshot-pays.js says when, and why).
+const served = Promise.all([local, pkg]).then(([found, { key }]) => (found?.key === key ? null : servedIfItPays()));
 // Failures surface through `booting`; not as unhandled rejections on the way.
 for (const p of [factory, pkg, localBody, served]) p.catch(() => {});
 const booting = boot();
@@ -101,6 +103,26 @@ export async function loadPyodide(options = {}) {
     return py;
   }
   return booting;
+}
+
+// Asked for at once, decided on its headers: its length on the wire is known only then.
+// Declined, its body is cancelled after a few kilobytes at most.
+async function servedIfItPays() {
+  const found = await fetchServedSnapshot();
+  if (!found) return null;
+  const rate = observedRate(performance.getEntriesByType('resource'));
+  const choice = snapshotPays({ bytes: found.wireBytes, rate, connection: navigator.connection ?? null });
+  record.served = {
+    fetched: choice.fetch, reason: choice.reason, bytes: found.wireBytes || null,
+    rate_kbps: rate == null ? null : Math.round(rate * 8), expected_ms: choice.expected_ms,
+  };
+  if (!choice.fetch) {
+    found.cancel();
+    progress('snapshot.skipped', { reason: choice.reason });
+    return null;
+  }
+  progress('snapshot.fetch', { bytes: found.wireBytes || null });
+  return found;
 }
 
 // The snapshots to try, best first: the one stored by an earlier visit (its key is
@@ -279,6 +301,7 @@ function finish(py, packageBytes, files) {
     snapshot: record.snapshot,
     snapshot_from: record.snapshot_from ?? null,
     snapshot_bytes: record.snapshot_bytes ?? null,
+    served: record.served ?? null,
     worker_start: record.start,
     assets_ms: runtime.length ? since(performance.timeOrigin + Math.max(...runtime.map((e) => e.responseEnd))) : null,
     snapshot_ms: since(record.snapshot_read),

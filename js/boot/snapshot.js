@@ -36,8 +36,9 @@ export const IMPORTS = [
   'firsttoken.browser', 'firsttoken.core',
   'asyncio', 'json', 'pathlib', 'inspect', 'base64', 'html', 'io', 'weakref', 'zipfile', 'shutil',
 ];
-// Part of the key: a snapshot made with another list (or another layout) is stale.
-export const FORMAT = `3:firsttoken.*,${IMPORTS.join(',')}`;
+// Part of the key: a snapshot made with another list (or another layout, or over the
+// standard library zip as it was before gateway/stdlib.py stored its entries) is stale.
+export const FORMAT = `4:firsttoken.*,${IMPORTS.join(',')}`;
 
 export const CACHE_NAME = 'firsttoken-snapshot';
 const LENGTH = 'x-firsttoken-length'; // of the heap image Pyodide restores
@@ -197,7 +198,8 @@ export async function openSnapshot() {
 }
 
 // The gateway's install-time snapshot, as openSnapshot gives a stored one (plus
-// `cancel()`, for when it is not wanted after all), or null when it has none for the
+// `cancel()`, for when it is not wanted after all, and `wireBytes`, its length on the
+// wire: 0 when the response does not say), or null when it has none for the
 // package it serves. Its key is made from the label it is served with.
 export async function fetchServedSnapshot() {
   let response;
@@ -208,9 +210,11 @@ export async function fetchServedSnapshot() {
   }
   if (!response.ok) return null;
   const label = (name) => response.headers.get(`x-firsttoken-${name}`) || '';
+  const wire = Number(response.headers.get('content-length')); // of the bytes sent: brotli's, when encoded
   return {
     key: snapshotKey(label('pyodide'), label('package'), label('format')),
     length: declaredLength(response),
+    wireBytes: Number.isSafeInteger(wire) && wire > 0 ? wire : 0,
     read: () => verifiedBody(response),
     cancel: () => response.body?.cancel().catch(() => {}),
   };
