@@ -28,7 +28,7 @@ import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
 } from './snapshot.js';
-import { observedRate, snapshotPays } from './snapshot-pays.js';
+import { PROBE_BYTES, PROBE_MS, snapshotPays, streamRate } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
 
 export { version };
@@ -105,23 +105,27 @@ export async function loadPyodide(options = {}) {
   return booting;
 }
 
-// Asked for at once, decided on its headers: its length on the wire is known only then.
-// Declined, its body is cancelled after a few kilobytes at most.
+// Asked for at once; decided on its first PROBE_MS (snapshot-pays.js says how, and why).
+// Declined, the rest of its body is cancelled.
 async function servedIfItPays() {
   const found = await fetchServedSnapshot();
   if (!found) return null;
-  const rate = observedRate(performance.getEntriesByType('resource'));
-  const choice = snapshotPays({ bytes: found.wireBytes, rate, connection: navigator.connection ?? null });
+  const { stream } = found;
+  const ended = await stream.readWhile(() => stream.received < PROBE_BYTES
+    && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));
+  const rate = ended ? Infinity : streamRate(stream.samples);
+  const left = found.stored ? Math.max(0, found.stored - stream.received) : null;
+  const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null });
   record.served = {
-    fetched: choice.fetch, reason: choice.reason, bytes: found.wireBytes || null,
-    rate_kbps: rate == null ? null : Math.round(rate * 8), expected_ms: choice.expected_ms,
+    fetched: choice.fetch, reason: choice.reason, bytes: found.stored || null,
+    rate_kbps: Number.isFinite(rate) ? Math.round(rate * 8) : null, expected_ms: choice.expected_ms,
   };
   if (!choice.fetch) {
     found.cancel();
     progress('snapshot.skipped', { reason: choice.reason });
     return null;
   }
-  progress('snapshot.fetch', { bytes: found.wireBytes || null });
+  progress('snapshot.fetch', { bytes: found.wire || null });
   return found;
 }
 

@@ -8,48 +8,45 @@
 // The link is the bottleneck of a first visit, so fetching the snapshot adds about
 // `bytes / rate` to the download and takes RESTORE_SAVES_MS off the boot after it:
 //
-//     fetch it  ⇔  bytes / rate < RESTORE_SAVES_MS
+//     fetch the rest  ⇔  bytes left / rate < RESTORE_SAVES_MS
 //
-// with `bytes` the snapshot's length on the wire (its Content-Length: the encoded one)
-// and `rate` the link as this worker has seen it so far (`observedRate`), capped by the
-// Network Information API's estimate where a browser has one (Chromium; not WebKit).
-// At 4.8 MB that needs ~15 Mbit/s: Wi-Fi, wired, a good 5G cell; each of issue 13's
+// `rate` is measured on the snapshot's own body: the loader asks for it at once and
+// reads PROBE_MS of it (from its first chunk, so the round trip does not count), or
+// PROBE_BYTES, whichever comes first (`streamRate`). It shares the link with the
+// runtime's downloads then, so the rate comes out low and the rule errs towards
+// booting normally: the cheap side to err on, as a wrong "boot" costs at most
+// RESTORE_SAVES_MS of CPU, a wrong "fetch" on a slow link tens of seconds. What the
+// probe cost is at most PROBE_MS of the link. Only with no measurement (a body that
+// came in one chunk) does the Network Information API's estimate stand in for it,
+// where a browser has one (Chromium, not WebKit): before a page has moved much data it
+// is a default (headless Chromium on loopback says 1.55 Mbit/s), so a measurement
+// always wins over it. At 4.8 MB of brotli
+// the rule needs ~15 Mbit/s: Wi-Fi, wired, a good 5G cell; each of issue 13's
 // profiles (9, 4, 1.6 Mbit/s) boots without it, as does a visitor asking to save data.
-//
-// `observedRate` reads the worker's own downloads: on a first visit they share the link
-// with the page's prefetch of the runtime, so the rate comes out low, and the rule errs
-// towards booting normally. That is the cheap side to err on: a wrong "boot" costs at
-// most RESTORE_SAVES_MS of CPU; a wrong "fetch" on a slow link costs tens of seconds.
-// With nothing observed (every file from a cache) the snapshot is fetched, as before.
-// Either way the page makes its own snapshot once Python is ready (next-visit.js), so
-// only this one visit pays for a plain boot.
+// Rates and lengths are in decoded bytes (what a reader counts); their ratio is the
+// same on the wire. Either way the page makes its own snapshot once Python is ready
+// (next-visit.js), so only this one visit pays for a plain boot.
 
 /** How much sooner Python is ready from a restore than from a plain boot, once the
  * runtime is here: bench-boot measured 3.2 s cold without the snapshot against 1.2 s
  * with it on this 2-core machine; a phone's CPU takes longer, which only moves the
  * rule towards fetching. */
 export const RESTORE_SAVES_MS = 2500;
-// Transfers smaller than this mostly measure round trips, not the link.
-const MIN_SAMPLE_BYTES = 16 * 1024;
+/** How long, and how much, of the snapshot's body is read before deciding. */
+export const PROBE_MS = 250;
+export const PROBE_BYTES = 1 << 20;
 // Chromium caps `downlink` at 10 Mbit/s (fingerprinting): at the cap it says "fast", no more.
 const DOWNLINK_CAP_MBPS = 10;
 
-/** The link's rate in bytes per ms from Resource Timing `entries` (this worker's), or
- * null when nothing was downloaded (revalidated files, 304s and cached files carry no
- * body: their transferSize is at most their headers). Parallel transfers share the
- * link, so the rate is their bytes over the span they took together. */
-export function observedRate(entries) {
+/** Bytes per ms from a body's `samples` ([time ms, bytes] per chunk, in arrival order):
+ * the bytes after the first chunk over the time since it (the round trip and the
+ * server's start left out). Infinity when they all came at once; null with one chunk. */
+export function streamRate(samples) {
+  if (samples.length < 2) return null;
   let bytes = 0;
-  let start = Infinity;
-  let end = 0;
-  for (const e of entries) {
-    if (!(e.transferSize > e.encodedBodySize) || !(e.responseEnd > 0)) continue;
-    bytes += e.transferSize;
-    start = Math.min(start, e.requestStart || e.startTime);
-    end = Math.max(end, e.responseEnd);
-  }
-  if (bytes < MIN_SAMPLE_BYTES || !(end > start)) return null;
-  return bytes / (end - start);
+  for (let i = 1; i < samples.length; i++) bytes += samples[i][1];
+  const span = samples.at(-1)[0] - samples[0][0];
+  return span > 0 ? bytes / span : Infinity;
 }
 
 /** The rate the Network Information API allows (bytes per ms), or null. */
@@ -60,13 +57,13 @@ export function connectionRate(connection) {
 }
 
 /** The decision, with its reason: `{fetch, reason, expected_ms}`.
- * `bytes`: the snapshot's length on the wire (null: unknown); `rate`: observedRate;
+ * `bytes`: what is left of the snapshot (null: unknown); `rate`: streamRate's;
  * `connection`: navigator.connection, if any. */
 export function snapshotPays({ bytes, rate, connection = null }) {
   if (connection?.saveData) return { fetch: false, reason: 'save-data', expected_ms: null };
-  const rates = [rate, connectionRate(connection)].filter((r) => typeof r === 'number' && r > 0);
-  if (!rates.length || !(bytes > 0)) return { fetch: true, reason: 'link-unknown', expected_ms: null };
-  const expected = bytes / Math.min(...rates);
+  const link = typeof rate === 'number' && rate > 0 ? rate : connectionRate(connection);
+  if (!link || typeof bytes !== 'number' || !(bytes >= 0)) return { fetch: true, reason: 'link-unknown', expected_ms: null };
+  const expected = bytes / link;
   return {
     fetch: expected < RESTORE_SAVES_MS,
     reason: expected < RESTORE_SAVES_MS ? 'fast-link' : 'slow-link',

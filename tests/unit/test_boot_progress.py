@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node
 def run(body: str) -> Any:
     script = (
         "import { BootProgress, STAGES, wireBytes } from './js/boot/progress.js';\n"
-        "import { observedRate, snapshotPays, RESTORE_SAVES_MS } from './js/boot/snapshot-pays.js';\n"
+        "import { streamRate, snapshotPays, RESTORE_SAVES_MS } from './js/boot/snapshot-pays.js';\n"
         "const out = {};\n" + body + "\nconsole.log(JSON.stringify(out));\n"
     )
     done = subprocess.run(["node", "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -98,27 +98,28 @@ out.saves = RESTORE_SAVES_MS;
 out.loopback = snapshotPays({ bytes: snap, rate: mbps(1000) });
 out.g4 = snapshotPays({ bytes: snap, rate: mbps(9) });
 out.g3 = snapshotPays({ bytes: snap, rate: mbps(1.6) });
-out.capped = snapshotPays({ bytes: snap, rate: mbps(1000), connection: { downlink: 10 } });
-out.netinfo = snapshotPays({ bytes: snap, rate: mbps(1000), connection: { downlink: 1.5 } });
+out.capped = snapshotPays({ bytes: snap, rate: null, connection: { downlink: 10 } });
+out.measuredWins = snapshotPays({ bytes: snap, rate: mbps(1000), connection: { downlink: 1.55 } });
+out.netinfo = snapshotPays({ bytes: snap, rate: null, connection: { downlink: 1.5 } });
 out.saveData = snapshotPays({ bytes: snap, rate: mbps(1000), connection: { saveData: true } });
 out.unknown = snapshotPays({ bytes: snap, rate: null });
 out.noLength = snapshotPays({ bytes: 0, rate: mbps(1) });
-// Resource Timing: two parallel downloads share the link; a 304 and a cached file carry no body.
-out.rate = observedRate([
-  { transferSize: 100_300, encodedBodySize: 100_000, requestStart: 10, responseEnd: 110 },
-  { transferSize: 50_300, encodedBodySize: 50_000, requestStart: 20, responseEnd: 60 },
-  { transferSize: 300, encodedBodySize: 900_000, requestStart: 0, responseEnd: 500 },
-  { transferSize: 0, encodedBodySize: 900_000, requestStart: 0, responseEnd: 5 },
-]);
-out.none = observedRate([{ transferSize: 300, encodedBodySize: 900_000, requestStart: 0, responseEnd: 500 }]);
+// The first chunk's arrival starts the clock: its bytes and the round trip before it do not count.
+out.rate = streamRate([[1000, 65536], [1100, 50_000], [1250, 100_000]]);
+out.burst = streamRate([[5, 65536], [5, 65536]]);
+out.one = streamRate([[5, 65536]]);
+out.nullBytes = snapshotPays({ bytes: null, rate: mbps(1) });
 """)
     assert out["loopback"]["fetch"] is True and out["loopback"]["reason"] == "fast-link"
     assert out["g4"] == {"fetch": False, "reason": "slow-link", "expected_ms": round(4_820_000 / (9e6 / 8 / 1000))}
     assert out["g3"]["fetch"] is False
     assert out["capped"]["fetch"] is True  # Chromium's 10 Mbit/s cap says nothing
+    assert out["measuredWins"]["fetch"] is True  # a default estimate never overrules a measurement
     assert out["netinfo"]["fetch"] is False
     assert out["saveData"] == {"fetch": False, "reason": "save-data", "expected_ms": None}
     assert out["unknown"]["fetch"] is True and out["unknown"]["reason"] == "link-unknown"
     assert out["noLength"]["fetch"] is True
-    assert out["rate"] == pytest.approx(150_600 / 100)
-    assert out["none"] is None
+    assert out["rate"] == pytest.approx(150_000 / 250)
+    assert out["burst"] is None or out["burst"] > 1e300  # Infinity (JSON: null): all at once
+    assert out["one"] is None
+    assert out["nullBytes"]["fetch"] is True
