@@ -28,7 +28,7 @@ import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
 } from './snapshot.js';
-import { PROBE_BYTES, PROBE_MS, snapshotPays, streamRate } from './snapshot-pays.js';
+import { PROBE_BYTES, PROBE_MS, cpuProbe, cpuScale, snapshotPays, streamRate } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
 
 export { version };
@@ -108,17 +108,20 @@ export async function loadPyodide(options = {}) {
 // Asked for at once; decided on its first PROBE_MS (snapshot-pays.js says how, and why).
 // Declined, the rest of its body is cancelled.
 async function servedIfItPays() {
-  const found = await fetchServedSnapshot();
+  const asked = fetchServedSnapshot();
+  const cpuMs = cpuProbe(); // while the request is out: this thread would only wait
+  const found = await asked;
   if (!found) return null;
   const { stream } = found;
   const ended = await stream.readWhile(() => stream.received < PROBE_BYTES
     && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));
   const rate = ended ? Infinity : streamRate(stream.samples);
   const left = found.stored ? Math.max(0, found.stored - stream.received) : null;
-  const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null });
+  const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null, cpu: cpuScale(cpuMs) });
   record.served = {
     fetched: choice.fetch, reason: choice.reason, bytes: found.stored || null,
     rate_kbps: Number.isFinite(rate) ? Math.round(rate * 8) : null, expected_ms: choice.expected_ms,
+    saves_ms: choice.saves_ms, cpu_probe_ms: Math.round(cpuMs * 10) / 10,
   };
   if (!choice.fetch) {
     found.cancel();

@@ -8,7 +8,7 @@
 // The link is the bottleneck of a first visit, so fetching the snapshot adds about
 // `bytes / rate` to the download and takes RESTORE_SAVES_MS off the boot after it:
 //
-//     fetch the rest  ⇔  bytes left / rate < RESTORE_SAVES_MS
+//     fetch the rest  ⇔  bytes left / rate < RESTORE_SAVES_MS × cpuScale
 //
 // `rate` is measured on the snapshot's own body: the loader asks for it at once and
 // reads PROBE_MS of it (from its first chunk, so the round trip does not count), or
@@ -23,6 +23,12 @@
 // always wins over it. At 4.8 MB of brotli
 // the rule needs ~15 Mbit/s: Wi-Fi, wired, a good 5G cell; each of issue 13's
 // profiles (9, 4, 1.6 Mbit/s) boots without it, as does a visitor asking to save data.
+//
+// A plain boot is CPU, so what a restore saves grows with a slow or busy CPU: the
+// loader times a fixed loop (`cpuProbe`, ~10 ms on one idle core of the machine that
+// measured RESTORE_SAVES_MS) and scales the saving by how much longer it took
+// (`cpuScale`, at least 1, at most 8). On that machine at load 25 a plain boot took
+// 30 s where a restore takes a few: fetching 4.8 MB paid even at 8 Mbit/s.
 // Rates and lengths are in decoded bytes (what a reader counts); their ratio is the
 // same on the wire. Either way the page makes its own snapshot once Python is ready
 // (next-visit.js), so only this one visit pays for a plain boot.
@@ -32,6 +38,28 @@
  * with it on this 2-core machine; a phone's CPU takes longer, which only moves the
  * rule towards fetching. */
 export const RESTORE_SAVES_MS = 2500;
+/** `cpuProbe()`'s time on one idle core of the machine behind RESTORE_SAVES_MS. */
+export const CPU_REFERENCE_MS = 10;
+const CPU_SCALE_MAX = 8;
+
+/** Time (ms) a fixed loop takes here, from cold (the first run is what a boot sees). */
+export function cpuProbe() {
+  const start = performance.now();
+  let h = 0x811c9dc5;
+  for (let i = 0; i < 1e6; i++) {
+    h ^= i & 0xff;
+    h = Math.imul(h, 0x01000193);
+  }
+  const ms = performance.now() - start;
+  return h === 0.5 ? -1 : ms; // never true: keeps the loop from being optimised away
+}
+
+/** How many times RESTORE_SAVES_MS a restore saves on this CPU, from cpuProbe's `ms`. */
+export function cpuScale(ms) {
+  if (!(ms > 0)) return 1;
+  return Math.min(CPU_SCALE_MAX, Math.max(1, ms / CPU_REFERENCE_MS));
+}
+
 /** How long, and how much, of the snapshot's body is read before deciding. */
 export const PROBE_MS = 250;
 export const PROBE_BYTES = 1 << 20;
@@ -56,17 +84,21 @@ export function connectionRate(connection) {
   return (mbps * 1e6) / 8 / 1000;
 }
 
-/** The decision, with its reason: `{fetch, reason, expected_ms}`.
+/** The decision, with its reason: `{fetch, reason, expected_ms, saves_ms}`.
  * `bytes`: what is left of the snapshot (null: unknown); `rate`: streamRate's;
- * `connection`: navigator.connection, if any. */
-export function snapshotPays({ bytes, rate, connection = null }) {
-  if (connection?.saveData) return { fetch: false, reason: 'save-data', expected_ms: null };
+ * `connection`: navigator.connection, if any; `cpu`: cpuScale's. */
+export function snapshotPays({ bytes, rate, connection = null, cpu = 1 }) {
+  const saves = Math.round(RESTORE_SAVES_MS * cpu);
+  if (connection?.saveData) return { fetch: false, reason: 'save-data', expected_ms: null, saves_ms: saves };
   const link = typeof rate === 'number' && rate > 0 ? rate : connectionRate(connection);
-  if (!link || typeof bytes !== 'number' || !(bytes >= 0)) return { fetch: true, reason: 'link-unknown', expected_ms: null };
+  if (!link || typeof bytes !== 'number' || !(bytes >= 0)) {
+    return { fetch: true, reason: 'link-unknown', expected_ms: null, saves_ms: saves };
+  }
   const expected = bytes / link;
   return {
-    fetch: expected < RESTORE_SAVES_MS,
-    reason: expected < RESTORE_SAVES_MS ? 'fast-link' : 'slow-link',
+    fetch: expected < saves,
+    reason: expected < saves ? 'fast-link' : 'slow-link',
     expected_ms: Math.round(expected),
+    saves_ms: saves,
   };
 }

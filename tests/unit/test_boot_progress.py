@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node
 def run(body: str) -> Any:
     script = (
         "import { BootProgress, STAGES, wireBytes } from './js/boot/progress.js';\n"
-        "import { streamRate, snapshotPays, RESTORE_SAVES_MS } from './js/boot/snapshot-pays.js';\n"
+        "import { cpuProbe, cpuScale, streamRate, snapshotPays, RESTORE_SAVES_MS } from './js/boot/snapshot-pays.js';\n"
         "const out = {};\n" + body + "\nconsole.log(JSON.stringify(out));\n"
     )
     done = subprocess.run(["node", "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -98,6 +98,9 @@ out.saves = RESTORE_SAVES_MS;
 out.loopback = snapshotPays({ bytes: snap, rate: mbps(1000) });
 out.g4 = snapshotPays({ bytes: snap, rate: mbps(9) });
 out.g3 = snapshotPays({ bytes: snap, rate: mbps(1.6) });
+out.g4busy = snapshotPays({ bytes: snap, rate: mbps(9), cpu: cpuScale(40) });
+out.scales = [cpuScale(-1), cpuScale(5), cpuScale(40), cpuScale(1000)];
+out.probe = cpuProbe();
 out.capped = snapshotPays({ bytes: snap, rate: null, connection: { downlink: 10 } });
 out.measuredWins = snapshotPays({ bytes: snap, rate: mbps(1000), connection: { downlink: 1.55 } });
 out.netinfo = snapshotPays({ bytes: snap, rate: null, connection: { downlink: 1.5 } });
@@ -111,12 +114,16 @@ out.one = streamRate([[5, 65536]]);
 out.nullBytes = snapshotPays({ bytes: null, rate: mbps(1) });
 """)
     assert out["loopback"]["fetch"] is True and out["loopback"]["reason"] == "fast-link"
-    assert out["g4"] == {"fetch": False, "reason": "slow-link", "expected_ms": round(4_820_000 / (9e6 / 8 / 1000))}
+    assert out["g4"] == {"fetch": False, "reason": "slow-link", "expected_ms": round(4_820_000 / (9e6 / 8 / 1000)),
+                         "saves_ms": out["saves"]}
+    # A CPU four times slower than the reference: a restore saves four times as much.
+    assert out["g4busy"]["fetch"] is True and out["g4busy"]["saves_ms"] == 4 * out["saves"]
+    assert out["scales"] == [1, 1, 4, 8] and out["probe"] > 0
     assert out["g3"]["fetch"] is False
     assert out["capped"]["fetch"] is True  # Chromium's 10 Mbit/s cap says nothing
     assert out["measuredWins"]["fetch"] is True  # a default estimate never overrules a measurement
     assert out["netinfo"]["fetch"] is False
-    assert out["saveData"] == {"fetch": False, "reason": "save-data", "expected_ms": None}
+    assert out["saveData"]["fetch"] is False and out["saveData"]["reason"] == "save-data"
     assert out["unknown"]["fetch"] is True and out["unknown"]["reason"] == "link-unknown"
     assert out["noLength"]["fetch"] is True
     assert out["rate"] == pytest.approx(150_000 / 250)
