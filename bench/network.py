@@ -21,10 +21,16 @@ folder in front of it), interleaved run by run:
   the same compression.
 
 Per run it records:
-- `bytes`: every response's encoded length (headers and body, as Chromium's network
-  service counted them: CDP `Network.loadingFinished`/`dataReceived`), for the page and
-  its workers, until Python is ready; for firsttoken also until the service worker is
-  installed (`settled_bytes`: what the first visit costs in all);
+- `bytes`: what the page's DevTools session saw arrive, headers and bodies as
+  Chromium's network service counted them on the emulated link (CDP
+  `Network.loadingFinished`/`dataReceived`), until Python is ready. That session sees
+  the page's own requests (the runtime, which the page prefetches on a first visit),
+  not all of its workers';
+- `server_bytes`: what the server sent until Python was ready, counted in the server
+  (every request: workers included); `settled_bytes`, the same once the service worker
+  has installed the offline copy: what a first visit costs in all. Both are upper
+  bounds: a body the page cancels (the snapshot it declines) counts what the server had
+  written by then, which Chromium may have buffered without it crossing the emulated link;
 - `ready_ms`: navigation start → Python ready (the User Timing mark
   `firsttoken:python-ready` / `stock:python-ready`);
 - `usable_ms` (firsttoken): navigation start → the first key typed lands in the message
@@ -68,6 +74,11 @@ WAIT_MARK = """([name, timeout]) => new Promise((resolve, reject) => {
   observer.observe({ type: 'mark' });
   setTimeout(() => reject(new Error(`no ${name} after ${timeout} ms`)), timeout);
 })"""
+# Once the service worker has every file of the build (its install done, not only begun).
+SW_INSTALLED = """() => navigator.serviceWorker.ready.then(async () => {
+  const names = await caches.keys();
+  return names.some((n) => n.startsWith('firsttoken-assets-'));
+})"""
 BOOT_DETAIL = "() => performance.getEntriesByName('firsttoken:python-ready')[0]?.detail ?? null"
 # Before any page script: when the first key reached the message box.
 TYPED_PROBE = """
@@ -83,6 +94,27 @@ new MutationObserver(() => {
   if (text && window.__benchLines.at(-1) !== text) window.__benchLines.push(text);
 }).observe(document, { subtree: true, childList: true, characterData: true });
 """
+
+
+class ServerBytes:
+    """ASGI middleware: the bytes this server sent (status line and headers estimated,
+    bodies exact), for every request: the service worker's and the workers' included.
+    An upper bound of what a visit received: a body the page cancels (the snapshot it
+    declines) counts what the server had written by then."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.sent = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def counting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                self.sent += 17 + sum(len(k) + len(v) + 4 for k, v in message.get("headers", [])) + 2
+            elif message["type"] == "http.response.body":
+                self.sent += len(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, receive, counting if scope["type"] == "http" else send)
 
 
 class Meter:
@@ -123,8 +155,9 @@ def throttle(context: BrowserContext, profile: str) -> tuple[Any, Any, Meter]:
     return page, cdp, meter
 
 
-def visit_firsttoken(context: BrowserContext, url: str, profile: str) -> dict[str, Any]:
+def visit_firsttoken(context: BrowserContext, url: str, profile: str, server: ServerBytes) -> dict[str, Any]:
     page, _cdp, meter = throttle(context, profile)
+    server.sent = 0
     page.goto(url + "/", wait_until="commit")
     page.wait_for_selector("#prompt:focus", timeout=TIMEOUT_MS)
     page.keyboard.type("x")
@@ -132,23 +165,41 @@ def visit_firsttoken(context: BrowserContext, url: str, profile: str) -> dict[st
     usable = page.evaluate("() => window.__benchTyped")
     ready = page.evaluate(WAIT_MARK, ["firsttoken:python-ready", TIMEOUT_MS])
     ready_bytes = meter.total()
+    ready_server = server.sent
     boot = page.evaluate(BOOT_DETAIL)
     lines = page.evaluate("() => window.__benchLines")
     # The rest of a first visit: the service worker fetches what the page needs offline.
     page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
-    settled = meter.total()
+    page.evaluate(SW_INSTALLED)
+    settled = server.sent
     page.close()
     return {"ready_ms": round(ready, 1), "usable_ms": round(usable, 1), "bytes": ready_bytes,
-            "settled_bytes": settled, "boot": boot, "lines": lines}
+            "server_bytes": ready_server, "settled_bytes": settled, "boot": boot, "lines": lines}
 
 
-def visit_stock(context: BrowserContext, url: str, profile: str) -> dict[str, Any]:
+def visit_stock(context: BrowserContext, url: str, profile: str, server: ServerBytes) -> dict[str, Any]:
     page, _cdp, meter = throttle(context, profile)
+    server.sent = 0
     page.goto(url + "/bench/boot_stock.html", wait_until="commit")
     ready = page.evaluate(WAIT_MARK, ["stock:python-ready", TIMEOUT_MS])
-    result = {"ready_ms": round(ready, 1), "bytes": meter.total()}
+    result = {"ready_ms": round(ready, 1), "bytes": meter.total(), "server_bytes": server.sent}
     page.close()
     return result
+
+
+def summarise(lines: list[str]) -> list[str]:
+    """The boot lines, each run of "Downloading…" ones shortened to its first and last."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*lines, ""]:
+        if line.startswith("Downloading"):
+            run.append(line)
+            continue
+        out += run if len(run) <= 2 else [run[0], "…", run[-1]]
+        run = []
+        if line:
+            out.append(line)
+    return out
 
 
 def median(values: list[float]) -> float:
@@ -167,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
 
     ours: dict[str, list[dict[str, Any]]] = {name: [] for name in profiles}
     stock: dict[str, list[dict[str, Any]]] = {name: [] for name in profiles}
-    with serve_app(bench_app({})) as url, sync_playwright() as pw:
+    server = ServerBytes(bench_app({}))
+    with serve_app(server) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             print(f"firsttoken: {url}/   stock: {url}/bench/boot_stock.html", flush=True)
@@ -177,17 +229,17 @@ def main(argv: list[str] | None = None) -> None:
                         context = browser.new_context()
                         try:
                             if who == "stock":
-                                stock[name].append(run := visit_stock(context, url, name))
+                                stock[name].append(run := visit_stock(context, url, name, server))
                                 print(f"{name} {i + 1} stock:      ready {run['ready_ms']:.0f} ms, "
-                                      f"{run['bytes']:,} bytes", flush=True)
+                                      f"{run['bytes']:,} bytes ({run['server_bytes']:,} sent)", flush=True)
                             else:
                                 context.add_init_script(TYPED_PROBE + SEEN_PROBE)
-                                ours[name].append(run := visit_firsttoken(context, url, name))
+                                ours[name].append(run := visit_firsttoken(context, url, name, server))
                                 boot = run["boot"] or {}
                                 print(f"{name} {i + 1} firsttoken: ready {run['ready_ms']:.0f} ms, usable "
-                                      f"{run['usable_ms']:.0f} ms, {run['bytes']:,} bytes ({run['settled_bytes']:,} "
-                                      f"with the service worker); snapshot {boot.get('snapshot')}, served "
-                                      f"{json.dumps(boot.get('served'))}; lines {run['lines']}", flush=True)
+                                      f"{run['usable_ms']:.0f} ms, {run['bytes']:,} bytes ({run['server_bytes']:,} sent; "
+                                      f"{run['settled_bytes']:,} with the service worker's install); snapshot {boot.get('snapshot')}, served "
+                                      f"{json.dumps(boot.get('served'))}; lines {summarise(run['lines'])}", flush=True)
                         finally:
                             context.close()
         finally:
@@ -201,8 +253,10 @@ def main(argv: list[str] | None = None) -> None:
         per_profile[name] = {
             "ready_ms": ready, "usable_ms": median([r["usable_ms"] for r in ours[name]]),
             "bytes": int(median([r["bytes"] for r in ours[name]])),
+            "server_bytes": int(median([r["server_bytes"] for r in ours[name]])),
             "settled_bytes": int(median([r["settled_bytes"] for r in ours[name]])),
             "stock_ready_ms": stock_ready, "stock_bytes": int(median([r["bytes"] for r in stock[name]])),
+            "stock_server_bytes": int(median([r["server_bytes"] for r in stock[name]])),
             "ratio": round(ready / stock_ready, 3),
             "snapshot_fetched": sum(bool((r["boot"] or {}).get("served", {}) and r["boot"]["served"].get("fetched"))
                                     for r in ours[name]),
@@ -214,7 +268,8 @@ def main(argv: list[str] | None = None) -> None:
         result[f"stock_ready_ms_{name}"] = v["stock_ready_ms"]
         result[f"ratio_{name}"] = v["ratio"]
         result[f"usable_ms_{name}"] = v["usable_ms"]
-        result[f"bytes_{name}"] = v["settled_bytes"]
+        result[f"bytes_{name}"] = v["bytes"]
+        result[f"sent_{name}"] = v["settled_bytes"]
         result[f"stock_bytes_{name}"] = v["stock_bytes"]
         result[f"snapshot_fetched_{name}"] = f"{v['snapshot_fetched']}/{len(ours[name])}"
     result["runs"] = args.runs
