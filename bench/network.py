@@ -29,8 +29,9 @@ Per run it records:
 - `server_bytes`: what the server sent until Python was ready, counted in the server
   (every request: workers included); `settled_bytes`, the same once the service worker
   has installed the offline copy: what a first visit costs in all. Both are upper
-  bounds: a body the page cancels (the snapshot it declines) counts what the server had
-  written by then, which Chromium may have buffered without it crossing the emulated link;
+  bounds, but for a snapshot the page declines: Chromium reads the socket ahead of the
+  emulated link, so of its body only what the page read before deciding is counted
+  (`served.probe_bytes`, in the boot record, scaled to the wire);
 - `ready_ms`: navigation start → Python ready (the User Timing mark
   `firsttoken:python-ready` / `stock:python-ready`);
 - `usable_ms` (firsttoken): navigation start → the first key typed lands in the message
@@ -63,6 +64,7 @@ from tests.servers import serve_app  # noqa: E402
 #: name → (down Mbit/s, round trip ms), issue 13.
 PROFILES = {"4g": (9.0, 85), "slow4g": (4.0, 150), "3g": (1.6, 300)}
 TIMEOUT_MS = 300_000
+SNAPSHOT = "/py/firsttoken.snapshot"
 
 WAIT_MARK = """([name, timeout]) => new Promise((resolve, reject) => {
   const found = () => performance.getEntriesByName(name)[0];
@@ -105,13 +107,21 @@ class ServerBytes:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.sent = 0
+        self.snapshot = 0  # of which the install-time snapshot's body
+
+    def reset(self) -> None:
+        self.sent = self.snapshot = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        snapshot = scope.get("path") == SNAPSHOT
+
         async def counting(message: Any) -> None:
             if message["type"] == "http.response.start":
                 self.sent += 17 + sum(len(k) + len(v) + 4 for k, v in message.get("headers", [])) + 2
             elif message["type"] == "http.response.body":
                 self.sent += len(message.get("body", b""))
+                if snapshot:
+                    self.snapshot += len(message.get("body", b""))
             await send(message)
 
         await self.app(scope, receive, counting if scope["type"] == "http" else send)
@@ -155,9 +165,18 @@ def throttle(context: BrowserContext, profile: str) -> tuple[Any, Any, Meter]:
     return page, cdp, meter
 
 
+def snapshot_wire_length() -> int:
+    """The install-time snapshot's length as brotli (what Chromium is sent), or 0."""
+    from gateway.precompressed import read_index
+
+    entry = read_index(ROOT / "build" / "encoded").get(SNAPSHOT)
+    variant = entry and entry.variants.get("br")
+    return variant.length if variant else 0
+
+
 def visit_firsttoken(context: BrowserContext, url: str, profile: str, server: ServerBytes) -> dict[str, Any]:
     page, _cdp, meter = throttle(context, profile)
-    server.sent = 0
+    server.reset()
     page.goto(url + "/", wait_until="commit")
     page.wait_for_selector("#prompt:focus", timeout=TIMEOUT_MS)
     page.keyboard.type("x")
@@ -165,13 +184,20 @@ def visit_firsttoken(context: BrowserContext, url: str, profile: str, server: Se
     usable = page.evaluate("() => window.__benchTyped")
     ready = page.evaluate(WAIT_MARK, ["firsttoken:python-ready", TIMEOUT_MS])
     ready_bytes = meter.total()
-    ready_server = server.sent
     boot = page.evaluate(BOOT_DETAIL)
+    # A declined snapshot: the server wrote more of it than the page read (Chromium reads
+    # the socket ahead of the emulated link); what crossed the link is what was read.
+    declined = 0
+    served = (boot or {}).get("served") or {}
+    if served and not served.get("fetched") and server.snapshot:
+        wire = snapshot_wire_length() or served["bytes"]
+        declined = max(0, server.snapshot - round(served.get("probe_bytes", 0) * wire / served["bytes"]))
+    ready_server = server.sent - declined
     lines = page.evaluate("() => window.__benchLines")
     # The rest of a first visit: the service worker fetches what the page needs offline.
     page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
     page.evaluate(SW_INSTALLED)
-    settled = server.sent
+    settled = server.sent - declined
     page.close()
     return {"ready_ms": round(ready, 1), "usable_ms": round(usable, 1), "bytes": ready_bytes,
             "server_bytes": ready_server, "settled_bytes": settled, "boot": boot, "lines": lines}
@@ -179,7 +205,7 @@ def visit_firsttoken(context: BrowserContext, url: str, profile: str, server: Se
 
 def visit_stock(context: BrowserContext, url: str, profile: str, server: ServerBytes) -> dict[str, Any]:
     page, _cdp, meter = throttle(context, profile)
-    server.sent = 0
+    server.reset()
     page.goto(url + "/bench/boot_stock.html", wait_until="commit")
     ready = page.evaluate(WAIT_MARK, ["stock:python-ready", TIMEOUT_MS])
     result = {"ready_ms": round(ready, 1), "bytes": meter.total(), "server_bytes": server.sent}

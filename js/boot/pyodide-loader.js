@@ -122,10 +122,11 @@ async function servedIfItPays() {
     fetched: choice.fetch, reason: choice.reason, bytes: found.stored || null,
     rate_kbps: Number.isFinite(rate) ? Math.round(rate * 8) : null, expected_ms: choice.expected_ms,
     saves_ms: choice.saves_ms, cpu_probe_ms: Math.round(cpuMs * 10) / 10,
+    probe_bytes: stream.received, // decoded, read before deciding
   };
   if (!choice.fetch) {
     found.cancel();
-    progress('snapshot.skipped', { reason: choice.reason });
+    progress('snapshot.skipped', { ...record.served });
     return null;
   }
   progress('snapshot.fetch', { bytes: found.wire || null });
