@@ -262,9 +262,11 @@ def main(argv: list[str] | None = None) -> None:
                                 context.add_init_script(TYPED_PROBE + SEEN_PROBE)
                                 ours[name].append(run := visit_firsttoken(context, url, name, server))
                                 boot = run["boot"] or {}
+                                stages = " ".join(f"{k.removesuffix('_ms')}={boot[k]}" for k in (
+                                    "assets_ms", "wasm_ms", "interpreter_ms", "ready_ms") if boot.get(k) is not None)
                                 print(f"{name} {i + 1} firsttoken: ready {run['ready_ms']:.0f} ms, usable "
                                       f"{run['usable_ms']:.0f} ms, {run['bytes']:,} bytes ({run['server_bytes']:,} sent; "
-                                      f"{run['settled_bytes']:,} with the service worker's install); snapshot {boot.get('snapshot')}, served "
+                                      f"{run['settled_bytes']:,} with the service worker's install); ms after starting Python: {stages}; snapshot {boot.get('snapshot')}, served "
                                       f"{json.dumps(boot.get('served'))}; lines {summarise(run['lines'])}", flush=True)
                         finally:
                             context.close()

@@ -28,7 +28,7 @@ import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
 } from './snapshot.js';
-import { PROBE_BYTES, PROBE_MS, cpuProbe, cpuScale, snapshotPays, streamRate } from './snapshot-pays.js';
+import { PROBE_BYTES, PROBE_MS, cpuScale, cpuWhile, snapshotPays, streamRate } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
 
 export { version };
@@ -109,7 +109,7 @@ export async function loadPyodide(options = {}) {
 // Declined, the rest of its body is cancelled.
 async function servedIfItPays() {
   const asked = fetchServedSnapshot();
-  const cpuMs = cpuProbe(); // while the request is out: this thread would only wait
+  const cpu = await cpuWhile(asked); // while the request is out: this thread would only wait
   const found = await asked;
   if (!found) return null;
   const { stream } = found;
@@ -117,11 +117,11 @@ async function servedIfItPays() {
     && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));
   const rate = ended ? Infinity : streamRate(stream.samples);
   const left = found.stored ? Math.max(0, found.stored - stream.received) : null;
-  const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null, cpu: cpuScale(cpuMs) });
+  const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null, cpu: cpuScale(cpu) });
   record.served = {
     fetched: choice.fetch, reason: choice.reason, bytes: found.stored || null,
     rate_kbps: Number.isFinite(rate) ? Math.round(rate * 8) : null, expected_ms: choice.expected_ms,
-    saves_ms: choice.saves_ms, cpu_probe_ms: Math.round(cpuMs * 10) / 10,
+    saves_ms: choice.saves_ms, cpu_per_ms: Math.round(cpu),
     probe_bytes: stream.received, // decoded, read before deciding
   };
   if (!choice.fetch) {

@@ -24,11 +24,13 @@
 // the rule needs ~15 Mbit/s: Wi-Fi, wired, a good 5G cell; each of issue 13's
 // profiles (9, 4, 1.6 Mbit/s) boots without it, as does a visitor asking to save data.
 //
-// A plain boot is CPU, so what a restore saves grows with a slow or busy CPU: the
-// loader times a fixed loop (`cpuProbe`, ~10 ms on one idle core of the machine that
-// measured RESTORE_SAVES_MS) and scales the saving by how much longer it took
-// (`cpuScale`, at least 1, at most 8). On that machine at load 25 a plain boot took
-// 30 s where a restore takes a few: fetching 4.8 MB paid even at 8 Mbit/s.
+// A plain boot is CPU, so what a restore saves grows with a slow or busy CPU. While the
+// request for the snapshot is out (a round trip this thread would only wait through),
+// the loader runs a fixed loop in slices, yielding between them (`cpuWhile`), and
+// compares the work done per ms of wall time with what one idle core of the machine
+// that measured RESTORE_SAVES_MS does (`cpuScale`, at least 1, at most 8). A slow
+// phone scores low, and so does a busy one: on that machine at load average 25 a
+// plain boot took 26 s where it takes 3 idle, and the loop ran 3–15× slower.
 // Rates and lengths are in decoded bytes (what a reader counts); their ratio is the
 // same on the wire. Either way the page makes its own snapshot once Python is ready
 // (next-visit.js), so only this one visit pays for a plain boot.
@@ -38,26 +40,55 @@
  * with it on this 2-core machine; a phone's CPU takes longer, which only moves the
  * rule towards fetching. */
 export const RESTORE_SAVES_MS = 2500;
-/** `cpuProbe()`'s time on one idle core of the machine behind RESTORE_SAVES_MS. */
-export const CPU_REFERENCE_MS = 10;
+/** Loop iterations per ms of wall time on one idle core of the machine behind
+ * RESTORE_SAVES_MS (its best run: 10⁶ in 2.2 ms, Node 20's V8), yields included. */
+export const CPU_REFERENCE_PER_MS = 400_000;
 const CPU_SCALE_MAX = 8;
+const SLICE = 200_000; // iterations: ~0.5 ms on that core
+const CPU_PROBE_MAX_MS = 300;
 
-/** Time (ms) a fixed loop takes here, from cold (the first run is what a boot sees). */
-export function cpuProbe() {
-  const start = performance.now();
+function slice() {
   let h = 0x811c9dc5;
-  for (let i = 0; i < 1e6; i++) {
+  for (let i = 0; i < SLICE; i++) {
     h ^= i & 0xff;
     h = Math.imul(h, 0x01000193);
   }
-  const ms = performance.now() - start;
-  return h === 0.5 ? -1 : ms; // never true: keeps the loop from being optimised away
+  return h;
 }
 
-/** How many times RESTORE_SAVES_MS a restore saves on this CPU, from cpuProbe's `ms`. */
-export function cpuScale(ms) {
-  if (!(ms > 0)) return 1;
-  return Math.min(CPU_SCALE_MAX, Math.max(1, ms / CPU_REFERENCE_MS));
+/** Loop iterations done per ms of wall time, in slices, until `pending` settles (at
+ * most CPU_PROBE_MAX_MS, at least one slice). Yields through a MessageChannel between
+ * slices: no timer clamping, and the awaited response is handled as soon as it comes. */
+export async function cpuWhile(pending) {
+  let settled = false;
+  pending.then(() => { settled = true; }, () => { settled = true; });
+  const channel = new MessageChannel();
+  let wake = null;
+  channel.port1.onmessage = () => wake();
+  const yieldNow = () => new Promise((resolve) => {
+    wake = resolve;
+    channel.port2.postMessage(0);
+  });
+  const start = performance.now();
+  let done = 0;
+  let sink = 0;
+  try {
+    do {
+      sink ^= slice();
+      done += SLICE;
+      await yieldNow();
+    } while (!settled && performance.now() - start < CPU_PROBE_MAX_MS);
+  } finally {
+    channel.port1.close();
+  }
+  const elapsed = performance.now() - start;
+  return sink === 0.5 ? 0 : done / Math.max(elapsed, 0.001); // never 0.5: keeps the loop
+}
+
+/** How many times RESTORE_SAVES_MS a restore saves here, from cpuWhile's rate. */
+export function cpuScale(perMs) {
+  if (!(perMs > 0)) return 1;
+  return Math.min(CPU_SCALE_MAX, Math.max(1, CPU_REFERENCE_PER_MS / perMs));
 }
 
 /** How long, and how much, of the snapshot's body is read before deciding. */

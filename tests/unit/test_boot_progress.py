@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node
 def run(body: str) -> Any:
     script = (
         "import { BootProgress, STAGES, wireBytes } from './js/boot/progress.js';\n"
-        "import { cpuProbe, cpuScale, streamRate, snapshotPays, RESTORE_SAVES_MS } from './js/boot/snapshot-pays.js';\n"
+        "import { CPU_REFERENCE_PER_MS, cpuScale, cpuWhile, streamRate, snapshotPays, RESTORE_SAVES_MS } from './js/boot/snapshot-pays.js';\n"
         "const out = {};\n" + body + "\nconsole.log(JSON.stringify(out));\n"
     )
     done = subprocess.run(["node", "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -98,9 +98,11 @@ out.saves = RESTORE_SAVES_MS;
 out.loopback = snapshotPays({ bytes: snap, rate: mbps(1000) });
 out.g4 = snapshotPays({ bytes: snap, rate: mbps(9) });
 out.g3 = snapshotPays({ bytes: snap, rate: mbps(1.6) });
-out.g4busy = snapshotPays({ bytes: snap, rate: mbps(9), cpu: cpuScale(40) });
-out.scales = [cpuScale(-1), cpuScale(5), cpuScale(40), cpuScale(1000)];
-out.probe = cpuProbe();
+const ref = CPU_REFERENCE_PER_MS;
+out.g4busy = snapshotPays({ bytes: snap, rate: mbps(9), cpu: cpuScale(ref / 4) });
+out.scales = [cpuScale(-1), cpuScale(ref * 2), cpuScale(ref / 4), cpuScale(ref / 1000)];
+out.probe = await cpuWhile(Promise.resolve());                              // one slice, then done
+out.probeLong = await cpuWhile(new Promise((r) => setTimeout(r, 30)));
 out.capped = snapshotPays({ bytes: snap, rate: null, connection: { downlink: 10 } });
 out.measuredWins = snapshotPays({ bytes: snap, rate: mbps(1000), connection: { downlink: 1.55 } });
 out.netinfo = snapshotPays({ bytes: snap, rate: null, connection: { downlink: 1.5 } });
@@ -118,7 +120,7 @@ out.nullBytes = snapshotPays({ bytes: null, rate: mbps(1) });
                          "saves_ms": out["saves"]}
     # A CPU four times slower than the reference: a restore saves four times as much.
     assert out["g4busy"]["fetch"] is True and out["g4busy"]["saves_ms"] == 4 * out["saves"]
-    assert out["scales"] == [1, 1, 4, 8] and out["probe"] > 0
+    assert out["scales"] == [1, 1, 4, 8] and out["probe"] > 0 and out["probeLong"] > 0
     assert out["g3"]["fetch"] is False
     assert out["capped"]["fetch"] is True  # Chromium's 10 Mbit/s cap says nothing
     assert out["measuredWins"]["fetch"] is True  # a default estimate never overrules a measurement
