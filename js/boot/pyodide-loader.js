@@ -112,6 +112,7 @@ async function servedIfItPays() {
   const cpu = await cpuWhile(asked); // while the request is out: this thread would only wait
   const found = await asked;
   if (!found) return null;
+  if (found.key !== (await pkg).key) return found; // another package's: snapshots() declines it
   const { stream } = found;
   const ended = await stream.readWhile(() => stream.received < PROBE_BYTES
     && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));
