@@ -30,7 +30,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 # The install-time snapshot of the interpreter (gateway/bake.py): a first visit restores
 # it instead of booting Python. Baked again when the package, the snapshot code or the
 # npm packages change; the gateway serves it only while it matches the package.
-SNAPSHOT_INPUTS := $(shell find py/firsttoken -name '*.py') js/boot/make-snapshot.js js/boot/bake-snapshot.js js/boot/snapshot.js gateway/static.py
+SNAPSHOT_INPUTS := $(shell find py/firsttoken -name '*.py') js/boot/make-snapshot.js js/boot/bake-snapshot.js js/boot/snapshot.js gateway/static.py gateway/stdlib.py
 build/snapshot/firsttoken.snapshot.json: $(VENV)/.stamp node_modules/.package-lock.json $(SNAPSHOT_INPUTS)
 	$(PY) -m gateway.bake
 

@@ -2,7 +2,8 @@
 
     python -m gateway.bake [--root DIR]
 
-The package zip exactly as the gateway serves it (`build_package_zip`), then
+The package zip and the standard library exactly as the gateway serves them
+(`build_package_zip`, `gateway.stdlib.repack_stored`), then
 `node js/boot/bake-snapshot.js`, which boots Pyodide in Node, imports firsttoken and packs the
 heap as the page stores it (js/boot/make-snapshot.js, the code the page's own maker runs).
 Written to DIR/build/snapshot/. `make` runs this whenever the package's sources, the
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from .snapshot import NAME
 from .static import build_package_zip
+from .stdlib import repack_stored
 
 
 def bake(root: Path, out: Path | None = None, node: str = "node") -> Path:
@@ -28,9 +30,12 @@ def bake(root: Path, out: Path | None = None, node: str = "node") -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         package = Path(tmp) / "firsttoken.zip"
         package.write_bytes(build_package_zip(root / "py" / "firsttoken"))
+        # The standard library as the gateway serves it: the heap remembers its directory.
+        stdlib = Path(tmp) / "python_stdlib.zip"
+        stdlib.write_bytes(repack_stored((root / "node_modules" / "pyodide" / "python_stdlib.zip").read_bytes()))
         staged = Path(tmp) / NAME
         subprocess.run(
-            [node, "--no-warnings", str(root / "js" / "boot" / "bake-snapshot.js"), str(package), str(staged)],
+            [node, "--no-warnings", str(root / "js" / "boot" / "bake-snapshot.js"), str(package), str(staged), str(stdlib)],
             check=True, cwd=root,
         )
         # Old label out first, new label last: a label never names a body not its own.

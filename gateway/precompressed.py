@@ -23,7 +23,9 @@ The variant's response keeps every header the app sent (content type, caching, t
 snapshot's `x-firsttoken-*` label, which describes the decoded body) and changes only
 what describes the bytes sent: `Content-Encoding`, `Content-Length`, and the ETag
 (the identity one plus `-br`/`-gz`, so that a cache never takes one variant's
-validator for another's, RFC 9110 §8.8.3). Every response of a path with variants,
+validator for another's, RFC 9110 §8.8.3). It adds `x-firsttoken-identity-length`:
+a page reading the body counts decoded bytes, and with both lengths it can tell a
+person how much of the download (in bytes on the wire) has arrived (js/boot/progress.js). Every response of a path with variants,
 identity included, says `Vary: Accept-Encoding`.
 
 `index.json` (written last by the build, so it never names a variant not yet written):
@@ -251,7 +253,8 @@ class Precompressed:
         except OSError:
             return False
         async with file:
-            headers += [(b"content-encoding", coding.encode()), (b"content-length", str(length).encode())]
+            headers += [(b"content-encoding", coding.encode()), (b"content-length", str(length).encode()),
+                        (b"x-firsttoken-identity-length", str(entry.length).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             if scope["method"] == "HEAD":
                 await send({"type": "http.response.body", "body": b""})

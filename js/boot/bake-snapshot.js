@@ -1,7 +1,8 @@
-// The install-time snapshot, made in Node:  node js/boot/bake-snapshot.js PACKAGE.zip OUT
+// The install-time snapshot, made in Node:  node js/boot/bake-snapshot.js PACKAGE.zip OUT [STDLIB.zip]
 //
-// `python -m gateway.bake` runs this with the package zip exactly as the gateway
-// serves it. OUT gets the packed snapshot (make-snapshot.js, the same code the page's own
+// `python -m gateway.bake` runs this with the package zip and the standard library
+// exactly as the gateway serves them (the heap holds zipimport's directory of the
+// standard library's zip: restored over another zip, it would read wrong offsets). OUT gets the packed snapshot (make-snapshot.js, the same code the page's own
 // maker runs), OUT.json what it was made from and what it is: {pyodide, format,
 // package, length, stored, sha256}. The gateway serves it to pages that have no
 // snapshot of their own yet (gateway/snapshot.py); the page checks every one of those
@@ -15,14 +16,15 @@ import { loadPyodide, version } from '../../node_modules/pyodide/pyodide.mjs';
 import { FORMAT, sha256Hex } from './snapshot.js';
 import { makeSnapshot } from './make-snapshot.js';
 
-const [zipPath, out] = process.argv.slice(2);
+const [zipPath, out, stdlibPath] = process.argv.slice(2);
 if (!zipPath || !out) {
-  console.error('usage: node js/boot/bake-snapshot.js PACKAGE.zip OUT');
+  console.error('usage: node js/boot/bake-snapshot.js PACKAGE.zip OUT [STDLIB.zip]');
   process.exit(2);
 }
 const zip = new Uint8Array(readFileSync(zipPath));
 const log = (text) => console.error(text);
-const { body, length } = await makeSnapshot(loadPyodide, zip, { stdout: log, stderr: log });
+const options = { stdout: log, stderr: log, ...(stdlibPath ? { stdLibURL: stdlibPath } : {}) };
+const { body, length } = await makeSnapshot(loadPyodide, zip, options);
 writeFileSync(out, body);
 writeFileSync(`${out}.json`, JSON.stringify({
   pyodide: version, format: FORMAT, package: await sha256Hex(zip), length, stored: body.byteLength, sha256: await sha256Hex(body),

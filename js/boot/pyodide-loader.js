@@ -28,6 +28,7 @@ import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,
   unpackInto, writeSnapshot,
 } from './snapshot.js';
+import { PROBE_BYTES, PROBE_MS, cpuScale, cpuWhile, snapshotPays, streamRate } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
 
 export { version };
@@ -79,8 +80,9 @@ const pkg = fetchPackage(version);
 const local = openSnapshot();
 let localBody = local.then((found) => (found?.length ? found.read() : null)); // dropped once used: 18 MB
 // A first visit, or the first after a release: the gateway's install-time snapshot,
-// when it has one for this package.
-const served = Promise.all([local, pkg]).then(([found, { key }]) => (found?.key === key ? null : fetchServedSnapshot()));
+// when it has one for this package and downloading it pays on this link
+// (snapshot-pays.js says when, and why).
+const served = Promise.all([local, pkg]).then(([found, { key }]) => (found?.key === key ? null : servedIfItPays()));
 // Failures surface through `booting`; not as unhandled rejections on the way.
 for (const p of [factory, pkg, localBody, served]) p.catch(() => {});
 const booting = boot();
@@ -101,6 +103,35 @@ export async function loadPyodide(options = {}) {
     return py;
   }
   return booting;
+}
+
+// Asked for at once; decided on its first PROBE_MS (snapshot-pays.js says how, and why).
+// Declined, the rest of its body is cancelled.
+async function servedIfItPays() {
+  const asked = fetchServedSnapshot();
+  const cpu = await cpuWhile(asked); // while the request is out: this thread would only wait
+  const found = await asked;
+  if (!found) return null;
+  if (found.key !== (await pkg).key) return found; // another package's: snapshots() declines it
+  const { stream } = found;
+  const ended = await stream.readWhile(() => stream.received < PROBE_BYTES
+    && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));
+  const rate = ended ? Infinity : streamRate(stream.samples);
+  const left = found.stored ? Math.max(0, found.stored - stream.received) : null;
+  const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null, cpu: cpuScale(cpu) });
+  record.served = {
+    fetched: choice.fetch, reason: choice.reason, bytes: found.stored || null,
+    rate_kbps: Number.isFinite(rate) ? Math.round(rate * 8) : null, expected_ms: choice.expected_ms,
+    saves_ms: choice.saves_ms, cpu_per_ms: Math.round(cpu),
+    probe_bytes: stream.received, // decoded, read before deciding
+  };
+  if (!choice.fetch) {
+    found.cancel();
+    progress('snapshot.skipped', { ...record.served });
+    return null;
+  }
+  progress('snapshot.fetch', { bytes: found.wire || null });
+  return found;
 }
 
 // The snapshots to try, best first: the one stored by an earlier visit (its key is
@@ -279,6 +310,7 @@ function finish(py, packageBytes, files) {
     snapshot: record.snapshot,
     snapshot_from: record.snapshot_from ?? null,
     snapshot_bytes: record.snapshot_bytes ?? null,
+    served: record.served ?? null,
     worker_start: record.start,
     assets_ms: runtime.length ? since(performance.timeOrigin + Math.max(...runtime.map((e) => e.responseEnd))) : null,
     snapshot_ms: since(record.snapshot_read),

@@ -36,8 +36,9 @@ export const IMPORTS = [
   'firsttoken.browser', 'firsttoken.core',
   'asyncio', 'json', 'pathlib', 'inspect', 'base64', 'html', 'io', 'weakref', 'zipfile', 'shutil',
 ];
-// Part of the key: a snapshot made with another list (or another layout) is stale.
-export const FORMAT = `3:firsttoken.*,${IMPORTS.join(',')}`;
+// Part of the key: a snapshot made with another list (or another layout, or over the
+// standard library zip as it was before gateway/stdlib.py stored its entries) is stale.
+export const FORMAT = `4:firsttoken.*,${IMPORTS.join(',')}`;
 
 export const CACHE_NAME = 'firsttoken-snapshot';
 const LENGTH = 'x-firsttoken-length'; // of the heap image Pyodide restores
@@ -196,9 +197,12 @@ export async function openSnapshot() {
   return { key: found.key, length: declaredLength(found.response), read: () => verifiedBody(found.response) };
 }
 
-// The gateway's install-time snapshot, as openSnapshot gives a stored one (plus
-// `cancel()`, for when it is not wanted after all), or null when it has none for the
-// package it serves. Its key is made from the label it is served with.
+// The gateway's install-time snapshot, as openSnapshot gives a stored one, or null
+// when it has none for the package it serves. Its key is made from the label it is
+// served with. Its body is read as it arrives (`stream`, a BodyStream), so that the
+// loader can time the first part before it decides to read the rest (snapshot-pays.js)
+// or `cancel()` it; `stored` is the body's length (decoded, as the reader counts it),
+// `wire` its length as sent (0 when the response does not say).
 export async function fetchServedSnapshot() {
   let response;
   try {
@@ -206,14 +210,63 @@ export async function fetchServedSnapshot() {
   } catch {
     return null; // offline: a normal boot
   }
-  if (!response.ok) return null;
+  if (!response.ok || !response.body) return null;
   const label = (name) => response.headers.get(`x-firsttoken-${name}`) || '';
+  const stream = new BodyStream(response.body);
+  const stored = Number(label('stored'));
+  const wire = Number(response.headers.get('content-length')); // brotli's, when encoded
   return {
+    wire: Number.isSafeInteger(wire) && wire > 0 ? wire : 0,
     key: snapshotKey(label('pyodide'), label('package'), label('format')),
     length: declaredLength(response),
-    read: () => verifiedBody(response),
-    cancel: () => response.body?.cancel().catch(() => {}),
+    stored: Number.isSafeInteger(stored) && stored > 0 ? stored : 0,
+    stream,
+    read: () => verifiedBody(response, () => stream.rest()),
+    cancel: () => stream.cancel(),
   };
+}
+
+/** A response body read chunk by chunk, each chunk's arrival noted (`samples`:
+ * [performance.now(), bytes]), kept until `rest()` joins them. */
+export class BodyStream {
+  constructor(body) {
+    this.reader = body.getReader();
+    this.chunks = [];
+    this.received = 0;
+    this.samples = [];
+    this.ended = false;
+  }
+
+  /** Read while `more()` says so, or to the end; true once the body has ended. */
+  async readWhile(more) {
+    while (!this.ended && more()) {
+      const { done, value } = await this.reader.read();
+      if (done) this.ended = true;
+      else {
+        this.chunks.push(value);
+        this.received += value.byteLength;
+        this.samples.push([performance.now(), value.byteLength]);
+      }
+    }
+    return this.ended;
+  }
+
+  /** The whole body, once it has all arrived. */
+  async rest() {
+    await this.readWhile(() => true);
+    const body = new Uint8Array(this.received);
+    let at = 0;
+    for (const chunk of this.chunks.splice(0)) {
+      body.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    return body;
+  }
+
+  cancel() {
+    this.chunks = [];
+    return this.reader.cancel().catch(() => {});
+  }
 }
 
 // The length a found entry was stored with (0 when it carries no label).
@@ -240,15 +293,15 @@ async function readBody(response) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// The stored body of a found entry, once its length and SHA-256 match the labels
-// written with it. Otherwise the entry is deleted and SnapshotRejected says why.
-export async function verifiedBody(response) {
+// The stored body of a found entry (read by `read`), once its length and SHA-256 match
+// the labels written with it. Otherwise the entry is deleted and SnapshotRejected says why.
+export async function verifiedBody(response, read = () => readBody(response)) {
   const stored = Number(response.headers.get(STORED));
   const digest = response.headers.get(DIGEST);
   let reason = null;
   let body = null;
   try {
-    body = await readBody(response);
+    body = await read();
   } catch {
     reason = 'unreadable';
   }

@@ -23,7 +23,9 @@
 //   link.lastReady
 //       The last `ready` event (null before): replay it to a host that attaches
 //       after Python came up. `link.ready` says whether it has come.
-//   link.addEventListener('progress', (e) => e.detail);   // {text, stage}: for a boot line
+//   link.addEventListener('progress', (e) => e.detail);   // {text, stage, fraction}: a boot line
+//       that only moves forward, and on a first visit the share of Python downloaded
+//       (`fraction`, 0–1; null when there is no bar to show): js/boot/progress.js
 //   link.addEventListener('failed', (e) => e.detail);     // {message}: Python did not start
 //   link.start();   // the page's entry calls this once; a host never needs to
 //
@@ -35,6 +37,7 @@
 
 import { RUNTIME } from '../boot/snapshot.js';
 import { makeSnapshotInBackground, registerServiceWorker } from '../boot/next-visit.js';
+import { BootProgress, wireBytes } from '../boot/progress.js';
 import { onPageTimeline } from '../boot/timeline.js';
 import { PROTOCOL_VERSION, readEvent } from './envelope.js';
 
@@ -42,23 +45,37 @@ const DELTA_ACK = JSON.stringify({ v: PROTOCOL_VERSION, type: 'delta.ack' });
 // Dropped messages are all counted; only the first few are worth a console line each.
 const WARN_LIMIT = 20;
 
-// What the page shows for each boot stage reported by js/boot/pyodide-loader.js.
-const STAGE_TEXT = {
-  runtime: 'Loading Python…',
-  snapshot: 'Restoring Python…',
-  wasm: 'Starting Python…',
-  interpreter: 'Python started, loading firsttoken…',
-};
-
 const now = () => performance.timeOrigin + performance.now();
 
-// A first visit (no service worker yet) has Pyodide's 13 MB to download. Start now,
-// while the page and PyScript load: the worker's own requests for these files later
-// find them in the HTTP cache (a 304). Later visits have them in the service worker's
-// cache, where this would only read them twice.
-if (typeof navigator !== 'undefined' && !navigator.serviceWorker?.controller) {
-  for (const url of RUNTIME) fetch(url).then((r) => r.arrayBuffer()).catch(() => {});
+// A first visit (no service worker yet) has Pyodide's runtime to download (4.6 MB as
+// brotli). Start now, while the page and PyScript load: the worker's own requests for
+// these files later find them in the HTTP cache (a 304). Later visits have them in the
+// service worker's cache, where this would only read them twice. What arrives is
+// counted, for the progress bar (js/boot/progress.js).
+const firstVisit = typeof navigator !== 'undefined' && !navigator.serviceWorker?.controller;
+const meter = new BootProgress(firstVisit ? RUNTIME.length : 0);
+let onBytes = () => {};
+async function prefetch(url) {
+  try {
+    const response = await fetch(url);
+    const { total, scale } = wireBytes(response.headers);
+    meter.expect(url, total);
+    onBytes();
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      meter.add(url, value.byteLength * scale);
+      onBytes();
+    }
+  } catch {
+    // Offline, or cut: the worker asks again and reports what fails.
+  } finally {
+    meter.done(url);
+    onBytes();
+  }
 }
+if (firstVisit) for (const url of RUNTIME) prefetch(url);
 
 export class PythonLink extends EventTarget {
   constructor() {
@@ -73,6 +90,9 @@ export class PythonLink extends EventTarget {
     this.queue = [];
     this.stages = {}; // boot stage → ms since bootStarted
     this.bootStarted = now();
+    this.meter = meter;
+    this.shown = null; // the last progress told, to tell only changes
+    onBytes = () => this.progress();
   }
 
   /** Start Python. PyScript is imported here, after the page has painted. */
@@ -86,12 +106,9 @@ export class PythonLink extends EventTarget {
     this.bootStarted = now();
     performance.mark('firsttoken:boot:start');
     this.serviceWorker = serviceWorker && new URL(serviceWorker, base).href;
-    this.progress('Loading runtime…', 'pyscript');
+    this.progress('pyscript');
     try {
-      // PyScript's own progress texts, until js/boot/pyodide-loader.js reports its stages.
-      addEventListener('py:progress', (e) => {
-        if (!this.ready && !Object.keys(this.stages).length) this.progress(String(e.detail));
-      });
+      // (PyScript's own `py:progress` texts are not shown: they come in no fixed order.)
       const [core, toml] = await Promise.all([
         import(new URL(pyscript, base).href),
         fetch(new URL(config, base)).then((r) => {
@@ -131,7 +148,7 @@ export class PythonLink extends EventTarget {
         this.port = port.port1;
         hand = [port.port2];
       }
-      this.progress('Python started, saying hello…', 'hello');
+      this.progress('hello');
       // `flow`: we acknowledge each chat.delta as we take it, and the core holds what
       // arrives meanwhile (flow control, bridge/PROTOCOL.md), so a fast stream costs
       // this thread one message per turn of its event loop, not one per chunk.
@@ -175,7 +192,10 @@ export class PythonLink extends EventTarget {
     this.stages[msg.stage] = Math.round(now() - this.bootStarted);
     // User Timing marks: tests and benchmarks wait on them (e.g. the snapshot stored).
     performance.mark(`firsttoken:boot:${msg.stage}`, { detail: msg });
-    if (STAGE_TEXT[msg.stage] && !this.ready) this.progress(STAGE_TEXT[msg.stage], msg.stage);
+    // The gateway's snapshot, when the loader chose to download it, counts as Python too.
+    if (msg.stage === 'snapshot.fetch' && msg.bytes > 0) this.meter.expect('snapshot', msg.bytes);
+    if (msg.stage === 'snapshot') this.meter.done('snapshot');
+    if (!this.ready) this.progress(msg.stage);
     if (msg.stage === 'snapshot.failed') console.warn('firsttoken: no snapshot was made:', msg.error);
   }
 
@@ -186,13 +206,20 @@ export class PythonLink extends EventTarget {
     // A User Timing mark: benchmarks and tests read the boot record from it.
     performance.mark('firsttoken:python-ready', { detail: this.boot });
     for (const queued of this.queue.splice(0)) this.post(queued);
-    this.progress('Python ready', 'ready');
+    this.progress('ready');
     registerServiceWorker(this.serviceWorker);
     if (this.boot.snapshot !== 'restored') makeSnapshotInBackground((text) => this.receive(text));
   }
 
-  progress(text, stage = null) {
-    this.emit('progress', { text, stage });
+  /** Move the boot line to `stage` (if it is past the one shown) and tell listeners
+   * what changed; without a stage, the byte count moved. */
+  progress(stage = null) {
+    if (stage) this.meter.stage(stage);
+    const view = this.meter.view();
+    const fraction = view.fraction === null ? null : Math.round(view.fraction * 1000) / 1000;
+    if (this.shown && this.shown.text === view.text && this.shown.fraction === fraction) return;
+    this.shown = { ...view, fraction };
+    this.emit('progress', this.shown);
   }
 
   emit(type, detail) {

@@ -52,6 +52,12 @@ export function startPage({ answers, link = pageLink } = {}) {
   link.addEventListener('progress', (e) => {
     els.boot.textContent = e.detail.text;
     replies.booting(e.detail.text);
+    // A first visit's download (js/boot/progress.js): a bar only while bytes arrive.
+    const bar = $('boot-progress');
+    if (bar) {
+      bar.hidden = e.detail.fraction == null;
+      if (e.detail.fraction != null) bar.value = e.detail.fraction;
+    }
   });
   link.addEventListener('failed', (e) => {
     document.documentElement.dataset.python = 'failed';

@@ -147,6 +147,8 @@ def test_an_accepted_variant_is_served_with_its_own_headers(client: TestClient, 
     assert r.headers["content-type"] == "application/octet-stream"
     assert r.headers["cache-control"] == "no-store"
     assert r.headers["x-firsttoken-length"] == str(len(RUNTIME))
+    # The decoded length, for a page counting what it reads against the bytes on the wire.
+    assert r.headers["x-firsttoken-identity-length"] == str(len(RUNTIME))
 
 
 def test_identity_is_served_when_no_offered_coding_is_accepted(client: TestClient) -> None:

@@ -1,0 +1,308 @@
+"""Benchmark: a first visit over a weak network, firsttoken's page against a stock PyScript page.
+
+    .venv/bin/python bench/network.py [--runs N] [--profiles 4g,slow4g,3g]
+
+Headless Chromium with DevTools network emulation (`Network.emulateNetworkConditions`,
+through a CDP session on the page) at issue 13's three profiles:
+
+    4g       9 Mbit/s down,  85 ms round trip
+    slow4g   4 Mbit/s down, 150 ms
+    3g     1.6 Mbit/s down, 300 ms
+
+(upload at the same rate: a first visit uploads only request heads). Every run is a
+first visit: a fresh browser context (empty HTTP cache, no service worker, no stored
+snapshot). Both pages come from one server in this process (bench/harness.py: the
+product gateway with its precompressed variants from build/encoded/, and the bench
+folder in front of it), interleaved run by run:
+
+- firsttoken: the product page at `/`;
+- stock: bench/boot_stock.html, one `<script type="py">` on PyScript's main thread
+  importing the same modules on the same Pyodide, its files from the same gateway with
+  the same compression.
+
+Per run it records:
+- `bytes`: what the page's DevTools session saw arrive, headers and bodies as
+  Chromium's network service counted them on the emulated link (CDP
+  `Network.loadingFinished`/`dataReceived`), until Python is ready. That session sees
+  the page's own requests (the runtime, which the page prefetches on a first visit),
+  not all of its workers';
+- `server_bytes`: what the server sent until Python was ready, counted in the server
+  (every request: workers included); `settled_bytes`, the same once the service worker
+  has installed the offline copy: what a first visit costs in all. Both are upper
+  bounds, but for a snapshot the page declines: Chromium reads the socket ahead of the
+  emulated link, so of its body only what the page read before deciding is counted
+  (`served.probe_bytes`, in the boot record, scaled to the wire);
+- `ready_ms`: navigation start → Python ready (the User Timing mark
+  `firsttoken:python-ready` / `stock:python-ready`);
+- `usable_ms` (firsttoken): navigation start → the first key typed lands in the message
+  box. The driver types as soon as the box has focus, so this is an upper bound.
+
+Prints one line per run, then LAST one JSON line with medians:
+    {"first_visit_bytes", "ready_ms_4g", "ready_ms_slow4g", "ready_ms_3g",
+     "stock_ready_ms_slow4g", "ratio_slow4g", "usable_ms_3g", ...}
+`first_visit_bytes` is the largest per-profile median of `settled_bytes`: the
+snapshot decision (js/boot/snapshot-pays.js) may differ between profiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
+
+from playwright.sync_api import BrowserContext, sync_playwright  # noqa: E402
+
+from bench.harness import CHROMIUM, CHROMIUM_ARGS, bench_app  # noqa: E402
+from tests.servers import serve_app  # noqa: E402
+
+#: name → (down Mbit/s, round trip ms), issue 13.
+PROFILES = {"4g": (9.0, 85), "slow4g": (4.0, 150), "3g": (1.6, 300)}
+TIMEOUT_MS = 300_000
+SNAPSHOT = "/py/firsttoken.snapshot"
+
+WAIT_MARK = """([name, timeout]) => new Promise((resolve, reject) => {
+  const found = () => performance.getEntriesByName(name)[0];
+  if (found()) return resolve(found().startTime);
+  const observer = new PerformanceObserver((list) => {
+    const entry = list.getEntriesByName(name)[0];
+    if (entry) { observer.disconnect(); resolve(entry.startTime); }
+  });
+  observer.observe({ type: 'mark' });
+  setTimeout(() => reject(new Error(`no ${name} after ${timeout} ms`)), timeout);
+})"""
+# Once the service worker has every file of the build (its install done, not only begun).
+SW_INSTALLED = """() => navigator.serviceWorker.ready.then(async () => {
+  const names = await caches.keys();
+  return names.some((n) => n.startsWith('firsttoken-assets-'));
+})"""
+BOOT_DETAIL = "() => performance.getEntriesByName('firsttoken:python-ready')[0]?.detail ?? null"
+# Before any page script: when the first key reached the message box.
+TYPED_PROBE = """
+document.addEventListener('input', (event) => {
+  if (window.__benchTyped === undefined && event.target.id === 'prompt') window.__benchTyped = performance.now();
+}, true);
+"""
+# Every boot line the page showed, in order (the progress test asks the same).
+SEEN_PROBE = """
+window.__benchLines = [];
+new MutationObserver(() => {
+  const text = document.getElementById('boot')?.textContent;
+  if (text && window.__benchLines.at(-1) !== text) window.__benchLines.push(text);
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+
+
+class ServerBytes:
+    """ASGI middleware: the bytes this server sent (status line and headers estimated,
+    bodies exact), for every request: the service worker's and the workers' included.
+    An upper bound of what a visit received: a body the page cancels (the snapshot it
+    declines) counts what the server had written by then."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.sent = 0
+        self.snapshot = 0  # of which the install-time snapshot's body
+
+    def reset(self) -> None:
+        self.sent = self.snapshot = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        snapshot = scope.get("path") == SNAPSHOT
+
+        async def counting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                self.sent += 17 + sum(len(k) + len(v) + 4 for k, v in message.get("headers", [])) + 2
+            elif message["type"] == "http.response.body":
+                self.sent += len(message.get("body", b""))
+                if snapshot:
+                    self.snapshot += len(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, receive, counting if scope["type"] == "http" else send)
+
+
+class Meter:
+    """Bytes on the wire, per request, as the network service reports them to DevTools
+    (the page's session: its frame and its dedicated workers)."""
+
+    def __init__(self) -> None:
+        self.finished: dict[str, int] = {}
+        self.partial: dict[str, int] = {}
+
+    def attach(self, cdp: Any) -> None:
+        cdp.on("Network.dataReceived", self._data)
+        cdp.on("Network.loadingFinished", self._finished)
+
+    def _data(self, event: dict) -> None:
+        rid = event["requestId"]
+        self.partial[rid] = self.partial.get(rid, 0) + int(event.get("encodedDataLength", 0))
+
+    def _finished(self, event: dict) -> None:
+        self.finished[event["requestId"]] = int(event.get("encodedDataLength", 0))
+
+    def total(self) -> int:
+        return sum(self.finished.values()) + sum(n for rid, n in self.partial.items() if rid not in self.finished)
+
+
+def throttle(context: BrowserContext, profile: str) -> tuple[Any, Any, Meter]:
+    """A page in `context` with `profile`'s network, and its byte meter."""
+    down, rtt = PROFILES[profile]
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    meter = Meter()
+    meter.attach(cdp)
+    cdp.send("Network.enable")
+    rate = down * 1e6 / 8  # bytes per second
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": rtt, "downloadThroughput": rate, "uploadThroughput": rate,
+    })
+    return page, cdp, meter
+
+
+def snapshot_wire_length() -> int:
+    """The install-time snapshot's length as brotli (what Chromium is sent), or 0."""
+    from gateway.precompressed import read_index
+
+    entry = read_index(ROOT / "build" / "encoded").get(SNAPSHOT)
+    variant = entry and entry.variants.get("br")
+    return variant.length if variant else 0
+
+
+def visit_firsttoken(context: BrowserContext, url: str, profile: str, server: ServerBytes) -> dict[str, Any]:
+    page, _cdp, meter = throttle(context, profile)
+    server.reset()
+    page.goto(url + "/", wait_until="commit")
+    page.wait_for_selector("#prompt:focus", timeout=TIMEOUT_MS)
+    page.keyboard.type("x")
+    page.wait_for_function("() => window.__benchTyped !== undefined", timeout=TIMEOUT_MS)
+    usable = page.evaluate("() => window.__benchTyped")
+    ready = page.evaluate(WAIT_MARK, ["firsttoken:python-ready", TIMEOUT_MS])
+    ready_bytes = meter.total()
+    boot = page.evaluate(BOOT_DETAIL)
+    # A declined snapshot: the server wrote more of it than the page read (Chromium reads
+    # the socket ahead of the emulated link); what crossed the link is what was read.
+    declined = 0
+    served = (boot or {}).get("served") or {}
+    if served and not served.get("fetched") and server.snapshot:
+        wire = snapshot_wire_length() or served["bytes"]
+        declined = max(0, server.snapshot - round(served.get("probe_bytes", 0) * wire / served["bytes"]))
+    ready_server = server.sent - declined
+    lines = page.evaluate("() => window.__benchLines")
+    # The rest of a first visit: the service worker fetches what the page needs offline.
+    page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
+    page.evaluate(SW_INSTALLED)
+    settled = server.sent - declined
+    page.close()
+    return {"ready_ms": round(ready, 1), "usable_ms": round(usable, 1), "bytes": ready_bytes,
+            "server_bytes": ready_server, "settled_bytes": settled, "boot": boot, "lines": lines}
+
+
+def visit_stock(context: BrowserContext, url: str, profile: str, server: ServerBytes) -> dict[str, Any]:
+    page, _cdp, meter = throttle(context, profile)
+    server.reset()
+    page.goto(url + "/bench/boot_stock.html", wait_until="commit")
+    ready = page.evaluate(WAIT_MARK, ["stock:python-ready", TIMEOUT_MS])
+    result = {"ready_ms": round(ready, 1), "bytes": meter.total(), "server_bytes": server.sent}
+    page.close()
+    return result
+
+
+def summarise(lines: list[str]) -> list[str]:
+    """The boot lines, each run of "Downloading…" ones shortened to its first and last."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*lines, ""]:
+        if line.startswith("Downloading"):
+            run.append(line)
+            continue
+        out += run if len(run) <= 2 else [run[0], "…", run[-1]]
+        run = []
+        if line:
+            out.append(line)
+    return out
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", type=int, default=3, help="first visits per page and profile (medians)")
+    p.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated, of " + ", ".join(PROFILES))
+    args = p.parse_args(argv)
+    profiles = [name for name in args.profiles.split(",") if name]
+    for name in profiles:
+        if name not in PROFILES:
+            p.error(f"unknown profile {name!r}")
+
+    ours: dict[str, list[dict[str, Any]]] = {name: [] for name in profiles}
+    stock: dict[str, list[dict[str, Any]]] = {name: [] for name in profiles}
+    server = ServerBytes(bench_app({}))
+    with serve_app(server) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            print(f"firsttoken: {url}/   stock: {url}/bench/boot_stock.html", flush=True)
+            for i in range(args.runs):
+                for name in profiles:
+                    for who in ("stock", "firsttoken"):
+                        context = browser.new_context()
+                        try:
+                            if who == "stock":
+                                stock[name].append(run := visit_stock(context, url, name, server))
+                                print(f"{name} {i + 1} stock:      ready {run['ready_ms']:.0f} ms, "
+                                      f"{run['bytes']:,} bytes ({run['server_bytes']:,} sent)", flush=True)
+                            else:
+                                context.add_init_script(TYPED_PROBE + SEEN_PROBE)
+                                ours[name].append(run := visit_firsttoken(context, url, name, server))
+                                boot = run["boot"] or {}
+                                stages = " ".join(f"{k.removesuffix('_ms')}={boot[k]}" for k in (
+                                    "assets_ms", "wasm_ms", "interpreter_ms", "ready_ms") if boot.get(k) is not None)
+                                print(f"{name} {i + 1} firsttoken: ready {run['ready_ms']:.0f} ms, usable "
+                                      f"{run['usable_ms']:.0f} ms, {run['bytes']:,} bytes ({run['server_bytes']:,} sent; "
+                                      f"{run['settled_bytes']:,} with the service worker's install); ms after starting Python: {stages}; snapshot {boot.get('snapshot')}, served "
+                                      f"{json.dumps(boot.get('served'))}; lines {summarise(run['lines'])}", flush=True)
+                        finally:
+                            context.close()
+        finally:
+            browser.close()
+
+    result: dict[str, Any] = {}
+    per_profile: dict[str, Any] = {}
+    for name in profiles:
+        ready = median([r["ready_ms"] for r in ours[name]])
+        stock_ready = median([r["ready_ms"] for r in stock[name]])
+        per_profile[name] = {
+            "ready_ms": ready, "usable_ms": median([r["usable_ms"] for r in ours[name]]),
+            "bytes": int(median([r["bytes"] for r in ours[name]])),
+            "server_bytes": int(median([r["server_bytes"] for r in ours[name]])),
+            "settled_bytes": int(median([r["settled_bytes"] for r in ours[name]])),
+            "stock_ready_ms": stock_ready, "stock_bytes": int(median([r["bytes"] for r in stock[name]])),
+            "stock_server_bytes": int(median([r["server_bytes"] for r in stock[name]])),
+            "ratio": round(ready / stock_ready, 3),
+            "snapshot_fetched": sum(bool((r["boot"] or {}).get("served", {}) and r["boot"]["served"].get("fetched"))
+                                    for r in ours[name]),
+        }
+    if per_profile:
+        result["first_visit_bytes"] = max(v["settled_bytes"] for v in per_profile.values())
+    for name, v in per_profile.items():
+        result[f"ready_ms_{name}"] = v["ready_ms"]
+        result[f"stock_ready_ms_{name}"] = v["stock_ready_ms"]
+        result[f"ratio_{name}"] = v["ratio"]
+        result[f"usable_ms_{name}"] = v["usable_ms"]
+        result[f"bytes_{name}"] = v["bytes"]
+        result[f"sent_{name}"] = v["settled_bytes"]
+        result[f"stock_bytes_{name}"] = v["stock_bytes"]
+        result[f"snapshot_fetched_{name}"] = f"{v['snapshot_fetched']}/{len(ours[name])}"
+    result["runs"] = args.runs
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
