@@ -82,10 +82,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     }
   });
   els.prompt.addEventListener('input', () => count.request());
-  els.stop.addEventListener('click', () => {
-    // A second tap of a double-tapped Send lands on Stop, which took its place.
-    if (performance.now() - (els.stop.shownAt ?? 0) >= STOP_GUARD_MS) replies.stop();
-  });
+  els.stop.addEventListener('click', () => replies.stop());
   els.clear.addEventListener('click', () => {
     replies.stop();
     history.clear();
@@ -107,14 +104,22 @@ export function startPage({ answers, link = pageLink } = {}) {
 // ---- Send becomes Stop ------------------------------------------------------------
 // One button's place: Send while the conversation is idle, Stop while its answer streams
 // (replies.js says why not a queue). The hidden one leaves the accessibility tree, so
-// "Send" and "Stop" are never offered at once; focus follows the swap.
+// "Send" and "Stop" are never offered at once; focus follows the swap. Stop takes taps
+// only after a moment: the second tap of a double-tapped Send would land on it.
 const STOP_GUARD_MS = 350;
 
 function showSendOrStop({ send, stop }, busy) {
   const hadFocus = document.activeElement === (busy ? send : stop);
   send.hidden = busy;
   stop.hidden = !busy;
-  stop.disabled = !busy;
-  if (busy) stop.shownAt = performance.now();
-  if (hadFocus) (busy ? stop : send).focus({ preventScroll: true });
+  stop.disabled = true;
+  clearTimeout(stop.guard);
+  if (busy) {
+    stop.guard = setTimeout(() => {
+      stop.disabled = stop.hidden;
+      if (hadFocus && document.activeElement === document.body) stop.focus({ preventScroll: true });
+    }, STOP_GUARD_MS);
+  } else if (hadFocus) {
+    send.focus({ preventScroll: true });
+  }
 }
