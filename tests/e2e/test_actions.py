@@ -350,3 +350,25 @@ def test_a_reply_cut_by_a_reload_comes_back_interrupted_with_retry_and_is_not_se
     button(answer(page, 1), "Retry").click()
     expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^\d+$"), timeout=30_000)
     assert len(bodies) == 2 and bodies[1]["messages"] == bodies[0]["messages"]
+
+
+def test_a_page_suspended_mid_answer_comes_back_with_it_interrupted_and_nothing_sent_again(
+    page: Page, gateway_url: str
+) -> None:
+    steer(page, "ttft_ms=0,tps=30,tokens=2000")
+    bodies = chat_bodies(page)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    ask(page, "suspend me")
+    expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
+    # As a phone does with a backgrounded WebView (Page Lifecycle: freeze, then resume).
+    # The events are dispatched by the test: headless Chromium's
+    # Page.setWebLifecycleState freezes the page without firing either (probed).
+    page.evaluate("() => { document.dispatchEvent(new Event('freeze')); document.dispatchEvent(new Event('resume')); }")
+    expect(answer(page, 1)).to_have_attribute("data-state", "interrupted", timeout=30_000)
+    expect(answer(page, 1).locator(".error")).to_have_text("This answer was interrupted.")
+    expect(button(answer(page, 1), "Retry")).to_be_visible()
+    expect(button(page, "Send")).to_be_visible()
+    kept = stored(page)[1]
+    assert kept["state"] == "interrupted" and kept["content"]
+    assert len(bodies) == 1
