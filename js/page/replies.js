@@ -56,7 +56,14 @@ export class Replies {
     this.counter = 0;
     this.frames = new FramePacer((inFrame) => this.paint(inFrame));
     this.flushing = false;
-    connection?.addEventListener('online', () => this.flush());
+    // Set when a request failed `offline` while this page still read navigator.onLine as
+    // true (the worker saw it first): the outbox then waits for the `online` event
+    // rather than send again at once, which could loop while the two disagree.
+    this.held = false;
+    connection?.addEventListener('online', () => {
+      this.held = false;
+      this.flush();
+    });
     // Saved while the page can still save: `pagehide` (reload, navigation, bfcache),
     // `freeze` (Chromium's lifecycle: a background tab or app frozen), and `hidden`,
     // the last event a phone's WebView reliably gets before it may be killed.
@@ -124,7 +131,7 @@ export class Replies {
   answer(userEntry, userLi, replacing = null) {
     const entry = this.history.insertAfter(userEntry, 'assistant', '');
     entry.id = newEntryId();
-    if (!this.connection || (this.connection.online && !this.hasQueued(this.history))) {
+    if (!this.connection || (this.connection.online && !this.held && !this.hasQueued(this.history))) {
       this.start(entry, userEntry, userLi, replacing);
       return;
     }
@@ -292,6 +299,7 @@ export class Replies {
     const offline = state === 'error' && msg.error?.code === 'offline' && !entry.content;
     if (offline) {
       // Gone offline before any text: the prompt waits for the connection instead.
+      this.held = true;
       entry.state = 'queued';
       this.outbox.put({ id: entry.id, conversation: conversationId(r.history) })
         .then(() => this.flush());
@@ -356,7 +364,7 @@ export class Replies {
    * taken out (committed) before its request goes, so an `online` fired twice, a second
    * tab or a reload mid-way never sends one twice. */
   async flush() {
-    if (this.flushing || !this.connection?.online || this.busy) return;
+    if (this.flushing || this.held || !this.connection?.online || this.busy) return;
     this.flushing = true;
     try {
       for (const item of await this.outbox.list()) {
