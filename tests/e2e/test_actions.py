@@ -372,3 +372,30 @@ def test_a_page_suspended_mid_answer_comes_back_with_it_interrupted_and_nothing_
     kept = stored(page)[1]
     assert kept["state"] == "interrupted" and kept["content"]
     assert len(bodies) == 1
+
+
+def test_a_request_cut_by_going_offline_spends_no_retries_and_waits_in_the_outbox(page: Page, gateway_url: str) -> None:
+    bodies = chat_bodies(page)
+    state = {"cut": True}
+
+    def handle(route: Route) -> None:
+        # The device loses its network as the request is on its way (Chromium's offline
+        # emulation leaves requests already out alone, so the cut is ours).
+        if state.pop("cut", False):
+            page.context.set_offline(True)
+            route.abort("internetdisconnected")
+        else:
+            route.continue_()
+
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.context.route(CHAT, handle)
+    ask(page, "going under a bridge")
+    # The worker's fetch failed while the device is offline: `offline`, not 4 attempts.
+    expect(answer(page, 1)).to_have_attribute("data-state", "queued", timeout=30_000)
+    expect(answer(page, 1)).to_contain_text("Waiting for a connection")
+    expect(answer(page, 1).locator(".note")).to_have_count(0)  # no "retrying in" note
+    assert len(bodies) == 1
+    page.context.set_offline(False)
+    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
+    assert len(bodies) == 2 and bodies[1]["messages"] == bodies[0]["messages"]
