@@ -54,8 +54,9 @@ const turn = ({ role, content }) => ({ role, content });
  * anything changed: every user message gets an answer entry (an orphan from older
  * versions gets an `interrupted` one, so it can be retried); an answer that was on its
  * way when the page went away (`streaming`, or an older version's `incomplete`)
- * becomes `interrupted`. `queued` answers stay: the outbox decides about them. */
-export function wellFormed(entries) {
+ * becomes `interrupted`, unless it is in `inFlight` (still streaming in this page).
+ * `queued` answers stay: the outbox decides about them. */
+export function wellFormed(entries, inFlight = new Set()) {
   let changed = false;
   for (let i = 0; i < entries.length; i++) {
     const m = entries[i];
@@ -63,7 +64,7 @@ export function wellFormed(entries) {
       entries.splice(i + 1, 0, { role: 'assistant', content: '', state: 'interrupted' });
       changed = true;
     } else if (m.role === 'assistant') {
-      if (m.incomplete || m.state === 'streaming') {
+      if (m.incomplete || (m.state === 'streaming' && !inFlight.has(m))) {
         m.state = 'interrupted';
         delete m.incomplete;
         changed = true;

@@ -98,14 +98,26 @@ export class Replies {
    * each message with its actions; then the outbox is looked at. */
   show(history = this.history) {
     this.history = history;
-    if (wellFormed(history.entries)) history.save();
+    const streaming = new Map([...this.live.values()].map((r) => [r.reply.entry, r]));
+    if (wellFormed(history.entries, new Set(streaming.keys()))) history.save();
     this.view.clear();
     this.elements.clear();
     for (const entry of history.entries) {
+      const r = streaming.get(entry);
+      if (r) {
+        // Still on its way (shown again after another conversation): the element it
+        // streams into comes back, with what it painted meanwhile.
+        this.view.list.append(r.li);
+        this.elements.set(entry, r.li);
+        continue;
+      }
       const li = this.view.add(entry.role, entry.content);
       this.elements.set(entry, li);
       if (entry.role === 'assistant') this.showEnding(entry, li);
       else this.showPromptActions(entry, li);
+    }
+    for (const r of streaming.values()) {
+      if (r.history === history) r.userLi = this.elements.get(r.userEntry) ?? r.userLi;
     }
     this.busyChanged();
     this.view.follow();
