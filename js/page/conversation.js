@@ -28,12 +28,18 @@ export const SETTLED = new Set(['done', 'error', 'stopped', 'interrupted']);
 /** OpenAI chat messages for `chat.send` and `tokens.count`: the system prompt, then
  * each turn whose answer has text (a partial answer counts: the user saw it), then the
  * turn being answered (a user message with no answer after it, the last one), then
- * `extra` (a draft being counted). A turn whose answer has no text is left out whole,
- * so no request can carry two user turns in a row, by construction. */
+ * `extra` (a draft being counted); system entries of the conversation stay where they
+ * are. A turn whose answer has no text is left out whole, so no request can carry two
+ * user turns in a row, by construction. */
 export function conversation(system, entries, extra = []) {
   const messages = system ? [{ role: 'system', content: system }] : [];
   for (let i = 0; i < entries.length; i++) {
     const m = entries[i];
+    if (m.role === 'system') {
+      // Kept in place (a conversation may start with its own, as tests and hosts seed).
+      if (m.content) messages.push(turn(m));
+      continue;
+    }
     if (m.role !== 'user') continue;
     const answer = entries[i + 1];
     if (answer?.role === 'assistant') {

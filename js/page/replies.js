@@ -114,7 +114,7 @@ export class Replies {
       const li = this.view.add(entry.role, entry.content);
       this.elements.set(entry, li);
       if (entry.role === 'assistant') this.showEnding(entry, li);
-      else this.showPromptActions(entry, li);
+      else if (entry.role === 'user') this.showPromptActions(entry, li);
     }
     for (const r of streaming.values()) {
       if (r.history === history) r.userLi = this.elements.get(r.userEntry) ?? r.userLi;

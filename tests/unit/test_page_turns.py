@@ -55,6 +55,7 @@ out.changed = wellFormed(old);
 out.fixed = old;
 out.again = wellFormed(old);
 out.fixedSent = conversation('', old);
+out.seeded = conversation('', [{ role: 'system', content: 'seeded' }, { role: 'user', content: 'q' }]);
 console.log(JSON.stringify(out));
 """
 
@@ -77,6 +78,7 @@ def test_a_turn_whose_answer_has_no_text_is_left_out_whole() -> None:
     assert [m["content"] for m in out["draft"]] == ["one", "first answer", "draft"]
     for name in ("all", "draft", "retryTwo", "retryOne", "fixedSent"):
         assert roles_alternate(out[name]), (name, out[name])
+    assert out["seeded"] == [{"role": "system", "content": "seeded"}, {"role": "user", "content": "q"}]
     # Only what the model may see: roles and text, never the page's own fields.
     assert all(set(m) == {"role", "content"} for m in out["all"])
 
