@@ -1,6 +1,6 @@
-// The message list on screen: one element per message, notes under it, and a view that
-// follows the newest answer unless the user scrolled up. Nothing here knows the
-// protocol; replies.js says what to paint.
+// The message list on screen: one element per message, notes under it, its actions
+// (Copy, Edit, Regenerate, Retry), and a view that follows the newest answer unless the
+// user scrolled up. Nothing here knows the protocol; replies.js says what to paint.
 
 export class MessageList {
   /** `list`: the <ol> of messages; `scroller`: the element that scrolls; `answers`: how
@@ -23,11 +23,11 @@ export class MessageList {
     }, { passive: true });
   }
 
-  /** A message's element, at the end of the list. An answer is rendered as
-   * `answers.show` renders it; the user's words as `answers.user` does (markdown), or as
-   * typed when there is none. */
-  add(role, text) {
-    const { li, content } = this.element(role);
+  /** A message's element, at the end of the list (or in place of `replacing`). An
+   * answer is rendered as `answers.show` renders it; the user's words as `answers.user`
+   * does (markdown), or as typed when there is none. */
+  add(role, text, replacing = null) {
+    const { li, content } = this.element(role, replacing);
     if (role === 'assistant') this.answers.show(content, text);
     else if (role === 'user' && this.answers.user) this.answers.user(content, text);
     else content.textContent = text;
@@ -60,6 +60,13 @@ export class MessageList {
     this.list.replaceChildren();
   }
 
+  /** While an answer streams, actions that would send (Edit, Regenerate, Retry) wait:
+   * one answer at a time per conversation. Copy stays. */
+  setBusy(busy) {
+    this.list.dataset.busy = String(busy);
+    for (const button of this.list.querySelectorAll('.msg-actions button[data-sends]')) button.disabled = busy;
+  }
+
   /** Keep the view at the end from now on (a new prompt was sent). */
   stickToEnd() {
     this.stick = true;
@@ -80,13 +87,14 @@ function findNote(li, cls) {
   return null;
 }
 
-/** The one line of class `cls` under a message, created on first use. */
+/** The one line of class `cls` under a message, created on first use (above the
+ * message's actions, which stay last). */
 export function note(li, cls, text) {
   let el = findNote(li, cls);
   if (!el) {
     el = document.createElement('span');
     el.className = cls;
-    li.append(el);
+    li.insertBefore(el, findNote(li, 'msg-actions'));
   }
   el.textContent = text;
   return el;
@@ -96,20 +104,120 @@ export function removeNote(li, cls) {
   findNote(li, cls)?.remove();
 }
 
-/** A "Retry" button under a failed answer; `retry()` runs once, on a click (never by
- * itself), and the button goes. */
+/** A message's actions, in one group after its notes, replacing any it had: `actions`
+ * is a list of `{name, run, sends?}`; each button's text is its accessible name (the
+ * names tests and screen readers rely on: "Copy", "Edit", "Regenerate", "Retry").
+ * `sends`: the action sends a request, so it waits while the conversation is `busy`. */
+export function setActions(li, actions, { busy = false } = {}) {
+  removeNote(li, 'msg-actions');
+  if (!actions.length) return null;
+  const group = document.createElement('div');
+  group.className = 'msg-actions';
+  group.setAttribute('role', 'group');
+  group.setAttribute('aria-label', li.dataset.role === 'user' ? 'Your message' : 'Answer');
+  for (const { name, run, sends = false } of actions) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = name.toLowerCase();
+    button.textContent = name;
+    if (sends) {
+      button.dataset.sends = '';
+      button.disabled = busy;
+    }
+    button.addEventListener('click', () => run(button));
+    group.append(button);
+  }
+  li.append(group);
+  return group;
+}
+
+/** A "Retry" button under a failed answer (the only action it has); `retry()` runs
+ * once, on a click (never by itself), and the button goes. */
 export function offerRetry(li, retry) {
-  removeNote(li, 'retry');
-  const button = document.createElement('button');
-  button.type = 'button';
-  button.className = 'retry';
-  button.textContent = 'Retry';
-  button.addEventListener('click', () => {
-    button.remove();
-    retry();
-  }, { once: true });
-  li.append(button);
-  return button;
+  const group = setActions(li, [{ name: 'Retry', sends: true, run: () => { group.remove(); retry(); } }]);
+  return group.firstChild;
+}
+
+/** Put `text` on the clipboard; resolves to whether it worked. The asynchronous
+ * Clipboard API where there is one and it is allowed (secure contexts); else, or if it
+ * refuses, the old way: a selected, off-screen textarea and `execCommand('copy')`,
+ * which WebKit and Chromium still honour inside a click (it is the only way in an
+ * insecure context, and where a WebView leaves `navigator.clipboard` out). */
+export async function copyText(text) {
+  if (globalThis.isSecureContext && navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch { /* denied or unsupported: the old way */ }
+  }
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.setAttribute('aria-hidden', 'true');
+  area.className = 'copy-buffer';
+  const focused = document.activeElement;
+  document.body.append(area);
+  area.select();
+  area.setSelectionRange(0, text.length);
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch { /* not supported */ }
+  area.remove();
+  focused?.focus?.({ preventScroll: true });
+  return ok;
+}
+
+/** Say under `button`'s group that the copy worked (or not), for a moment. */
+export function copied(button, ok) {
+  const li = button.closest('.msg');
+  li.dataset.copied = String(ok);
+  const el = note(li, 'copied', ok ? 'Copied' : 'Could not copy: select the text instead.');
+  el.setAttribute('role', 'status');
+  clearTimeout(el.timer);
+  el.timer = setTimeout(() => el.remove(), 2000);
+}
+
+/** Edit a user message in place: its text in a textarea with Save and Cancel. `save(text)`
+ * gets the new text (Save, or Ctrl/Cmd+Enter); Cancel or Escape puts things back. */
+export function editInPlace(li, text, save) {
+  if (li.classList.contains('editing')) return;
+  li.classList.add('editing');
+  const form = document.createElement('form');
+  form.className = 'edit';
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.rows = Math.min(12, Math.max(2, text.split('\n').length));
+  area.setAttribute('aria-label', 'Edit message');
+  const saveButton = document.createElement('button');
+  saveButton.type = 'submit';
+  saveButton.textContent = 'Save';
+  const cancel = document.createElement('button');
+  cancel.type = 'button';
+  cancel.textContent = 'Cancel';
+  const buttons = document.createElement('div');
+  buttons.className = 'edit-buttons';
+  buttons.append(cancel, saveButton);
+  form.append(area, buttons);
+  li.querySelector('.content').after(form);
+  const close = () => {
+    form.remove();
+    li.classList.remove('editing');
+  };
+  cancel.addEventListener('click', close);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const value = area.value.trim();
+    if (!value) return;
+    close();
+    save(value);
+  });
+  area.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') close();
+    else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit();
+  });
+  area.focus();
+  area.setSelectionRange(area.value.length, area.value.length);
 }
 
 /** Calls `paint(inFrame)` at most once per animation frame, however often asked. */

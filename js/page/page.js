@@ -10,7 +10,8 @@ import { link as pageLink } from '../link/python-link.js';
 import { conversation } from './conversation.js';
 import { History } from './history.js';
 import { LiveCount } from './live-count.js';
-import { MessageList, note } from './messages.js';
+import { MessageList } from './messages.js';
+import { Connection } from './offline.js';
 import { Replies } from './replies.js';
 import { Settings } from './settings.js';
 
@@ -22,7 +23,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   const $ = (id) => document.getElementById(id);
   const els = {
     boot: $('boot'), metrics: $('metrics'), quota: $('quota'), chat: $('chat'), messages: $('messages'),
-    form: $('composer'), prompt: $('prompt'), stop: $('stop'), clear: $('clear'), count: $('count'),
+    form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), clear: $('clear'), count: $('count'),
   };
   const history = new History();
   const settings = new Settings({
@@ -39,13 +40,9 @@ export function startPage({ answers, link = pageLink } = {}) {
   });
   const replies = new Replies({
     link, view, history, settings, header: els,
-    onSettled: () => {
-      if (!replies.streaming) els.stop.disabled = true;
-      count.request();
-    },
-    onStarted: () => {
-      els.stop.disabled = false;
-    },
+    connection: new Connection({ before: els.chat }),
+    onBusy: (busy) => showSendOrStop(els, busy),
+    onSettled: () => count.request(),
   });
 
   // ---- Python ---------------------------------------------------------------------
@@ -80,9 +77,8 @@ export function startPage({ answers, link = pageLink } = {}) {
   els.form.addEventListener('submit', (e) => {
     e.preventDefault();
     const text = els.prompt.value.trim();
-    if (!text) return;
+    if (!text || replies.busy) return; // one answer at a time: the draft waits
     els.prompt.value = '';
-    els.stop.disabled = false;
     replies.send(text);
   });
   els.prompt.addEventListener('keydown', (e) => {
@@ -94,17 +90,14 @@ export function startPage({ answers, link = pageLink } = {}) {
   els.prompt.addEventListener('input', () => count.request());
   els.stop.addEventListener('click', () => replies.stop());
   els.clear.addEventListener('click', () => {
+    replies.stop();
     history.clear();
-    view.clear();
+    replies.show(history);
   });
   settings.addEventListener('system', () => count.request());
 
   // ---- start ----------------------------------------------------------------------
-  for (const m of history.entries) {
-    const li = view.add(m.role, m.content);
-    if (m.incomplete) note(li, 'error', 'This answer was interrupted.');
-  }
-  view.follow();
+  replies.show(history);
   els.prompt.focus();
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
@@ -112,4 +105,27 @@ export function startPage({ answers, link = pageLink } = {}) {
   attachHosts(link);
   link.start();
   return { link };
+}
+
+// ---- Send becomes Stop ------------------------------------------------------------
+// One button's place: Send while the conversation is idle, Stop while its answer streams
+// (replies.js says why not a queue). The hidden one leaves the accessibility tree, so
+// "Send" and "Stop" are never offered at once; focus follows the swap. Stop takes taps
+// only after a moment: the second tap of a double-tapped Send would land on it.
+const STOP_GUARD_MS = 350;
+
+function showSendOrStop({ send, stop }, busy) {
+  const hadFocus = document.activeElement === (busy ? send : stop);
+  send.hidden = busy;
+  stop.hidden = !busy;
+  stop.disabled = true;
+  clearTimeout(stop.guard);
+  if (busy) {
+    stop.guard = setTimeout(() => {
+      stop.disabled = stop.hidden;
+      if (hadFocus && document.activeElement === document.body) stop.focus({ preventScroll: true });
+    }, STOP_GUARD_MS);
+  } else if (hadFocus) {
+    send.focus({ preventScroll: true });
+  }
 }

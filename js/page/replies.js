@@ -1,66 +1,224 @@
-// The replies in flight: each prompt sent becomes a `chat.send`, and the core's events
-// about it (bridge/PROTOCOL.md) are painted under it: text at most once per animation
-// frame, notes while it waits or retries, what Python did to the prompt, and how it
-// ended. The answer's text is assembled by reply.js; its latency by reply-metrics.js.
-// A failed reply offers Retry: the same turn sent again as a new reply in its place.
+// The replies: each prompt sent becomes a `chat.send`, and the core's events about it
+// (bridge/PROTOCOL.md) are painted under it: text at most once per animation frame,
+// notes while it waits or retries, what Python did to the prompt, and how it ended. The
+// answer's text is assembled by reply.js; its latency by reply-metrics.js. What the
+// conversation holds, and which turns go to the model, is conversation.js's.
+//
+// One answer at a time per conversation. While one streams, Send becomes Stop (page.js
+// swaps the buttons on `onBusy`), and Edit, Regenerate and Retry wait. We chose this over
+// queueing the next prompt: a prompt written before the answer was read is often
+// overtaken by it (the user then wants to edit or drop it, which a queue must also
+// offer), the draft stays in the composer meanwhile at no cost, and it is what people
+// know from the apps they use. The outbox is the one queue, and only while offline:
+// there, nothing can be read before sending anyway. Stop stops this conversation's
+// answer only; a host's chats (bridge/page/hosts.js) and other conversations' answers
+// go on.
+//
+// Actions: Copy on every message with text; Edit on the user's (edit in place, then
+// the conversation after it is replaced by a new answer); Regenerate on an answer, and
+// Retry on one that failed, was stopped or interrupted (both send the same turn again,
+// as a new answer in its place; the turns after it stay). Nothing is ever sent again
+// by itself.
+//
+// Offline: a prompt sent while the device is offline, or whose request failed because it
+// went offline before any text (`chat.error` code `offline`: the core spends no retries
+// then), waits in the outbox (outbox.js), shown as "waiting for a connection", and goes
+// out by itself on `online`, in order, each exactly once.
+//
+// The page going away: the text so far is saved on `pagehide`, `freeze` and when the
+// page is hidden (a phone's WebView may be killed in the background with no other
+// warning); an answer still `streaming` in what was saved is shown `interrupted` on the
+// next visit, with Retry. A page that comes back from being suspended (`resume`, or the
+// back/forward cache) stops its answers in flight and marks them interrupted too: their
+// connection did not survive, and before any text the core would otherwise send the
+// request again by itself.
 
 import { showCompressionNote } from '../render/compression-note.js';
 import { ReplyMetrics, describeMetrics } from '../render/reply-metrics.js';
-import { conversation } from './conversation.js';
-import { FramePacer, note, offerRetry, removeNote } from './messages.js';
+import { SETTLED, conversation, newEntryId, promptOf, wellFormed } from './conversation.js';
+import { FramePacer, copied, copyText, editInPlace, note, removeNote, setActions } from './messages.js';
+import { Outbox } from './outbox.js';
 import { Reply } from './reply.js';
 import { describeError, preparedText, quotaText, retryText, stallText, waitText } from './status-text.js';
 
 const now = () => performance.timeOrigin + performance.now();
+const WAITING = 'Waiting for a connection…';
 
 export class Replies {
-  /** `link`: the page's PythonLink; `view`: the MessageList; `history`, `settings`: the
-   * page's; `header`: the {metrics, quota} lines; `onSettled()`: after each reply ends;
-   * `onStarted()`: after a Retry sent a reply again. */
-  constructor({ link, view, history, settings, header, onSettled, onStarted }) {
-    Object.assign(this, { link, view, history, settings, header, onSettled, onStarted });
-    this.live = new Map(); // request id → {reply, li, userLi, userEntry, stream, metrics}
+  /** `link`: the page's PythonLink; `view`: the MessageList; `history` (the conversation
+   * shown), `settings`: the page's; `header`: the {metrics, quota} lines; `connection`:
+   * offline.js's (`online`, and an `online` event); `outbox`: outbox.js's; `onBusy(busy)`:
+   * whether the conversation shown has an answer on its way changed; `onSettled()`:
+   * after each reply ends. */
+  constructor({ link, view, history, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, win = window }) {
+    Object.assign(this, { link, view, history, settings, header, connection, outbox, onBusy, onSettled });
+    this.live = new Map(); // request id → {reply, li, userLi, userEntry, stream, metrics, history}
+    this.elements = new Map(); // entry → its element, for the conversation shown
     this.counter = 0;
     this.frames = new FramePacer((inFrame) => this.paint(inFrame));
+    this.flushing = false;
+    // Set when a request failed `offline` while this page still read navigator.onLine as
+    // true (the worker saw it first): the outbox then waits for the `online` event
+    // rather than send again at once, which could loop while the two disagree.
+    this.held = false;
+    connection?.addEventListener('online', () => {
+      this.held = false;
+      this.flush();
+    });
+    // Saved while the page can still save: `pagehide` (reload, navigation, bfcache),
+    // `freeze` (Chromium's lifecycle: a background tab or app frozen), and `hidden`,
+    // the last event a phone's WebView reliably gets before it may be killed.
+    // https://developer.chrome.com/docs/web-platform/page-lifecycle-api
+    const save = () => this.saveInFlight();
+    win.addEventListener('pagehide', save);
+    win.document.addEventListener('freeze', save);
+    win.document.addEventListener('visibilitychange', () => {
+      if (win.document.visibilityState === 'hidden') save();
+    });
+    win.document.addEventListener('resume', () => this.interruptAll());
+    win.addEventListener('pageshow', (e) => {
+      if (e.persisted) this.interruptAll();
+    });
   }
 
+  /** Whether any reply is on its way (in any conversation). */
   get streaming() {
     return this.live.size > 0;
   }
 
-  /** Show `text` as the user's message and send the conversation with it. */
-  send(text) {
-    const userEntry = this.history.add('user', text);
-    const userLi = this.view.add('user', text);
-    this.start(userEntry, userLi);
-    this.view.stickToEnd();
+  /** Whether the conversation shown has an answer on its way: Send is Stop then. */
+  get busy() {
+    for (const r of this.live.values()) if (r.history === this.history) return true;
+    return false;
   }
 
-  /** Send the conversation up to `userEntry` (the turn to answer), its answer shown in
-   * a new element, in place of `replacing` when given. */
-  start(userEntry, userLi, replacing = null) {
-    const id = `r${Date.now().toString(36)}${(this.counter++).toString(36)}`;
-    const messages = conversation(this.settings.system, this.history.upTo(userEntry));
+  // ---- the conversation shown ------------------------------------------------------
+
+  /** Show `history` (the page's conversation, as kept): made well formed first (an
+   * answer that was on its way when the page went away is interrupted), then painted,
+   * each message with its actions; then the outbox is looked at. */
+  show(history = this.history) {
+    this.history = history;
+    const streaming = new Map([...this.live.values()].map((r) => [r.reply.entry, r]));
+    if (wellFormed(history.entries, new Set(streaming.keys()))) history.save();
+    this.view.clear();
+    this.elements.clear();
+    for (const entry of history.entries) {
+      const r = streaming.get(entry);
+      if (r) {
+        // Still on its way (shown again after another conversation): the element it
+        // streams into comes back, with what it painted meanwhile.
+        this.view.list.append(r.li);
+        this.elements.set(entry, r.li);
+        continue;
+      }
+      const li = this.view.add(entry.role, entry.content);
+      this.elements.set(entry, li);
+      if (entry.role === 'assistant') this.showEnding(entry, li);
+      else if (entry.role === 'user') this.showPromptActions(entry, li);
+    }
+    for (const r of streaming.values()) {
+      if (r.history === history) r.userLi = this.elements.get(r.userEntry) ?? r.userLi;
+    }
+    this.busyChanged();
+    this.view.follow();
+    this.reconcileOutbox();
+  }
+
+  /** The user sent `text`: shown, kept, and sent (or put in the outbox, offline). */
+  send(text) {
+    if (this.busy) return false;
+    const userEntry = this.history.add('user', text);
+    userEntry.id = newEntryId();
+    const userLi = this.view.add('user', text);
+    this.elements.set(userEntry, userLi);
+    this.showPromptActions(userEntry, userLi);
+    this.answer(userEntry, userLi);
+    this.view.stickToEnd();
+    return true;
+  }
+
+  /** Answer `userEntry` (the turn to answer) in a new answer entry, shown in place of
+   * `replacing` when given: sent now, or queued while offline (or while earlier prompts
+   * of this conversation still wait: they go first). */
+  answer(userEntry, userLi, replacing = null) {
     const entry = this.history.insertAfter(userEntry, 'assistant', '');
+    entry.id = newEntryId();
+    if (!this.connection || (this.connection.online && !this.held && !this.hasQueued(this.history))) {
+      this.start(entry, userEntry, userLi, replacing);
+      return;
+    }
+    entry.state = 'queued';
     this.history.save();
+    const li = this.view.add('assistant', '', replacing);
+    this.elements.set(entry, li);
+    this.showEnding(entry, li);
+    this.outbox.put({ id: entry.id, conversation: conversationId(this.history) })
+      .then(() => this.flush());
+  }
+
+  /** Send the conversation up to `userEntry`, answered in `entry` (empty), shown in a new
+   * element (in place of `replacing` when given). */
+  start(entry, userEntry, userLi, replacing = null) {
+    const id = `r${Date.now().toString(36)}${(this.counter++).toString(36)}`;
+    const history = this.history;
+    const messages = conversation(this.settings.system, history.upTo(userEntry));
+    entry.state = 'streaming';
+    entry.content = '';
+    delete entry.error;
+    history.save();
     const { li, stream } = this.view.addStreaming(id, replacing);
+    this.elements.set(entry, li);
     if (!this.link.ready) note(li, 'note', 'Waiting for Python to start…');
     const metrics = new ReplyMetrics(id, now());
-    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics });
+    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, history });
+    this.busyChanged();
     this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
   }
 
-  /** Retry a failed reply `r`: its text (if any) leaves the history, and the same turn
-   * goes out again as a new reply in its place. Only ever on the user's word. */
-  retry(r) {
-    this.history.remove(r.reply.entry);
-    this.start(r.userEntry, r.userLi, r.li);
-    this.onStarted?.();
+  /** Regenerate or Retry the answer `entry`: the same turn goes out again as a new
+   * answer in its place; what follows stays. Only ever on the user's word. */
+  again(entry) {
+    if (this.busy) return;
+    const userEntry = promptOf(this.history.entries, entry);
+    if (!userEntry) return;
+    const li = this.elements.get(entry);
+    this.forget(entry, { keepElement: true });
+    this.answer(userEntry, this.elements.get(userEntry), li);
   }
 
-  /** Stop every reply in flight. */
+  /** Edit the user's message `userEntry` to `text` and send it again: everything after
+   * it in the conversation is replaced by the new answer. */
+  edit(userEntry, text) {
+    if (this.busy) return;
+    const entries = this.history.entries;
+    const at = entries.indexOf(userEntry);
+    if (at < 0) return;
+    for (const later of entries.slice(at + 1)) this.forget(later);
+    userEntry.content = text;
+    const userLi = this.elements.get(userEntry);
+    userLi.querySelector('.content').textContent = text;
+    removeNote(userLi, 'note'); // the compression saving was the old text's
+    delete userLi.dataset.saved;
+    this.answer(userEntry, userLi);
+    this.view.stickToEnd();
+  }
+
+  // An entry leaves the conversation, and its outbox item if it waited; its element too,
+  // unless a new answer is about to take its place.
+  forget(entry, { keepElement = false } = {}) {
+    this.history.remove(entry);
+    if (entry.state === 'queued') this.outbox.remove(entry.id);
+    const li = this.elements.get(entry);
+    this.elements.delete(entry);
+    if (!keepElement) li?.remove();
+  }
+
+  /** Stop the answer of the conversation shown (only that one). */
   stop() {
-    for (const id of this.live.keys()) this.link.send({ type: 'chat.abort', id });
+    for (const [id, r] of this.live) {
+      if (r.history === this.history) this.link.send({ type: 'chat.abort', id });
+    }
   }
 
   /** Python's boot got this far: a prompt sent early says so while it waits. */
@@ -73,6 +231,8 @@ export class Replies {
   pythonReady() {
     for (const r of this.live.values()) note(r.li, 'note', 'Sending…');
   }
+
+  // ---- events ----------------------------------------------------------------------
 
   /** A protocol event about one of the replies (others are ignored). */
   onEvent(msg) {
@@ -115,9 +275,11 @@ export class Replies {
       case 'chat.done':
         this.finish(r, 'done', msg);
         break;
-      case 'chat.error':
-        this.finish(r, msg.error?.code === 'aborted' ? 'stopped' : 'error', msg);
+      case 'chat.error': {
+        const code = msg.error?.code;
+        this.finish(r, code === 'aborted' ? (r.interrupted ? 'interrupted' : 'stopped') : 'error', msg);
         break;
+      }
       case 'error':
         this.finish(r, 'error', msg);
         break;
@@ -144,23 +306,147 @@ export class Replies {
     r.stream.end(); // the open block is final now
     r.metrics.close(msg).then((summary) => this.showMetrics(r.li, summary));
     this.live.delete(r.reply.id);
-    r.li.dataset.state = state;
     removeNote(r.li, 'note');
     removeNote(r.li, 'stall');
-    if (state !== 'done') {
-      note(r.li, 'error', describeError(msg.error));
-      offerRetry(r.li, () => this.retry(r));
+    const entry = r.reply.entry;
+    const offline = state === 'error' && msg.error?.code === 'offline' && !entry.content;
+    if (offline) {
+      // Gone offline before any text: the prompt waits for the connection instead.
+      this.held = true;
+      entry.state = 'queued';
+      this.outbox.put({ id: entry.id, conversation: conversationId(r.history) })
+        .then(() => this.flush());
+    } else {
+      entry.state = state;
+      if (state === 'error') entry.error = storedError(msg.error);
     }
-    if (!r.reply.text) {
-      // Keep an empty failed answer out of the conversation sent next time.
-      this.history.remove(r.reply.entry);
-    } else if (state !== 'done') {
-      r.reply.entry.incomplete = true;
-    }
-    this.history.save();
+    r.history.save();
+    r.li.dataset.state = entry.state;
+    if (r.history === this.history) this.showEnding(entry, r.li, msg.error);
     this.showQuota(msg.quota);
+    this.busyChanged();
     this.onSettled?.();
+    this.flush();
   }
+
+  // ---- how an answer ended, and what can be done with it ----------------------------
+
+  // An answer's state on its element: the error (or why it stopped), and its actions.
+  showEnding(entry, li, error = entry.error) {
+    li.dataset.state = entry.state;
+    removeNote(li, 'error');
+    removeNote(li, 'outbox');
+    const actions = [];
+    if (entry.content) actions.push(this.copyAction(entry));
+    if (entry.state === 'queued') {
+      note(li, 'outbox', WAITING);
+    } else if (entry.state === 'done') {
+      actions.push({ name: 'Regenerate', sends: true, run: () => this.again(entry) });
+    } else if (SETTLED.has(entry.state)) {
+      const why = entry.state === 'interrupted' ? 'This answer was interrupted.' : describeError(error ?? { code: 'aborted' });
+      note(li, 'error', why);
+      actions.push({ name: 'Retry', sends: true, run: () => this.again(entry) });
+    }
+    setActions(li, actions, { busy: this.busy });
+  }
+
+  showPromptActions(entry, li) {
+    setActions(li, [
+      this.copyAction(entry),
+      { name: 'Edit', sends: true, run: () => editInPlace(li, entry.content, (text) => this.edit(entry, text)) },
+    ], { busy: this.busy });
+  }
+
+  copyAction(entry) {
+    return { name: 'Copy', run: (button) => copyText(entry.content).then((ok) => copied(button, ok)) };
+  }
+
+  busyChanged() {
+    const busy = this.busy;
+    this.view.setBusy(busy);
+    this.onBusy?.(busy);
+  }
+
+  // ---- the outbox ------------------------------------------------------------------
+
+  hasQueued(history) {
+    return history.entries.some((e) => e.role === 'assistant' && e.state === 'queued');
+  }
+
+  /** Send what waits in the outbox, oldest first, one answer at a time: each item is
+   * taken out (committed) before its request goes, so an `online` fired twice, a second
+   * tab or a reload mid-way never sends one twice. */
+  async flush() {
+    if (this.flushing || this.held || !this.connection?.online || this.busy) return;
+    this.flushing = true;
+    try {
+      for (const item of await this.outbox.list()) {
+        if (!this.connection.online || this.busy) break;
+        if (item.conversation !== conversationId(this.history)) continue; // sent when it is shown
+        const entry = this.history.entries.find((e) => e.id === item.id);
+        if (!entry || entry.state !== 'queued') {
+          await this.outbox.remove(item.id); // its prompt was edited away or cleared
+          continue;
+        }
+        if (!(await this.outbox.take(item.id))) continue; // another taker got it
+        if (this.busy || !this.history.entries.includes(entry) || entry.state !== 'queued') {
+          // Changed while we took it: it waits for a tap instead (never sent twice).
+          if (this.history.entries.includes(entry)) this.interrupt(entry);
+          continue;
+        }
+        const userEntry = promptOf(this.history.entries, entry);
+        this.start(entry, userEntry, this.elements.get(userEntry), this.elements.get(entry));
+        break; // the next one goes when this answer ends (finish flushes again)
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  // After a reload: an answer `queued` whose outbox item is gone was taken by a flush
+  // that the reload cut short; it may or may not have gone out, so it is interrupted (a
+  // Retry away), never sent again by itself. Then whatever waits goes, if online.
+  async reconcileOutbox() {
+    const history = this.history;
+    const items = new Set((await this.outbox.list()).map((item) => item.id));
+    if (history !== this.history) return;
+    for (const entry of history.entries) {
+      if (entry.state === 'queued' && !items.has(entry.id) && !this.isLive(entry)) this.interrupt(entry);
+    }
+    this.flush();
+  }
+
+  isLive(entry) {
+    for (const r of this.live.values()) if (r.reply.entry === entry) return true;
+    return false;
+  }
+
+  interrupt(entry) {
+    entry.state = 'interrupted';
+    this.history.save();
+    const li = this.elements.get(entry);
+    if (li) this.showEnding(entry, li);
+  }
+
+  // ---- the page going away ----------------------------------------------------------
+
+  /** Save the answers in flight as they are now (their text so far, and `streaming`, which
+   * a next visit reads as interrupted). */
+  saveInFlight() {
+    if (!this.live.size) return;
+    this.paint(false);
+    for (const history of new Set([...this.live.values()].map((r) => r.history))) history.save();
+  }
+
+  /** The page was suspended and came back: its answers in flight are interrupted. */
+  interruptAll() {
+    for (const [id, r] of this.live) {
+      r.interrupted = true;
+      this.link.send({ type: 'chat.abort', id });
+    }
+  }
+
+  // ---- metrics and quota -------------------------------------------------------------
 
   // The reply's latency, once its last paint is in: under it, kept on its element, in
   // the header, and told to whoever listens to the link (an embedding host).
@@ -176,4 +462,16 @@ export class Replies {
     const text = quotaText(quota);
     if (text !== null) this.header.quota.textContent = text;
   }
+}
+
+// Which conversation an outbox item belongs to: the history's own id once there are
+// several (js/page/history.js), else the one there is.
+const conversationId = (history) => history.id ?? 'default';
+
+// What is kept of an error for the next visit: what describeError reads, no `partial`
+// (the text is the answer's content already).
+function storedError(error) {
+  if (!error) return { code: 'error', message: '' };
+  const { code, message, status, timeout_s: timeoutS } = error;
+  return { code, message, ...(status != null && { status }), ...(timeoutS != null && { timeout_s: timeoutS }) };
 }

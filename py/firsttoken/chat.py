@@ -12,7 +12,8 @@
    chunk's text a `chat.delta` through the core's flow control (`firsttoken.flow`);
 5. **retry**: an attempt that failed before any text may be sent again: at once and in
    full when the gateway lost a reference, else after the governor's backoff
-   (`chat.retry`);
+   (`chat.retry`); never one that failed `offline` (the device has no network: the
+   page holds the prompt until it has);
 6. **end**: `chat.done` (with the calibration of the prompt's count against the
    server's), or `chat.error`, whose `partial` is what arrived.
 
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Mapping
 
 from .cache import Entry
 from .cache.refs import RefPlan, is_unknown_ref
-from .errors import FirstTokenError, HTTPStatusError, StallTimeout, TransportError
+from .errors import FirstTokenError, HTTPStatusError, Offline, StallTimeout, TransportError
 from .protocol import (
     ChatDelta,
     ChatDone,
@@ -134,7 +135,9 @@ class ChatRequest:
             try:
                 completion = await self._watched(request)
                 return completion, request
-            except StallTimeout:
+            except (StallTimeout, Offline):
+                # Offline: no attempt is spent while the device has no network; the
+                # page keeps the prompt in its outbox until `online`.
                 raise
             except (HTTPStatusError, TransportError) as exc:
                 # Only a request that showed nothing may be sent again: a retry after

@@ -15,7 +15,8 @@ at the adapter boundary, in one place each, never deeper.
     │       └── ResponseTooLarge     the assembled answer passed its bound
     ├── HTTPStatusError              a non-2xx answer (status, rate-limit headers)
     ├── TransportError               the network failed (connect, reset, timeout)
-    │   └── StallTimeout             the server sent nothing for the stall limit
+    │   ├── StallTimeout             the server sent nothing for the stall limit
+    │   └── Offline                  it failed while the device says it is offline
     ├── Aborted                      the user (or the page) stopped the request
     ├── LocalProtocolError           we were asked to do something invalid
     │   ├── InvalidMessage           a bridge/protocol message that does not validate
@@ -42,6 +43,7 @@ __all__ = [
     "HTTPStatusError",
     "TransportError",
     "StallTimeout",
+    "Offline",
     "Aborted",
     "LocalProtocolError",
     "InvalidMessage",
@@ -184,6 +186,15 @@ class StallTimeout(TransportError):
 
     def to_dict(self) -> dict[str, object]:
         return {**super().to_dict(), "timeout_s": self.timeout_s}
+
+
+class Offline(TransportError):
+    """The request failed while the device reports no network (`navigator.onLine` false,
+    read by the adapter at the failure). Never retried: a retry spent offline fails the
+    same way and costs the attempts the governor allows for when the network is back;
+    the page keeps the prompt until the `online` event instead (README, "Offline")."""
+
+    code = "offline"
 
 
 class Aborted(FirstTokenError):

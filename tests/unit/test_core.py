@@ -453,3 +453,34 @@ def test_exact_counting_posts_no_notice() -> None:
     assert not [e for e in events if e["type"] == "notice"]
     [prepared] = [e for e in events if e["type"] == "chat.prepared"]
     assert isinstance(prepared["prompt_tokens"], int) and prepared["exact"] is True
+
+
+class FailingTransport:
+    """Every attempt fails to connect, as a fetch does; `offline` says how."""
+
+    def __init__(self, offline: bool) -> None:
+        self.offline = offline
+        self.sent: list[HTTPRequest] = []
+
+    async def send(self, request: HTTPRequest, abort: AbortSignal) -> Canned:
+        from firsttoken.errors import Offline, TransportError
+
+        self.sent.append(request)
+        raise Offline("the device is offline") if self.offline else TransportError("Failed to fetch")
+
+
+def test_no_retry_is_spent_while_offline() -> None:
+    t = FakeTime()
+    transport = FailingTransport(offline=True)
+    _, events = run(transport, t, send())
+    assert [e["type"] for e in events] == ["chat.error"]
+    assert events[0]["error"]["code"] == "offline"
+    assert len(transport.sent) == 1 and t.slept == []
+
+
+def test_a_network_failure_while_online_keeps_the_governor_rules() -> None:
+    t = FakeTime()
+    transport = FailingTransport(offline=False)
+    _, events = run(transport, t, send())
+    assert [e["type"] for e in events] == ["chat.retry"] * 3 + ["chat.error"]
+    assert events[-1]["error"]["code"] == "network" and len(transport.sent) == 4

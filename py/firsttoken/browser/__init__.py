@@ -15,7 +15,7 @@ from .indexeddb import IndexedDBStore
 from .tokenizer import install as install_page_tokenizer
 from ..cache import Cache
 from ..stream.client import AbortSignal, HTTPRequest
-from ..errors import Aborted, TransportError
+from ..errors import Aborted, Offline, TransportError
 
 __all__ = ["FetchTransport", "start"]
 
@@ -33,6 +33,11 @@ def now_ms() -> float:
 def _translate(exc: Exception, abort: AbortSignal, what: str) -> Exception:
     if abort.aborted:
         return Aborted("stopped")
+    # Read at the failure, not before sending: `onLine` false is reliable (no network
+    # interface), true is not (it says nothing about the route), so only a failure that
+    # happened while it is false is called offline (HTML, "navigator.onLine").
+    if not bool(getattr(js.navigator, "onLine", True)):
+        return Offline(f"{what}: the device is offline")
     return TransportError(f"{what}: {exc}")
 
 
