@@ -8,11 +8,13 @@ import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { conversation } from './conversation.js';
+import { ConversationList } from './conversations.js';
 import { History } from './history.js';
 import { LiveCount } from './live-count.js';
 import { MessageList, note } from './messages.js';
 import { Replies } from './replies.js';
 import { Settings } from './settings.js';
+import { early as storedConversations } from './store/db.js';
 
 /** Start the page. `answers` renders answers: `open(container)` gives a stream with
  * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
@@ -75,6 +77,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     e.preventDefault();
     const text = els.prompt.value.trim();
     if (!text) return;
+    conversations.settle();
     els.prompt.value = '';
     els.stop.disabled = false;
     replies.send(text);
@@ -93,12 +96,30 @@ export function startPage({ answers, link = pageLink } = {}) {
   });
   settings.addEventListener('system', () => count.request());
 
+  // ---- conversations (history.js, conversations.js) --------------------------------
+  // The open conversation, painted whole: at start, once IndexedDB has answered (read
+  // since the first module was evaluated), and whenever another one is opened. An
+  // answer still streaming into it goes on in its new element (replies.js `repaint`).
+  const paintConversation = () => {
+    view.clear();
+    for (const m of history.entries) {
+      if (replies.repaint(m)) continue;
+      const li = view.add(m.role, m.content);
+      if (m.incomplete) note(li, 'error', 'This answer was interrupted.');
+    }
+    view.stickToEnd();
+  };
+  const conversations = new ConversationList({
+    history, panel: $('conversations'), toggle: $('conversations-toggle'), newChat: $('new-chat'), title: $('conversation-title'),
+  });
+  history.addEventListener('switch', () => {
+    paintConversation();
+    count.request();
+  });
+  history.adopt(storedConversations).catch((e) => history.setStore('memory', e));
+
   // ---- start ----------------------------------------------------------------------
-  for (const m of history.entries) {
-    const li = view.add(m.role, m.content);
-    if (m.incomplete) note(li, 'error', 'This answer was interrupted.');
-  }
-  view.follow();
+  paintConversation();
   els.prompt.focus();
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before

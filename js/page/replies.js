@@ -57,6 +57,20 @@ export class Replies {
     this.onStarted?.();
   }
 
+  /** (conversations) Paint `entry` again if it is an answer still streaming, whose
+   * conversation was opened again (history.js): it goes on in a new element at the end
+   * of the list. False if it is not in flight. */
+  repaint(entry) {
+    for (const r of this.live.values()) {
+      if (r.reply.entry !== entry) continue;
+      const { li, stream } = this.view.addStreaming(r.reply.id);
+      if (entry.content) stream.append(entry.content);
+      Object.assign(r, { li, stream });
+      return true;
+    }
+    return false;
+  }
+
   /** Stop every reply in flight. */
   stop() {
     for (const id of this.live.keys()) this.link.send({ type: 'chat.abort', id });
