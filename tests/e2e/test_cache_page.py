@@ -61,11 +61,13 @@ PROTOCOL_SPY = """
 })();
 """
 
-# The conversation starts with a long system message (the page has no system prompt
-# setting: an embedding host would send one; here the stored history holds it).
+# The conversation starts with a long system message (an embedding host would send one;
+# here the stored conversation holds it): seeded once per tab as the page before
+# IndexedDB kept its conversation, which the page moves into IndexedDB on its first load.
 SEED = (
-    "if (!localStorage.getItem('firsttoken.history.v1')) localStorage.setItem('firsttoken.history.v1', "
-    f"JSON.stringify([{{role: 'system', content: {json.dumps(SYSTEM)}}}]))"
+    "if (!sessionStorage.getItem('seeded')) { sessionStorage.setItem('seeded', '1'); "
+    "localStorage.setItem('firsttoken.history.v1', "
+    f"JSON.stringify([{{role: 'system', content: {json.dumps(SYSTEM)}}}])); }}"
 )
 
 

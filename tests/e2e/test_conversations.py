@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.stored import store, stored_messages
 
 pytestmark = pytest.mark.e2e
 
@@ -24,44 +25,6 @@ SIZES = {
                "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True},
     "desktop": {"viewport": {"width": 1280, "height": 800}},
 }
-
-#: Everything the page keeps, read from the main thread once its writes are committed.
-READ_STORE = """() => new Promise((ok, no) => {
-  const r = indexedDB.open('firsttoken-conversations');
-  r.onerror = () => no(r.error);
-  r.onsuccess = () => {
-    const db = r.result, tx = db.transaction(['conversations', 'messages', 'state']);
-    const metas = tx.objectStore('conversations').getAll(), messages = tx.objectStore('messages').getAll();
-    const open = tx.objectStore('state').get('open');
-    tx.oncomplete = () => { db.close(); ok({ metas: metas.result, messages: messages.result, open: open.result ?? null }); };
-  };
-})"""
-
-
-@pytest.fixture(params=sorted(SIZES))
-def size(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def page(browser: Browser, console: Console, size: str) -> Iterator[Page]:
-    yield from watched_page(browser, console, accept_downloads=True, **SIZES[size])
-
-
-def saved(page: Page) -> None:
-    """Wait until every write the page started has committed."""
-    expect(page.locator("#conversations")).to_have_attribute("data-pending", "0")
-
-
-def store(page: Page) -> dict[str, Any]:
-    saved(page)
-    return page.evaluate(READ_STORE)
-
-
-def stored_messages(page: Page, conversation_id: str) -> list[dict]:
-    [record] = [m for m in store(page)["messages"] if m["id"] == conversation_id]
-    return record["messages"]
-
 
 def send(page: Page, text: str) -> None:
     n = page.locator(ANSWER).count()
