@@ -194,9 +194,12 @@ def test_indexeddb_that_cannot_open_falls_back_to_memory(chat: Chat, gateway_url
 
 
 def test_a_write_over_the_quota_falls_back_to_memory(chat: Chat, gateway_url: str) -> None:
-    chat.open(gateway_url)
+    # A real QuotaExceededError, set before the page opens anything: the page's own
+    # conversation store opens IndexedDB at once, and Chromium applies the override only
+    # to the origin's storage opened after it. (That store then goes on in memory too.)
     cdp = chat.page.context.new_cdp_session(chat.page)
-    cdp.send("Storage.overrideQuotaForOrigin", {"origin": gateway_url, "quotaSize": 1024})  # a real QuotaExceededError
+    cdp.send("Storage.overrideQuotaForOrigin", {"origin": gateway_url, "quotaSize": 1024})
+    chat.open(gateway_url)
     first = chat.send("fill it up")
     assert first["chat.done"]
     notice_shown(chat, "cache_quota_exceeded")
