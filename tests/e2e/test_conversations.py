@@ -26,6 +26,17 @@ SIZES = {
     "desktop": {"viewport": {"width": 1280, "height": 800}},
 }
 
+
+@pytest.fixture(params=sorted(SIZES))
+def size(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console, size: str) -> Iterator[Page]:
+    yield from watched_page(browser, console, accept_downloads=True, **SIZES[size])
+
+
 def send(page: Page, text: str) -> None:
     n = page.locator(ANSWER).count()
     page.fill("#prompt", text)
@@ -266,3 +277,34 @@ def test_corrupt_records_are_skipped(page: Page, gateway_url: str, size: str) ->
     wait_ready(page)
     send(page, "still works")
     assert [m["content"] for m in stored_messages(page, "good")][:3] == ["a good question", "kept answer", "still works"]
+
+
+#: IndexedDB refused to the conversation store (a private window in some browsers):
+#: opening it throws. (Only that database: the boot's snapshot store has its own test.)
+NO_INDEXEDDB = """(() => {
+  const open = IDBFactory.prototype.open;
+  IDBFactory.prototype.open = function (name, ...rest) {
+    if (name === 'firsttoken-conversations') throw new DOMException('The user denied permission.', 'UnknownError');
+    return open.call(this, name, ...rest);
+  };
+})();"""
+
+
+def test_without_indexeddb_the_page_works_in_memory_and_says_so(page: Page, gateway_url: str, size: str) -> None:
+    page.goto(gateway_url + "/favicon-none-404")
+    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [LEGACY_KEY, json.dumps(LEGACY)])
+    page.add_init_script(NO_INDEXEDDB)
+    page.goto(gateway_url + "/")
+    # The old conversation is shown all the same, and its key kept for a better day.
+    expect(page.locator(".msg")).to_have_count(4)
+    expect(page.locator("#conversations")).to_have_attribute("data-store", "memory")
+    wait_ready(page)
+    send(page, "one more")
+    page.get_by_role("button", name="New chat", exact=True).click()
+    send(page, "in memory")
+    show_list(page, size)
+    expect(page.locator(".conv-store")).to_contain_text("Not saved on this device")
+    assert titles(page) == ["in memory", "an old question"]
+    assert json.loads(page.evaluate(f"localStorage.getItem('{LEGACY_KEY}')")) == LEGACY
+    page.locator(".conv-open", has_text="an old question").click()
+    expect(page.locator(".msg")).to_have_count(6)
