@@ -5,6 +5,7 @@ a reload, and records in IndexedDB that are not what they should be."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -308,3 +309,27 @@ def test_without_indexeddb_the_page_works_in_memory_and_says_so(page: Page, gate
     assert json.loads(page.evaluate(f"localStorage.getItem('{LEGACY_KEY}')")) == LEGACY
     page.locator(".conv-open", has_text="an old question").click()
     expect(page.locator(".msg")).to_have_count(6)
+
+
+def test_an_answer_keeps_streaming_into_its_own_conversation(page: Page, gateway_url: str, size: str) -> None:
+    settings = json.dumps({"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=40,tokens=120"}})
+    page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "slow one")
+    page.click("#send")
+    expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^[2-9]$|^\d\d+$"), timeout=30_000)
+    # Away while it streams: the new chat shows nothing of it.
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator(".msg")).to_have_count(0)
+    expect(header_title(page)).to_have_text("New chat")
+    # Back: it goes on painting where it is, and ends there.
+    show_list(page, size)
+    page.locator(".conv-open", has_text="slow one").click()
+    expect(page.locator(ANSWER)).to_have_count(1)
+    expect(page.locator(ANSWER)).to_have_attribute("data-state", "done", timeout=60_000)
+    [user, answer] = stored_messages(page)
+    assert user == {"role": "user", "content": "slow one"}
+    assert answer["role"] == "assistant" and answer["content"].startswith("You said: slow one")
+    assert page.inner_text(f"{ANSWER} .content").startswith("You said: slow one")
+    assert len(store(page)["metas"]) == 1  # the empty new chat was never kept
