@@ -15,7 +15,12 @@
 // page says it quietly): nothing typed is lost while the page stays open.
 //
 // Events: 'switch' (another conversation is open: repaint), 'list' (the list or a title
-// changed), 'store' (where conversations are kept: `store` is 'indexeddb' or 'memory').
+// changed), 'store' (where conversations are kept: `store` is 'indexeddb' or 'memory'),
+// 'pending' (writes in flight: `pending`).
+//
+// To add a method that changes messages (say, dropping what follows an entry): find the
+// conversation with `ownerOf(entry)`, change its `entries` in place, and add it to
+// `touched`; the next `save()` writes it.
 
 import { removeLegacy } from './store/db.js';
 import { newId, titleFrom } from './store/records.js';

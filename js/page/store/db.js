@@ -259,7 +259,8 @@ export function legacyConversation(entries, now = Date.now()) {
 }
 
 /** Open, move the old conversation in (the key is removed only once the transaction
- * that holds it committed), read the start. Never rejects: `{db, start, error}`, where
+ * that holds it committed; should a tab still running an older build write the key
+ * again, the next visit moves that too, as another conversation), read the start. Never rejects: `{db, start, error}`, where
  * `db` is null if IndexedDB cannot be used, and `start` is what to show
  * (`{metas, openId, messages, messagesOf}`). */
 export async function openConversations(factory = globalThis.indexedDB) {
