@@ -8,12 +8,14 @@ import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { conversation } from './conversation.js';
+import { ConversationList } from './conversations.js';
 import { History } from './history.js';
 import { LiveCount } from './live-count.js';
 import { MessageList } from './messages.js';
 import { Connection } from './offline.js';
 import { Replies } from './replies.js';
 import { Settings } from './settings.js';
+import { early as storedConversations } from './store/db.js';
 
 /** Start the page. `answers` renders answers: `open(container)` gives a stream with
  * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
@@ -78,6 +80,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     e.preventDefault();
     const text = els.prompt.value.trim();
     if (!text || replies.busy) return; // one answer at a time: the draft waits
+    conversations.settle();
     els.prompt.value = '';
     replies.send(text);
   });
@@ -96,8 +99,23 @@ export function startPage({ answers, link = pageLink } = {}) {
   });
   settings.addEventListener('system', () => count.request());
 
+  // ---- conversations (history.js, conversations.js) --------------------------------
+  // The open conversation, painted whole: at start, once IndexedDB has answered (read
+  // since the first module was evaluated), and whenever another one is opened.
+  // (replies.js `show` makes it well formed, paints each message with its actions, and
+  // puts back an answer still streaming into it.)
+  const paintConversation = () => replies.show(history);
+  const conversations = new ConversationList({
+    history, panel: $('conversations'), toggle: $('conversations-toggle'), newChat: $('new-chat'), title: $('conversation-title'),
+  });
+  history.addEventListener('switch', () => {
+    paintConversation();
+    count.request();
+  });
+  history.adopt(storedConversations).catch((e) => history.setStore('memory', e));
+
   // ---- start ----------------------------------------------------------------------
-  replies.show(history);
+  paintConversation();
   els.prompt.focus();
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before

@@ -52,7 +52,7 @@ export class Replies {
    * after each reply ends. */
   constructor({ link, view, history, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, win = window }) {
     Object.assign(this, { link, view, history, settings, header, connection, outbox, onBusy, onSettled });
-    this.live = new Map(); // request id → {reply, li, userLi, userEntry, stream, metrics, history}
+    this.live = new Map(); // request id → {reply, li, userLi, userEntry, stream, metrics, history, conversation}
     this.elements = new Map(); // entry → its element, for the conversation shown
     this.counter = 0;
     this.frames = new FramePacer((inFrame) => this.paint(inFrame));
@@ -88,8 +88,15 @@ export class Replies {
 
   /** Whether the conversation shown has an answer on its way: Send is Stop then. */
   get busy() {
-    for (const r of this.live.values()) if (r.history === this.history) return true;
+    for (const r of this.live.values()) if (r.conversation === this.shown) return true;
     return false;
+  }
+
+  /** The conversation shown: history.js keeps several and has one open (`active`); a
+   * plain history (tests, hosts' harnesses) is its own. Replies remember theirs, so that
+   * Stop, Send↔Stop and the outbox act on the one the user sees. */
+  get shown() {
+    return this.history.active ?? this.history;
   }
 
   // ---- the conversation shown ------------------------------------------------------
@@ -118,7 +125,7 @@ export class Replies {
       else if (entry.role === 'user') this.showPromptActions(entry, li);
     }
     for (const r of streaming.values()) {
-      if (r.history === history) r.userLi = this.elements.get(r.userEntry) ?? r.userLi;
+      if (r.conversation === this.shown) r.userLi = this.elements.get(r.userEntry) ?? r.userLi;
     }
     this.busyChanged();
     this.view.follow();
@@ -153,7 +160,7 @@ export class Replies {
     const li = this.view.add('assistant', '', replacing);
     this.elements.set(entry, li);
     this.showEnding(entry, li);
-    this.outbox.put({ id: entry.id, conversation: conversationId(this.history) })
+    this.outbox.put({ id: entry.id, conversation: conversationId(this.shown) })
       .then(() => this.flush());
   }
 
@@ -171,7 +178,7 @@ export class Replies {
     this.elements.set(entry, li);
     if (!this.link.ready) note(li, 'note', 'Waiting for Python to start…');
     const metrics = new ReplyMetrics(id, now());
-    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, history });
+    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, history, conversation: this.shown });
     this.busyChanged();
     this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
   }
@@ -217,7 +224,7 @@ export class Replies {
   /** Stop the answer of the conversation shown (only that one). */
   stop() {
     for (const [id, r] of this.live) {
-      if (r.history === this.history) this.link.send({ type: 'chat.abort', id });
+      if (r.conversation === this.shown) this.link.send({ type: 'chat.abort', id });
     }
   }
 
@@ -314,15 +321,15 @@ export class Replies {
       // Gone offline before any text: the prompt waits for the connection instead.
       this.held = true;
       entry.state = 'queued';
-      this.outbox.put({ id: entry.id, conversation: conversationId(r.history) })
+      this.outbox.put({ id: entry.id, conversation: conversationId(r.conversation) })
         .then(() => this.flush());
     } else {
       entry.state = state;
       if (state === 'error') entry.error = storedError(msg.error);
     }
-    r.history.save();
+    r.history.save(entry);
     r.li.dataset.state = entry.state;
-    if (r.history === this.history) this.showEnding(entry, r.li, msg.error);
+    if (r.conversation === this.shown) this.showEnding(entry, r.li, msg.error);
     this.showQuota(msg.quota);
     this.busyChanged();
     this.onSettled?.();
@@ -382,7 +389,7 @@ export class Replies {
     try {
       for (const item of await this.outbox.list()) {
         if (!this.connection.online || this.busy) break;
-        if (item.conversation !== conversationId(this.history)) continue; // sent when it is shown
+        if (item.conversation !== conversationId(this.shown)) continue; // sent when it is shown
         const entry = this.history.entries.find((e) => e.id === item.id);
         if (!entry || entry.state !== 'queued') {
           await this.outbox.remove(item.id); // its prompt was edited away or cleared
@@ -407,9 +414,9 @@ export class Replies {
   // that the reload cut short; it may or may not have gone out, so it is interrupted (a
   // Retry away), never sent again by itself. Then whatever waits goes, if online.
   async reconcileOutbox() {
-    const history = this.history;
+    const { history, shown } = this;
     const items = new Set((await this.outbox.list()).map((item) => item.id));
-    if (history !== this.history) return;
+    if (shown !== this.shown) return; // another conversation was opened meanwhile
     for (const entry of history.entries) {
       if (entry.state === 'queued' && !items.has(entry.id) && !this.isLive(entry)) this.interrupt(entry);
     }
@@ -435,7 +442,7 @@ export class Replies {
   saveInFlight() {
     if (!this.live.size) return;
     this.paint(false);
-    for (const history of new Set([...this.live.values()].map((r) => r.history))) history.save();
+    for (const r of this.live.values()) r.history.save(r.reply.entry);
   }
 
   /** The page was suspended and came back: its answers in flight are interrupted. */
@@ -466,7 +473,7 @@ export class Replies {
 
 // Which conversation an outbox item belongs to: the history's own id once there are
 // several (js/page/history.js), else the one there is.
-const conversationId = (history) => history.id ?? 'default';
+const conversationId = (conversation) => conversation.id ?? 'default';
 
 // What is kept of an error for the next visit: what describeError reads, no `partial`
 // (the text is the answer's content already).

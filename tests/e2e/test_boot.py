@@ -30,6 +30,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response
 
 from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
+from tests.e2e.stored import stored_messages
 from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e
@@ -164,8 +165,7 @@ def chat(page: Page, prompt: str) -> str:
     page.fill("#prompt", prompt)
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}:last-of-type[data-state="done"]', timeout=60_000)
-    history = json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')") or "[]")
-    return history[-1]["content"]
+    return stored_messages(page)[-1]["content"]
 
 
 def expected_answer(url: str, prompt: str) -> str:

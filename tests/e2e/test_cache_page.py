@@ -61,11 +61,13 @@ PROTOCOL_SPY = """
 })();
 """
 
-# The conversation starts with a long system message (the page has no system prompt
-# setting: an embedding host would send one; here the stored history holds it).
+# The conversation starts with a long system message (an embedding host would send one;
+# here the stored conversation holds it): seeded once per tab as the page before
+# IndexedDB kept its conversation, which the page moves into IndexedDB on its first load.
 SEED = (
-    "if (!localStorage.getItem('firsttoken.history.v1')) localStorage.setItem('firsttoken.history.v1', "
-    f"JSON.stringify([{{role: 'system', content: {json.dumps(SYSTEM)}}}]))"
+    "if (!sessionStorage.getItem('seeded')) { sessionStorage.setItem('seeded', '1'); "
+    "localStorage.setItem('firsttoken.history.v1', "
+    f"JSON.stringify([{{role: 'system', content: {json.dumps(SYSTEM)}}}])); }}"
 )
 
 
@@ -192,9 +194,12 @@ def test_indexeddb_that_cannot_open_falls_back_to_memory(chat: Chat, gateway_url
 
 
 def test_a_write_over_the_quota_falls_back_to_memory(chat: Chat, gateway_url: str) -> None:
-    chat.open(gateway_url)
+    # A real QuotaExceededError, set before the page opens anything: the page's own
+    # conversation store opens IndexedDB at once, and Chromium applies the override only
+    # to the origin's storage opened after it. (That store then goes on in memory too.)
     cdp = chat.page.context.new_cdp_session(chat.page)
-    cdp.send("Storage.overrideQuotaForOrigin", {"origin": gateway_url, "quotaSize": 1024})  # a real QuotaExceededError
+    cdp.send("Storage.overrideQuotaForOrigin", {"origin": gateway_url, "quotaSize": 1024})
+    chat.open(gateway_url)
     first = chat.send("fill it up")
     assert first["chat.done"]
     notice_shown(chat, "cache_quota_exceeded")

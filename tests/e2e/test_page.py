@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import BOOT_TIMEOUT_MS, wait_ready
+from tests.e2e.stored import stored_messages
 
 pytestmark = pytest.mark.e2e
 
@@ -26,8 +27,7 @@ def expected_answer(gateway_url: str, messages: list[dict]) -> str:
 
 def stored_answers(page: Page) -> list[str]:
     """The assistant answers as the page stored them (raw markdown, not the rendering)."""
-    history = json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')") or "[]")
-    return [m["content"] for m in history if m["role"] == "assistant"]
+    return [m["content"] for m in stored_messages(page) if m["role"] == "assistant"]
 
 
 def chat_bodies(page: Page) -> list[dict]:

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import wait_ready
+from tests.e2e.stored import stored_messages
 from tests.e2e.test_bridge import as_host, host_message, post
 from tests.e2e.test_page import ANSWER, chat_bodies, expected_answer, stored_answers
 
@@ -65,5 +66,5 @@ def test_a_stall_is_shown_live_then_times_out_keeping_the_text_and_retry_sends_t
     # The same turn, and only it: no second user turn, no failed answer in between.
     assert bodies[1]["messages"] == bodies[0]["messages"]
     assert [m["role"] for m in bodies[1]["messages"]] == ["user"]
-    history = json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')"))
+    history = stored_messages(page)
     assert [m["role"] for m in history] == ["user", "assistant"] and "incomplete" not in history[1]

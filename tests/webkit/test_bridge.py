@@ -52,6 +52,7 @@ def test_a_host_chat_streams_to_the_host_and_stays_out_of_the_pages_conversation
     # Host chats are the host's: nothing in the page's list or its stored history.
     assert host.eval("document.querySelectorAll('#messages .msg').length") == 0
     assert host.eval("localStorage.getItem('firsttoken.history.v1')") in (None, "[]")
+    assert host.eval("document.querySelectorAll('#conversations .conv').length") == 0
 
 
 def test_settings_from_the_host_steer_its_chats_and_the_key_stays_in_memory(host: WebKitHost) -> None:

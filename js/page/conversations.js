@@ -1,0 +1,299 @@
+// The conversation list: a sidebar on wide screens, a drawer from the header's button on
+// phones (conversations.css decides which, by width). New chat, open, rename, export,
+// delete with Undo, and search over titles and text. It paints what history.js holds
+// and asks it to change; the conversation on screen is repainted by page.js on
+// history's 'switch' event. The open conversation's title goes into the header
+// (`#conversation-title`) and the document's title.
+
+import { exportConversation } from './export.js';
+import { UNTITLED } from './history.js';
+
+const WIDE = '(min-width: 60rem)';
+const UNDO_MS = 8000;
+const SEARCH_DEBOUNCE_MS = 120;
+
+function button(text, className, label) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = className;
+  b.textContent = text;
+  if (label) b.setAttribute('aria-label', label);
+  return b;
+}
+
+function when(t) {
+  const d = new Date(t);
+  const today = new Date();
+  return d.toDateString() === today.toDateString()
+    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+}
+
+export class ConversationList {
+  /** `history`: the page's History; `panel`: the <nav> to fill; `toggle`: the header's
+   * button that shows it; `newChat`: the "New chat" button; `title`: where the open
+   * conversation's title goes. */
+  constructor({ history, panel, toggle, newChat, title }) {
+    Object.assign(this, { history, panel, toggle, newChat, title });
+    this.wide = matchMedia(WIDE);
+    this.expanded = null; // id whose actions are shown
+    this.renaming = null;
+    this.query = '';
+    this.searchSeq = 0;
+    this.build();
+
+    history.addEventListener('list', () => this.render());
+    history.addEventListener('switch', () => this.showTitle());
+    history.addEventListener('store', () => this.showStore());
+    history.addEventListener('pending', () => {
+      panel.dataset.pending = String(history.pending);
+    });
+    toggle.addEventListener('click', () => this.setOpen(!this.isOpen()));
+    newChat.addEventListener('click', () => {
+      this.settle();
+      history.newChat();
+      this.afterChoice();
+    });
+    this.wide.addEventListener?.('change', () => this.syncToggle());
+    document.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && !this.wide.matches && this.isOpen()) {
+        this.setOpen(false);
+        toggle.focus();
+      }
+    });
+    this.render();
+    this.showTitle();
+    this.syncToggle();
+  }
+
+  build() {
+    const { panel } = this;
+    const search = document.createElement('input');
+    search.type = 'search';
+    search.className = 'conv-search';
+    search.placeholder = 'Search conversations';
+    search.setAttribute('aria-label', 'Search conversations');
+    search.addEventListener('input', () => {
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(() => {
+        this.query = search.value;
+        this.render();
+      }, SEARCH_DEBOUNCE_MS);
+    });
+    const list = document.createElement('ul');
+    list.className = 'conv-list';
+    const empty = document.createElement('p');
+    empty.className = 'conv-empty';
+    const store = document.createElement('p');
+    store.className = 'conv-store';
+    store.setAttribute('role', 'status');
+    store.hidden = true;
+    panel.replaceChildren(search, list, empty, store);
+    panel.dataset.pending = '0';
+    this.els = { search, list, empty, store };
+
+    const backdrop = document.createElement('div');
+    backdrop.className = 'conv-backdrop';
+    backdrop.addEventListener('click', () => this.setOpen(false));
+    panel.after(backdrop);
+
+    const toast = document.createElement('div');
+    toast.className = 'conv-toast';
+    toast.setAttribute('role', 'status');
+    toast.hidden = true;
+    document.body.append(toast);
+    this.els.toast = toast;
+  }
+
+  // ---- open and closed ------------------------------------------------------------
+  isOpen() {
+    const html = document.documentElement;
+    return this.wide.matches ? html.dataset.sidebar !== 'closed' : html.dataset.drawer === 'open';
+  }
+
+  setOpen(open) {
+    const html = document.documentElement;
+    if (this.wide.matches) {
+      html.dataset.sidebar = open ? 'open' : 'closed';
+    } else {
+      if (open) {
+        const header = this.toggle.closest('header');
+        html.style.setProperty('--conv-top', `${Math.round(header?.getBoundingClientRect().bottom ?? 0)}px`);
+      }
+      html.dataset.drawer = open ? 'open' : 'closed';
+      if (open) this.els.search.focus();
+    }
+    this.syncToggle();
+  }
+
+  syncToggle() {
+    this.toggle.setAttribute('aria-expanded', String(this.isOpen()));
+  }
+
+  // After choosing a conversation on a phone, the drawer gives the screen back.
+  afterChoice() {
+    if (!this.wide.matches && this.isOpen()) this.setOpen(false);
+    document.getElementById('prompt')?.focus({ preventScroll: true });
+  }
+
+  // ---- the list -------------------------------------------------------------------
+  async render() {
+    if (this.renaming) return; // repainted once the rename is done
+    const seq = ++this.searchSeq;
+    const found = await this.history.search(this.query);
+    if (seq !== this.searchSeq || this.renaming) return; // a newer render is on its way
+    const { list, empty } = this.els;
+    list.replaceChildren(...found.map(({ conversation, snippet }) => this.item(conversation, snippet)));
+    empty.hidden = found.length > 0;
+    empty.textContent = this.query.trim() ? 'No conversations found.' : 'No conversations yet.';
+    this.panel.dataset.count = String(found.length);
+    this.showTitle();
+  }
+
+  item(c, snippet) {
+    const li = document.createElement('li');
+    li.className = 'conv';
+    li.dataset.id = c.id;
+    const open = button('', 'conv-open');
+    const name = document.createElement('span');
+    name.className = 'conv-title';
+    name.textContent = c.title || UNTITLED;
+    const time = document.createElement('span');
+    time.className = 'conv-when';
+    time.textContent = when(c.updated);
+    open.append(name, time);
+    if (snippet) {
+      const s = document.createElement('span');
+      s.className = 'conv-snippet';
+      s.textContent = snippet;
+      open.append(s);
+    }
+    if (c === this.history.active) open.setAttribute('aria-current', 'true');
+    open.addEventListener('click', async () => {
+      this.settle();
+      if (await this.history.open(c.id)) this.afterChoice();
+      else this.say(`“${c.title || UNTITLED}” could not be read, and was left out.`);
+    });
+    const more = button('⋯', 'conv-more', `Actions for ${c.title || UNTITLED}`);
+    const expanded = this.expanded === c.id;
+    more.setAttribute('aria-expanded', String(expanded));
+    more.addEventListener('click', () => {
+      this.expanded = expanded ? null : c.id;
+      this.render();
+    });
+    li.append(open, more);
+    if (expanded) li.append(this.actions(c, li, name));
+    return li;
+  }
+
+  actions(c, li, name) {
+    const row = document.createElement('div');
+    row.className = 'conv-actions';
+    const rename = button('Rename', 'conv-rename');
+    const markdown = button('Export as Markdown', 'conv-export');
+    const json = button('Export as JSON', 'conv-export');
+    const del = button('Delete conversation', 'conv-delete');
+    rename.addEventListener('click', () => this.rename(c, li));
+    markdown.addEventListener('click', () => this.export(c, 'md'));
+    json.addEventListener('click', () => this.export(c, 'json'));
+    del.addEventListener('click', () => this.delete(c));
+    row.append(rename, markdown, json, del);
+    return row;
+  }
+
+  rename(c, li) {
+    this.settle();
+    this.renaming = c.id;
+    const input = document.createElement('input');
+    input.type = 'text';
+    input.className = 'conv-rename-input';
+    input.value = c.title || '';
+    input.setAttribute('aria-label', 'Conversation title');
+    input.maxLength = 200;
+    let done = false;
+    const finish = (keep) => {
+      if (done) return;
+      done = true;
+      this.renaming = null;
+      this.expanded = null;
+      if (keep) this.history.rename(c.id, input.value);
+      this.render();
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        finish(true);
+      } else if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        finish(false);
+      }
+    });
+    input.addEventListener('blur', () => finish(true));
+    li.replaceChildren(input);
+    input.focus();
+    input.select();
+  }
+
+  async export(c, format) {
+    this.settle();
+    const loaded = await this.history.load(c.id);
+    if (loaded) exportConversation(loaded, format);
+  }
+
+  delete(c) {
+    this.settle();
+    this.expanded = null;
+    this.history.delete(c.id);
+    const { toast } = this.els;
+    const text = document.createElement('span');
+    text.textContent = `Deleted “${c.title || UNTITLED}”.`;
+    const undo = button('Undo', 'conv-undo');
+    undo.addEventListener('click', () => {
+      this.history.undo();
+      this.hideToast();
+    });
+    toast.replaceChildren(text, undo);
+    toast.hidden = false;
+    this.toastTimer = setTimeout(() => this.settle(), UNDO_MS);
+    (this.isOpen() && this.wide.matches ? this.els.search : undo).focus({ preventScroll: true });
+  }
+
+  hideToast() {
+    clearTimeout(this.toastTimer);
+    this.els.toast.hidden = true;
+    this.els.toast.replaceChildren();
+  }
+
+  /** The next action: a delete can no longer be undone. page.js calls it on Send. */
+  settle() {
+    if (this.els.toast.hidden) return;
+    this.history.forgetDeleted();
+    this.hideToast();
+  }
+
+  // ---- the header and the store ---------------------------------------------------
+  showTitle() {
+    const title = this.history.title;
+    if (this.title.textContent !== title) this.title.textContent = title;
+    document.title = this.history.active.title ? `${title} · firsttoken` : 'firsttoken';
+    for (const b of this.els.list.querySelectorAll('.conv-open')) {
+      const current = b.parentElement.dataset.id === this.history.active.id;
+      if (current) b.setAttribute('aria-current', 'true');
+      else b.removeAttribute('aria-current');
+    }
+  }
+
+  showStore() {
+    const memory = this.history.store === 'memory';
+    this.panel.dataset.store = this.history.store;
+    this.say(memory ? 'Not saved on this device: conversations are kept until this page closes.' : '');
+  }
+
+  /** A quiet line under the list (a polite status). */
+  say(text) {
+    const { store } = this.els;
+    store.hidden = !text;
+    store.textContent = text;
+  }
+}

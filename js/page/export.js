@@ -1,0 +1,57 @@
+// A conversation as a file the user keeps: Markdown to read, JSON to load elsewhere.
+// Downloaded from a Blob (no server round trip, works offline and under the page's
+// CSP), named after the conversation's title.
+
+const ROLE_NAMES = { user: 'You', assistant: 'Assistant', system: 'System' };
+
+/** Markdown: the title, then each message under who said it. Answers are markdown
+ * already and go in as they are; the user's words too (they were typed as text, and
+ * read the same either way). */
+export function toMarkdown(c) {
+  const parts = [`# ${c.title || 'Conversation'}`, ''];
+  for (const m of c.entries ?? []) {
+    parts.push(`## ${ROLE_NAMES[m.role] ?? m.role}`, '', m.content.trimEnd(), '');
+    if (m.incomplete) parts.push('*(This answer was interrupted.)*', '');
+  }
+  return `${parts.join('\n').trimEnd()}\n`;
+}
+
+/** JSON: the conversation as kept, every message field included. */
+export function toJson(c) {
+  const { id, title, created, updated } = c;
+  return `${JSON.stringify({
+    format: 'firsttoken.conversation', version: 1, id, title,
+    created: new Date(created).toISOString(), updated: new Date(updated).toISOString(),
+    messages: c.entries ?? [],
+  }, null, 2)}\n`;
+}
+
+/** A file name from a title: characters file systems refuse, and control characters,
+ * become dashes; at most 60 characters; "conversation" if nothing is left. */
+export function fileName(title, extension) {
+  const stem = Array.from(String(title ?? '')
+    .replace(/[\\/:*?"<>|\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/\s+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^[-.]+|[-.]+$/g, '')).slice(0, 60).join('').replace(/[-.]+$/, '');
+  return `${stem || 'conversation'}.${extension}`;
+}
+
+/** Save `text` as a file named `name`. */
+export function download(text, name, type) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // Revoked once the download has had its turn to start (revoking at once can cancel it).
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+export function exportConversation(c, format) {
+  if (format === 'json') download(toJson(c), fileName(c.title, 'json'), 'application/json');
+  else download(toMarkdown(c), fileName(c.title, 'md'), 'text/markdown');
+}

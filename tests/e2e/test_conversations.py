@@ -1,0 +1,335 @@
+"""Conversations in real Chromium (issue 14, item 1), at Pixel 7 and desktop sizes: new
+chat, switching, rename, delete and Undo, search, export, the move from localStorage,
+a reload, and records in IndexedDB that are not what they should be."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.stored import store, stored_messages
+
+pytestmark = pytest.mark.e2e
+
+ANSWER = '.msg[data-role="assistant"]'
+LEGACY_KEY = "firsttoken.history.v1"
+
+# Pixel 7 as Playwright describes it (412×915, touch), and a desktop.
+SIZES = {
+    "pixel7": {"viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
+               "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True},
+    "desktop": {"viewport": {"width": 1280, "height": 800}},
+}
+
+
+@pytest.fixture(params=sorted(SIZES))
+def size(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console, size: str) -> Iterator[Page]:
+    yield from watched_page(browser, console, accept_downloads=True, **SIZES[size])
+
+
+def send(page: Page, text: str) -> None:
+    n = page.locator(ANSWER).count()
+    page.fill("#prompt", text)
+    page.click("#send")
+    expect(page.locator(ANSWER)).to_have_count(n + 1)
+    expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
+
+
+def show_list(page: Page, size: str) -> None:
+    """The list, in view: the drawer on a phone (opened from the header), the sidebar on
+    a desktop (always there)."""
+    toggle = page.get_by_role("button", name="Conversations")
+    if size == "pixel7":
+        expect(page.locator("#conversations")).to_be_hidden()
+        if toggle.get_attribute("aria-expanded") != "true":
+            toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#conversations")).to_be_visible()
+
+
+def items(page: Page) -> Any:
+    return page.locator("#conversations .conv")
+
+
+def titles(page: Page) -> list[str]:
+    return page.locator("#conversations .conv-title").all_inner_texts()
+
+
+def act(page: Page, title: str, action: str) -> None:
+    """Open the actions of the conversation called `title`, and click `action`."""
+    page.get_by_role("button", name=f"Actions for {title}").click()
+    page.get_by_role("button", name=action, exact=True).click()
+
+
+def header_title(page: Page) -> Any:
+    return page.locator("#conversation-title")
+
+
+# ---- tests ---------------------------------------------------------------------------
+def test_new_chat_switch_and_a_reload_restores_the_list_and_the_open_one(page: Page, gateway_url: str, size: str) -> None:
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    expect(header_title(page)).to_have_text("New chat")
+    send(page, "  Tell me about\n  gardens in   spring  ")
+    # The title comes from the first prompt, squeezed.
+    expect(header_title(page)).to_have_text("Tell me about")
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator(".msg")).to_have_count(0)
+    expect(header_title(page)).to_have_text("New chat")
+    send(page, "second conversation here")
+    expect(header_title(page)).to_have_text("second conversation here")
+
+    show_list(page, size)
+    expect(items(page)).to_have_count(2)
+    assert titles(page) == ["second conversation here", "Tell me about"]  # the newest first
+    expect(page.locator('.conv-open[aria-current="true"] .conv-title')).to_have_text("second conversation here")
+    # Switch: the first one is painted, the live count follows it.
+    count_before = page.get_attribute("#count", "data-tokens")
+    page.locator(".conv-open", has_text="Tell me about").click()
+    if size == "pixel7":  # the drawer gives the screen back
+        expect(page.locator("#conversations")).to_be_hidden()
+    expect(header_title(page)).to_have_text("Tell me about")
+    expect(page.locator('.msg[data-role="user"] .content')).to_have_text(["Tell me about\n  gardens in   spring"])
+    expect(page.locator("#count")).not_to_have_attribute("data-tokens", count_before or "")
+    # A prompt now goes into the open one, and only there.
+    send(page, "and roses?")
+    kept = store(page)
+    by_title = {m["title"]: m["id"] for m in kept["metas"]}
+    assert set(by_title) == {"Tell me about", "second conversation here"}
+    assert kept["open"] == by_title["Tell me about"]
+    first = stored_messages(page, by_title["Tell me about"])
+    assert [(m["role"], m["content"][:10]) for m in first][::2] == [("user", "Tell me ab"), ("user", "and roses?")]
+    assert [m["role"] for m in stored_messages(page, by_title["second conversation here"])] == ["user", "assistant"]
+
+    page.reload(wait_until="domcontentloaded")
+    # The open conversation is painted from IndexedDB, before Python is ready.
+    expect(page.locator(".msg")).to_have_count(4)
+    expect(header_title(page)).to_have_text("Tell me about")
+    assert page.evaluate("document.documentElement.dataset.interactive") is not None
+    show_list(page, size)
+    expect(items(page)).to_have_count(2)
+    assert titles(page) == ["Tell me about", "second conversation here"]
+    wait_ready(page)
+
+
+def test_rename_delete_with_undo_and_search(page: Page, gateway_url: str, size: str) -> None:
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, "apples and pears")
+    page.get_by_role("button", name="New chat", exact=True).click()
+    send(page, "bicycles")
+    show_list(page, size)
+    expect(items(page)).to_have_count(2)
+
+    # Rename (Enter keeps it; it stays through a save).
+    act(page, "apples and pears", "Rename")
+    field = page.get_by_role("textbox", name="Conversation title")
+    field.fill("Fruit")
+    field.press("Enter")
+    expect(page.locator(".conv-title", has_text="Fruit")).to_have_count(1)
+    assert {m["title"] for m in store(page)["metas"]} == {"Fruit", "bicycles"}
+
+    # Search over titles and the text of messages (the answers repeat the prompt).
+    search = page.get_by_role("searchbox", name="Search conversations")
+    search.fill("fruit")
+    expect(items(page)).to_have_count(1)
+    expect(page.locator(".conv-title")).to_have_text(["Fruit"])
+    search.fill("BICYC")
+    expect(items(page)).to_have_count(1)
+    expect(page.locator(".conv-title")).to_have_text(["bicycles"])
+    expect(page.locator(".conv-snippet")).to_contain_text("bicycles")
+    search.fill("no such words anywhere")
+    expect(items(page)).to_have_count(0)
+    expect(page.locator(".conv-empty")).to_have_text("No conversations found.")
+    search.fill("")
+    expect(items(page)).to_have_count(2)
+
+    # Delete the open one, then Undo: it is back, open again, in the store again.
+    expect(header_title(page)).to_have_text("bicycles")
+    act(page, "bicycles", "Delete conversation")
+    expect(items(page)).to_have_count(1)
+    expect(header_title(page)).to_have_text("New chat")
+    expect(page.locator(".msg")).to_have_count(0)
+    assert {m["title"] for m in store(page)["metas"]} == {"Fruit"}
+    page.get_by_role("button", name="Undo", exact=True).click()
+    expect(items(page)).to_have_count(2)
+    expect(header_title(page)).to_have_text("bicycles")
+    expect(page.locator(".msg")).to_have_count(2)
+    assert {m["title"] for m in store(page)["metas"]} == {"Fruit", "bicycles"}
+
+    # Delete again, and act on something else: no more Undo, and it stays gone.
+    act(page, "Fruit", "Delete conversation")
+    expect(page.get_by_role("button", name="Undo", exact=True)).to_be_visible()
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.get_by_role("button", name="Undo", exact=True)).to_have_count(0)
+    assert {m["title"] for m in store(page)["metas"]} == {"bicycles"}
+    page.reload()
+    show_list(page, size)
+    expect(items(page)).to_have_count(1)
+
+
+def test_export_as_markdown_and_json(page: Page, gateway_url: str, size: str, tmp_path: Path) -> None:
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, 'What is "this": a/b?')
+    answer = stored_messages(page, store(page)["open"])[1]["content"]
+    show_list(page, size)
+    page.get_by_role("button", name='Actions for What is "this": a/b?').click()
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Export as Markdown").click()
+    md = got.value
+    assert md.suggested_filename == "What-is-this-a-b.md"
+    text = Path(md.path()).read_text(encoding="utf-8")
+    assert text.startswith('# What is "this": a/b?\n\n## You\n\nWhat is "this": a/b?\n\n## Assistant\n\n')
+    assert answer.strip() in text
+    page.get_by_role("button", name='Actions for What is "this": a/b?').click()
+    page.get_by_role("button", name='Actions for What is "this": a/b?').click()
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Export as JSON").click()
+    exported = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
+    assert got.value.suggested_filename == "What-is-this-a-b.json"
+    assert exported["title"] == 'What is "this": a/b?'
+    assert exported["messages"] == [{"role": "user", "content": 'What is "this": a/b?'}, {"role": "assistant", "content": answer}]
+
+
+LEGACY = [
+    {"role": "user", "content": "an old question"},
+    {"role": "assistant", "content": "an old **answer**", "incomplete": True, "x_kept": {"any": 1}},
+    {"role": "user", "content": "a second old question"},
+    {"role": "assistant", "content": "and its answer"},
+]
+
+
+def test_the_old_localstorage_conversation_is_moved_and_nothing_lost(page: Page, gateway_url: str, size: str) -> None:
+    # The page before this change kept one conversation under this key.
+    page.goto(gateway_url + "/favicon-none-404")
+    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [LEGACY_KEY, json.dumps(LEGACY)])
+    page.goto(gateway_url + "/")
+    expect(page.locator(".msg")).to_have_count(4)
+    expect(page.locator(".msg .error")).to_have_text(["This answer was interrupted."])
+    expect(header_title(page)).to_have_text("an old question")
+    kept = store(page)
+    [meta] = kept["metas"]
+    assert meta["title"] == "an old question" and kept["open"] == meta["id"]
+    assert stored_messages(page, meta["id"]) == LEGACY  # every field, unknown ones too
+    assert page.evaluate(f"localStorage.getItem('{LEGACY_KEY}')") is None
+    # And once only: a reload shows the same one conversation.
+    page.reload()
+    show_list(page, size)
+    expect(items(page)).to_have_count(1)
+    expect(page.locator(".msg")).to_have_count(4)
+    wait_ready(page)
+
+
+SEED_CORRUPT = """(good) => new Promise((ok, no) => {
+  const r = indexedDB.open('firsttoken-conversations', 1);
+  r.onupgradeneeded = () => {
+    const db = r.result;
+    db.createObjectStore('conversations', { keyPath: 'id' });
+    db.createObjectStore('messages', { keyPath: 'id' });
+    db.createObjectStore('state');
+  };
+  r.onerror = () => no(r.error);
+  r.onsuccess = () => {
+    const db = r.result, tx = db.transaction(['conversations', 'messages', 'state'], 'readwrite');
+    const c = tx.objectStore('conversations'), m = tx.objectStore('messages');
+    c.put({ id: 'good', title: 'Good one', created: 1, updated: 3 });
+    m.put({ id: 'good', messages: [{ role: 'user', content: good }, null, { role: 7 }, 'text',
+                                   { role: 'assistant', content: 'kept answer' }] });
+    c.put({ id: 'no-title', created: 1, updated: 2 });
+    c.put({ id: 'bad-time', title: 'Bad time', created: 'yesterday', updated: 2 });
+    c.put({ id: 'no-messages', title: 'Lost messages', created: 1, updated: 1 });
+    m.put({ id: 'no-messages', messages: 'not a list' });
+    c.put({ id: 'unopenable', title: 'Unopenable', created: 1, updated: 0 });
+    tx.objectStore('state').put('good', 'open');
+    tx.oncomplete = () => { db.close(); ok(true); };
+  };
+})"""
+
+
+def test_corrupt_records_are_skipped(page: Page, gateway_url: str, size: str) -> None:
+    page.goto(gateway_url + "/favicon-none-404")
+    page.evaluate(SEED_CORRUPT, "a good question")
+    page.goto(gateway_url + "/")
+    expect(page.locator('.msg[data-role="user"] .content')).to_have_text(["a good question"])
+    expect(page.locator(".msg")).to_have_count(2)
+    expect(header_title(page)).to_have_text("Good one")
+    show_list(page, size)
+    assert titles(page) == ["Good one", "Lost messages", "Unopenable"]
+    # One whose messages cannot be read leaves the list when opened; the page goes on.
+    page.locator(".conv-open", has_text="Lost messages").click()
+    expect(page.locator(".conv-title", has_text="Lost messages")).to_have_count(0)
+    expect(page.locator(".conv-store")).to_have_text("“Lost messages” could not be read, and was left out.")
+    expect(header_title(page)).to_have_text("Good one")
+    if size == "pixel7":
+        page.get_by_role("button", name="Conversations").click()
+        expect(page.locator("#conversations")).to_be_hidden()
+    wait_ready(page)
+    send(page, "still works")
+    assert [m["content"] for m in stored_messages(page, "good")][:3] == ["a good question", "kept answer", "still works"]
+
+
+#: IndexedDB refused to the conversation store (a private window in some browsers):
+#: opening it throws. (Only that database: the boot's snapshot store has its own test.)
+NO_INDEXEDDB = """(() => {
+  const open = IDBFactory.prototype.open;
+  IDBFactory.prototype.open = function (name, ...rest) {
+    if (name === 'firsttoken-conversations') throw new DOMException('The user denied permission.', 'UnknownError');
+    return open.call(this, name, ...rest);
+  };
+})();"""
+
+
+def test_without_indexeddb_the_page_works_in_memory_and_says_so(page: Page, gateway_url: str, size: str) -> None:
+    page.goto(gateway_url + "/favicon-none-404")
+    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [LEGACY_KEY, json.dumps(LEGACY)])
+    page.add_init_script(NO_INDEXEDDB)
+    page.goto(gateway_url + "/")
+    # The old conversation is shown all the same, and its key kept for a better day.
+    expect(page.locator(".msg")).to_have_count(4)
+    expect(page.locator("#conversations")).to_have_attribute("data-store", "memory")
+    wait_ready(page)
+    send(page, "one more")
+    page.get_by_role("button", name="New chat", exact=True).click()
+    send(page, "in memory")
+    show_list(page, size)
+    expect(page.locator(".conv-store")).to_contain_text("Not saved on this device")
+    assert titles(page) == ["in memory", "an old question"]
+    assert json.loads(page.evaluate(f"localStorage.getItem('{LEGACY_KEY}')")) == LEGACY
+    page.locator(".conv-open", has_text="an old question").click()
+    expect(page.locator(".msg")).to_have_count(6)
+
+
+def test_an_answer_keeps_streaming_into_its_own_conversation(page: Page, gateway_url: str, size: str) -> None:
+    settings = json.dumps({"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=40,tokens=120"}})
+    page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.fill("#prompt", "slow one")
+    page.click("#send")
+    expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^[2-9]$|^\d\d+$"), timeout=30_000)
+    # Away while it streams: the new chat shows nothing of it.
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator(".msg")).to_have_count(0)
+    expect(header_title(page)).to_have_text("New chat")
+    # Back: it goes on painting where it is, and ends there.
+    show_list(page, size)
+    page.locator(".conv-open", has_text="slow one").click()
+    expect(page.locator(ANSWER)).to_have_count(1)
+    expect(page.locator(ANSWER)).to_have_attribute("data-state", "done", timeout=60_000)
+    [user, answer] = stored_messages(page)
+    assert user == {"role": "user", "content": "slow one"}
+    assert answer["role"] == "assistant" and answer["content"].startswith("You said: slow one")
+    assert page.inner_text(f"{ANSWER} .content").startswith("You said: slow one")
+    assert len(store(page)["metas"]) == 1  # the empty new chat was never kept
