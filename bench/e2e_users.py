@@ -71,6 +71,7 @@ class Record:
     user: int
     turn: int
     start_s: float  # since the run began
+    run: int = 0
     ok: bool = False
     ttft_ms: float | None = None
     total_ms: float | None = None

@@ -201,9 +201,11 @@ def plot_heatmap(grid: list[dict[str, Any]], out: Path) -> str:
         cells = {(r["device"], r["network"]): p95(r[key]) for r in grid}
         matrix = [[cells.get((d, n), float("nan")) for n in networks] for d in devices]
         image = ax.imshow(matrix, cmap="viridis_r", aspect="auto")
+        middle = (min(min(r) for r in matrix) + max(max(r) for r in matrix)) / 2
         for i, row in enumerate(matrix):
             for j, value in enumerate(row):
-                ax.text(j, i, f"{value:.0f}", ha="center", va="center", color="white", fontsize=10, fontweight="bold")
+                ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=10, fontweight="bold",
+                        color="white" if value > middle else "black")
         ax.set_xticks(range(len(networks)), [f"{n}\n{NETWORKS[n][0]:g} Mbps, {NETWORKS[n][1]} ms" for n in networks], fontsize=8)
         ax.set_yticks(range(len(devices)), devices, fontsize=8)
         ax.set_title(title, fontsize=10)

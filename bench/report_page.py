@@ -107,9 +107,17 @@ def reply_grid(browser: Browser, devices: dict[str, Any], url: str, proxy: Shapi
             _send(page, "warm up")  # the tokenizer vocabulary and the first paint's code, once
             cdp = context.new_cdp_session(page)
             cdp.send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
+            _send(page, "warm up, throttled")
+            # Round-robin over the networks, so that a one-time cost or a busy moment of
+            # this shared machine does not land on one cell.
+            measured: dict[str, list[dict[str, Any]]] = {network: [] for network in NETWORKS}
+            for i in range(prompts):
+                for network, (down, rtt) in NETWORKS.items():
+                    proxy.profile = Profile(down, down, rtt)
+                    measured[network].append(_send(page, f"{PROMPT}\n\n(question {i} on {network})"))
+                    proxy.profile = None
             for network, (down, rtt) in NETWORKS.items():
-                proxy.profile = Profile(down, down, rtt)
-                replies = [_send(page, f"{PROMPT}\n\n(question {i} on {network})") for i in range(prompts)]
+                replies = measured[network]
                 rows.append({
                     "device": device, "network": network, "down_mbps": down, "rtt_ms": rtt, "cpu_slowdown": slowdown,
                     "ttft_ms": [m["send_to_first_delta_ms"] for m in replies],
