@@ -36,7 +36,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[
     # A quota two users can meet: the queueing scenario's bucket (20,000 tokens) holds two
     # requests, and refills at 5,000 tokens/s.
     line, _ = run("e2e.py", "--users", "2", "--turns", "2", "--think-s", "0.05", "--ramp-s", "0.05",
-                  "--tpm", "300000", "--burst-s", "4", "--out", str(out))
+                  "--tpm", "300000", "--burst-s", "4", "--runs", "1", "--sweep", "", "--out", str(out))
     return line, json.loads(out.read_text()), out
 
 
