@@ -45,6 +45,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 from report_page import DEVICES, NETWORKS, measure_page, p95  # noqa: E402
 
@@ -107,6 +108,8 @@ def plot_native_cdf(native: dict[str, Any], out: Path) -> str:
             if values:
                 ax.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=name)
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("chunk → paint (ms, log)")
         ax.set_ylabel("fraction of chunks")
         ax.set_title(f"{rate} tokens/s")
@@ -241,7 +244,7 @@ def figures(e2e: dict[str, Any], native: dict[str, Any] | None, page: dict[str, 
             for rate, values in sorted(runs.items(), key=lambda kv: float(kv[0])):
                 present = sorted(v for v in values if v is not None)
                 if present:
-                    add(native, "native", f"{name} · {rate} tok/s · chunk→paint p50", round(present[len(present) // 2], 1), "ms")
+                    add(native, "native", f"{name} · {rate} tok/s · chunk→paint p50", round(statistics.median(present), 1), "ms")
                     add(native, "native", f"{name} · {rate} tok/s · chunk→paint p95", round(p95(present), 1), "ms")
                     add(native, "native", f"{name} · {rate} tok/s · chunk→paint max", round(present[-1], 1), "ms")
     for visit in page["boot"]:

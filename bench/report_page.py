@@ -20,7 +20,6 @@ network profile × device profile.
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from e2e import percentile  # noqa: E402
 from netem import Profile, ShapingProxy, shaping_proxy  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
@@ -145,12 +145,8 @@ def measure_page(prompts: int) -> dict[str, Any]:
 
 
 def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * 0.95
-    lo = int(k)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
+    """The 95th percentile, as bench/e2e.py computes it."""
+    value = percentile(values, 95)
+    if value is None:
+        raise ValueError("no values")
+    return value

@@ -68,13 +68,19 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
             assert naive["bytes_up"] - ours["bytes_up"] > 0.8 * system_bytes
 
 
-def _system_prompt() -> str:
+def _bench(module: str) -> Any:
+    """A module of bench/ (which imports its siblings by their plain names)."""
+    import importlib
+
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        from e2e_users import system_prompt
+        return importlib.import_module(module)
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    return system_prompt()
+
+
+def _system_prompt() -> str:
+    return _bench("e2e_users").system_prompt()
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -118,3 +124,20 @@ def test_the_report_has_its_plots_and_figures(e2e: tuple[dict[str, Any], dict[st
         for src in re.findall(r'src="([^"]+)"', page.text):
             image = client.get(f"/report/{src}")
             assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+
+
+def test_native_results_become_a_cdf_and_rows(e2e: tuple[dict[str, Any], dict[str, Any], Path], tmp_path: Path) -> None:
+    # build/bench/native.json as `make bench-native` writes it.
+    native = {"renderers": {"native": {"50": [3.0, 4.0, 5.0, 9.0], "500": [4.0, 6.0]},
+                            "chromium": {"50": [20.0, 30.0, None, 45.0], "500": [60.0, 121.0]}},
+              "machine": "test machine", "date": "2026-12-01T16:00:00Z"}
+    (tmp_path / "native.json").write_text(json.dumps(native))
+    report = _bench("report")
+    loaded = report.load_native(tmp_path / "native.json")
+    assert report.load_native(tmp_path / "absent.json") is None
+    width, height = png_size((tmp_path / report.plot_native_cdf(loaded, tmp_path)).read_bytes())
+    assert width > 600 and height > 200
+    rows = {r["figure"]: r for r in report.figures(e2e[1], loaded, {"boot": [], "grid": []}) if r["bench"] == "native"}
+    assert rows["native · 50 tok/s · chunk→paint p50"]["value"] == 4.5
+    assert rows["chromium · 50 tok/s · chunk→paint max"]["value"] == 45.0  # a chunk never painted is left out
+    assert rows["chromium · 500 tok/s · chunk→paint p95"]["machine"] == "test machine"
