@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test deps browser redis webkit lock clean bundle bench-%
+.PHONY: run test deps browser redis webkit lock clean bundle bench-% report
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -89,6 +89,13 @@ bench-%: deps browser redis
 # These drive WebKitGTK as well as Chromium.
 bench-bridge bench-webkit_boot bench-boot_probe bench-native: bench-%: deps browser redis webkit
 	$(PY) bench/$*.py
+
+# build/report/index.html with its plots (bench/report.py): the scenario runner's results
+# (build/bench/e2e.json; a short run if absent), native renderers' (build/bench/native.json,
+# if `make bench-native` ran), and the page's boot and replies measured now in Chromium.
+# The gateway serves it at /report/.
+report: deps browser
+	$(PY) bench/report.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .hypothesis build

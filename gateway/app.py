@@ -27,6 +27,7 @@ from .headers import SecurityHeaders, content_security_policy
 from .flow import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
 from .precompressed import Precompressed
+from .report import report_routes
 from .server import StreamsPerClient
 from .shared import SharedState
 from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, SimParams, Simulator
@@ -66,6 +67,8 @@ class GatewayConfig:
     #: Where `make` wrote the brotli/gzip variants of the runtime (gateway/encode.py);
     #: None serves identity only.
     precompressed: Path | None = static.ROOT / "build" / "encoded"
+    #: The last benchmark report (`make report`), served at /report/ (gateway/report.py); None: not served.
+    report_dir: Path | None = static.ROOT / "build" / "report"
 
 
 # Prompts larger than this are counted, and bodies larger than this parsed, in the worker
@@ -203,6 +206,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
+            *(report_routes(config.report_dir) if config.report_dir is not None else []),
             *static.routes(),
         ],
         exception_handlers={APIError: api_error, HTTPException: http_error},
