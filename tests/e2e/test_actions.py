@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.stored import stored_messages
 from tests.e2e.test_bridge import as_host, host_answer, host_message, post
 from tests.e2e.test_page import ANSWER, chat_bodies, expected_answer, steer
 
@@ -58,7 +59,8 @@ def no_two_user_turns(body: dict) -> bool:
 
 
 def stored(page: Page) -> list[dict]:
-    return json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')") or "[]")
+    """The open conversation as kept (IndexedDB, js/page/history.js)."""
+    return stored_messages(page)
 
 
 # ---- Copy, Edit, Regenerate -----------------------------------------------------------

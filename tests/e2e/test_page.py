@@ -189,7 +189,7 @@ def test_prompt_is_counted_live_and_compressed_before_sending(page: Page, gatewa
     assert '{"name":"frame","sizes":[16,33]}' in sent
     # The conversation as shown (markdown) and stored keeps what the user typed.
     assert page.inner_text('.msg[data-role="user"] .content pre code').rstrip("\n") == pretty.split("```json\n")[1].rstrip("`").rstrip("\n")
-    assert json.loads(page.evaluate("localStorage.getItem('firsttoken.history.v1')"))[0]["content"] == pretty
+    assert stored_messages(page)[0]["content"] == pretty
 
 
 def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_url: str) -> None:

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.webkit.conftest import of
+from tests.webkit.test_conversations import READ, wait
 from tests.webkit_host import WebKitHost
 
 pytestmark = pytest.mark.e2e
@@ -46,7 +47,7 @@ def test_retry_after_a_failure_sends_the_same_turn_again_in_its_place(host: WebK
     assert metrics["metrics"]["id"] == done["id"].removeprefix("page:")
     shown = host.eval("[...document.querySelectorAll('.msg')].map((li) => li.dataset.role + ':' + (li.dataset.state || ''))")
     assert shown == ["user:", "assistant:done"]
-    history = json.loads(host.eval("localStorage.getItem('firsttoken.history.v1')"))
+    history = kept(host)
     assert [(m["role"], m.get("state")) for m in history] == [("user", None), ("assistant", "done")]
     assert history[0]["content"] == "webkit retry" and history[1]["content"].startswith("You said: webkit retry")
 
@@ -84,5 +85,12 @@ def test_copy_puts_the_message_on_the_clipboard_with_or_without_the_clipboard_ap
       const check = () => li.dataset.copied ? resolve(li.dataset.copied) : requestAnimationFrame(check);
       check();
     }})""") == "true"
-    history = json.loads(host.eval("localStorage.getItem('firsttoken.history.v1')"))
+    history = kept(host)
     assert host.eval("window.__copied") == ["copy", history[-1]["content"], True]
+
+
+def kept(host: WebKitHost) -> list[dict]:
+    """The open conversation as committed to IndexedDB (js/page/history.js)."""
+    wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+    store = host.eval(READ)
+    return next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])
