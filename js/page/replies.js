@@ -147,7 +147,7 @@ export class Replies {
     removeNote(r.li, 'note');
     removeNote(r.li, 'stall');
     if (state !== 'done') {
-      note(r.li, 'error', describeError(msg.error));
+      note(r.li, 'error', describeError(msg.error, { baseUrl: this.settings.baseUrl }));
       offerRetry(r.li, () => this.retry(r));
     }
     if (!r.reply.text) {
@@ -158,7 +158,7 @@ export class Replies {
     }
     this.history.save();
     this.showQuota(msg.quota);
-    this.onSettled?.();
+    this.onSettled?.(r.li, state, msg);
   }
 
   // The reply's latency, once its last paint is in: under it, kept on its element, in
