@@ -38,7 +38,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
   });
   const sheet = new SettingsSheet({
-    dialog: $('settings'), open: $('open-settings'), test: $('test-connection'), result: $('connection-result'),
+    dialog: $('settings'), form: $('settings-form'), open: $('open-settings'), test: $('test-connection'), result: $('connection-result'),
     models: $('models'), help: $('help'), openHelp: $('open-help'),
   }, settings);
   const showModel = () => { els.modelName.textContent = settings.model; };

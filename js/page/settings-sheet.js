@@ -5,13 +5,17 @@
 import { testConnection } from './connection.js';
 
 export class SettingsSheet {
-  /** `els`: {dialog, open, test, result, models (the <datalist>), help, openHelp};
+  /** `els`: {dialog, form, open, test, result, models (the <datalist>), help, openHelp};
    * `settings`: the page's Settings. */
   constructor(els, settings) {
     this.els = els;
     this.settings = settings;
     this.listed = ''; // the base URL and key the model list was fetched for
     els.open.addEventListener('click', () => this.show());
+    els.form?.addEventListener('submit', (e) => {
+      e.preventDefault();
+      if (this.settings.checkBaseUrl(true)) els.dialog.close();
+    });
     els.test.addEventListener('click', () => this.test());
     els.openHelp?.addEventListener('click', () => showModal(els.help));
     for (const dialog of [els.dialog, els.help]) {
