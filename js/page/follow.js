@@ -40,10 +40,13 @@ export class EndFollower {
     scroller.addEventListener('scroll', () => this.scrolled(), { passive: true });
     this.intent = -Infinity; // when the user last did something that scrolls
     const intent = () => { this.intent = performance.now(); };
-    for (const type of ['wheel', 'touchstart', 'touchmove', 'pointerdown']) {
-      scroller.addEventListener(type, intent, { passive: true });
-    }
-    scroller.ownerDocument.addEventListener('keydown', (e) => { if (KEYS.has(e.key)) intent(); }, { passive: true });
+    for (const type of ['wheel', 'touchstart', 'touchmove']) scroller.addEventListener(type, intent, { passive: true });
+    // On the scroller itself: its scrollbar (a press on a message's button is not a scroll).
+    scroller.addEventListener('pointerdown', (e) => { if (e.target === scroller) intent(); }, { passive: true });
+    // Keys that scroll, unless typed into a field (a space in the composer scrolls nothing).
+    scroller.ownerDocument.addEventListener('keydown', (e) => {
+      if (KEYS.has(e.key) && !e.target.closest?.('textarea, input, select, [contenteditable]')) intent();
+    }, { passive: true });
     jump?.addEventListener('click', () => this.stickToEnd());
 
     this.fresh = new Set();
