@@ -143,6 +143,8 @@ def test_the_view_stays_at_the_end_when_an_answer_finishes_and_after_a_reload(sh
     for i in range(2):
         send(page, f"a long answer {i}")
         expect(page.locator(ANSWER).nth(i)).to_have_attribute("data-state", "done", timeout=60_000)
+        # Its last change: the Details toggle, once its metrics are in.
+        expect(page.locator(ANSWER).nth(i)).to_have_attribute("data-metrics", re.compile("."), timeout=30_000)
         frames(page)
         assert page.locator("#chat").evaluate("(el) => el.scrollHeight > 2 * el.clientHeight")
         assert distance_to_end(page) <= 1

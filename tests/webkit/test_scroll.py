@@ -13,14 +13,16 @@ from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 
-# Resolves, once the `n`-th answer is in state `state` and three frames have passed, with
+# Resolves, once the `n`-th answer is in state `state` (its metrics in) and three frames have passed, with
 # the view's distance to the end and the conversation's scroll height.
 SETTLED = """new Promise((resolve) => {
   const chat = document.getElementById('chat');
   const check = () => {
     const answers = document.querySelectorAll('.msg[data-role="assistant"]');
     const want = %(state)s;
-    if (answers.length < %(n)d || (want !== null && answers[%(n)d - 1].dataset.state !== want)) return false;
+    const last = answers[%(n)d - 1];
+    // A finished answer's last change is its Details toggle, once its metrics are in.
+    if (!last || (want !== null && (last.dataset.state !== want || !last.dataset.metrics))) return false;
     let frames = 3;
     const step = () => {
       if (frames-- > 0) return requestAnimationFrame(step);
