@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test deps browser redis webkit lock clean bundle bench-% report
+.PHONY: run test deps browser redis webkit lock clean bundle screenshots bench-% report
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -81,6 +81,14 @@ test: deps browser redis webkit
 # The page as one folder for an app to ship (gateway/bundle.py, README "Embedding").
 bundle: deps
 	$(PY) -m gateway.bundle --out build/bundle
+
+# The README's screenshots: tests/e2e/test_shell.py saves each state it checks with
+# axe-core to build/screenshots/; a phone's and a desktop's answer are kept in docs/.
+screenshots: deps browser
+	$(PY) -m pytest tests/e2e/test_shell.py -q -k "axe and (phone-light or desktop-dark)"
+	mkdir -p docs/screenshots
+	cp build/screenshots/answer-phone-light.png docs/screenshots/phone.png
+	cp build/screenshots/answer-desktop-dark.png docs/screenshots/desktop.png
 
 # `make bench-sse` runs bench/sse.py, and so on; each prints one JSON line last.
 bench-%: deps browser redis

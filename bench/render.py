@@ -225,7 +225,8 @@ async def one_reply(browser: Browser, devices: dict, url: str, tps: int, tokens:
         # Warm-up at full speed, then a clean conversation.
         await page.fill("#prompt", "warm up")
         await page.evaluate(WAIT_METRICS)
-        await page.evaluate("() => document.getElementById('clear').click()")  # inside closed Settings
+        # A new chat (the conversation list's "New chat"; Settings no longer clears).
+        await page.get_by_role("button", name="New chat").first.click()
 
         cdp = await context.new_cdp_session(page)
         await cdp.send("Emulation.setCPUThrottlingRate", {"rate": throttle})

@@ -2,25 +2,17 @@
 // (Copy, Edit, Regenerate, Retry), and a view that follows the newest answer unless the
 // user scrolled up. Nothing here knows the protocol; replies.js says what to paint.
 
+import { EndFollower } from './follow.js';
+
 export class MessageList {
   /** `list`: the <ol> of messages; `scroller`: the element that scrolls; `answers`: how
-   * an answer is rendered (page.js: `{open(container), show(container, text)}`). */
-  constructor(list, scroller, answers) {
+   * an answer is rendered (page.js: `{open(container), show(container, text)}`); `jump`:
+   * the "Jump to latest" button. Keeping the view at the end is follow.js's. */
+  constructor(list, scroller, answers, jump = null) {
     this.list = list;
     this.scroller = scroller;
     this.answers = answers;
-    // Follow the answer unless the user scrolled up. Told by the direction of a scroll,
-    // not by how far the view is from the bottom: the answer can grow between our scroll
-    // and the frame that lays it out (an earlier message coming on screen gets its real
-    // height then), which leaves the view short of the bottom with nobody having scrolled.
-    this.stick = true;
-    this.ourTop = 0; // where we last put the view
-    scroller.addEventListener('scroll', () => {
-      const { scrollTop, scrollHeight, clientHeight } = scroller;
-      if (scrollHeight - scrollTop - clientHeight < 48) this.stick = true;
-      else if (scrollTop < this.ourTop - 1) this.stick = false;
-      this.ourTop = scrollTop;
-    }, { passive: true });
+    this.follower = new EndFollower(scroller, list, jump);
   }
 
   /** A message's element, at the end of the list (or in place of `replacing`). An
@@ -48,6 +40,11 @@ export class MessageList {
     const li = document.createElement('li');
     li.className = 'msg';
     li.dataset.role = role;
+    // Who said it, for screen readers (read before the text; shown by the layout).
+    const who = document.createElement('span');
+    who.className = 'who';
+    who.textContent = role === 'user' ? 'You said:' : 'Answer:';
+    li.append(who);
     const content = document.createElement('div');
     content.className = role === 'assistant' ? 'content md' : 'content';
     li.append(content);
@@ -69,14 +66,11 @@ export class MessageList {
 
   /** Keep the view at the end from now on (a new prompt was sent). */
   stickToEnd() {
-    this.stick = true;
-    this.follow();
+    this.follower.stickToEnd();
   }
 
   follow() {
-    if (!this.stick) return;
-    this.scroller.scrollTop = this.scroller.scrollHeight;
-    this.ourTop = this.scroller.scrollTop;
+    this.follower.follow();
   }
 }
 

@@ -1,6 +1,8 @@
 // The page, wired: the conversation (history.js) painted at once, the composer taking
-// input before Python is even imported, Settings (settings.js), the live token count
-// (live-count.js), the replies in flight (replies.js), and the link to Python
+// input before Python is even imported (composer.js), the header (title, model,
+// connection), Settings (settings.js, in the sheet of settings-sheet.js), the theme
+// (theme.js), the live token count (live-count.js), the replies in flight (replies.js),
+// a status line for screen readers, the keyboard shortcuts, and the link to Python
 // (js/link/python-link.js), which starts last. All logic about prompts and answers
 // (request building, SSE parsing, counting, compression) runs in Python, in a worker.
 
@@ -9,12 +11,15 @@ import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { conversation } from './conversation.js';
 import { ConversationList } from './conversations.js';
+import { Composer } from './composer.js';
 import { History } from './history.js';
 import { LiveCount } from './live-count.js';
 import { MessageList } from './messages.js';
 import { Connection } from './offline.js';
 import { Replies } from './replies.js';
 import { Settings } from './settings.js';
+import { SettingsSheet } from './settings-sheet.js';
+import { Theme } from './theme.js';
 import { early as storedConversations } from './store/db.js';
 
 /** Start the page. `answers` renders answers: `open(container)` gives a stream with
@@ -24,14 +29,25 @@ import { early as storedConversations } from './store/db.js';
 export function startPage({ answers, link = pageLink } = {}) {
   const $ = (id) => document.getElementById(id);
   const els = {
-    boot: $('boot'), metrics: $('metrics'), quota: $('quota'), chat: $('chat'), messages: $('messages'),
-    form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), clear: $('clear'), count: $('count'),
+    boot: $('boot'), bootTimings: $('boot-timings'), metrics: $('metrics'), quota: $('quota'),
+    chat: $('chat'), messages: $('messages'), jump: $('jump'), status: $('status'), modelName: $('model-name'),
+    form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), count: $('count'),
   };
+  new Theme($('theme'));
+  const composer = new Composer(els.form, els.prompt);
   const history = new History();
   const settings = new Settings({
-    baseUrl: $('base-url'), model: $('model'), system: $('system'), compress: $('compress'), apiKey: $('api-key'),
+    baseUrl: $('base-url'), baseUrlError: $('base-url-error'), model: $('model'), system: $('system'),
+    compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
   });
-  const view = new MessageList(els.messages, els.chat, answers);
+  const sheet = new SettingsSheet({
+    dialog: $('settings'), form: $('settings-form'), open: $('open-settings'), test: $('test-connection'), result: $('connection-result'),
+    models: $('models'), help: $('help'), openHelp: $('open-help'),
+  }, settings);
+  const showModel = () => { els.modelName.textContent = settings.model; };
+  showModel();
+  settings.addEventListener('model', showModel);
+  const view = new MessageList(els.messages, els.chat, answers, els.jump);
   const count = new LiveCount(els.count, {
     send: (request) => link.send(request),
     messages: () => {
@@ -44,12 +60,40 @@ export function startPage({ answers, link = pageLink } = {}) {
     link, view, history, settings, header: els,
     connection: new Connection({ before: els.chat }),
     onBusy: (busy) => showSendOrStop(els, busy),
-    onSettled: () => count.request(),
+    onSettled: (li, state, msg) => {
+      count.request();
+      settled(li, state, msg);
+    },
   });
+
+  // ---- header, status ------------------------------------------------------------
+  // The connection as the user cares about it: Python starting, ready, or failed; the
+  // server reached or not by the last reply.
+  const connection = (state, text) => {
+    els.boot.dataset.state = state;
+    els.boot.textContent = text;
+  };
+  // Said once to screen readers (role=status): how a reply ended, not its text.
+  let flip = false;
+  const announce = (text) => {
+    flip = !flip;
+    els.status.textContent = flip ? text : `${text}\u00a0`;
+  };
+  const settled = (li, state, msg) => {
+    if (state === 'done') {
+      announce('Answer finished');
+      connection('ready', 'Connected');
+    } else if (state === 'stopped') {
+      announce('Stopped');
+    } else {
+      announce(li?.querySelector(':scope > .error')?.textContent || 'The answer failed');
+      if (msg?.error?.code === 'network') connection('offline', 'Cannot reach the server');
+    }
+  };
 
   // ---- Python ---------------------------------------------------------------------
   link.addEventListener('progress', (e) => {
-    els.boot.textContent = e.detail.text;
+    connection('starting', e.detail.text);
     replies.booting(e.detail.text);
     // A first visit's download (js/boot/progress.js): a bar only while bytes arrive.
     const bar = $('boot-progress');
@@ -60,13 +104,17 @@ export function startPage({ answers, link = pageLink } = {}) {
   });
   link.addEventListener('failed', (e) => {
     document.documentElement.dataset.python = 'failed';
-    els.boot.textContent = `Python failed to start: ${e.detail.message}`;
+    connection('failed', `Python failed to start: ${e.detail.message}`);
+    announce('Python failed to start');
   });
   link.addEventListener('message', (e) => {
     const msg = e.detail;
     if (msg.type === 'ready') {
       document.documentElement.dataset.python = 'ready';
-      els.metrics.textContent = describeBoot(link.boot);
+      connection('ready', 'Ready');
+      const boot = describeBoot(link.boot);
+      els.bootTimings.textContent = boot;
+      els.metrics.textContent = boot;
       replies.pythonReady();
     } else if (msg.type === 'tokens.counted') {
       count.show(msg);
@@ -74,6 +122,9 @@ export function startPage({ answers, link = pageLink } = {}) {
       replies.onEvent(msg);
     }
   });
+  // Each reply's latency goes behind a Details toggle under it (the line itself and
+  // data-metrics are replies.js's).
+  link.addEventListener('metrics', (e) => offerDetails(els.messages, e.detail?.id));
 
   // ---- input ----------------------------------------------------------------------
   els.form.addEventListener('submit', (e) => {
@@ -82,22 +133,32 @@ export function startPage({ answers, link = pageLink } = {}) {
     if (!text || replies.busy) return; // one answer at a time: the draft waits
     conversations.settle();
     els.prompt.value = '';
+    composer.fit();
     replies.send(text);
-  });
-  els.prompt.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      els.form.requestSubmit();
-    }
   });
   els.prompt.addEventListener('input', () => count.request());
   els.stop.addEventListener('click', () => replies.stop());
-  els.clear.addEventListener('click', () => {
-    replies.stop();
-    history.clear();
-    replies.show(history);
-  });
   settings.addEventListener('system', () => count.request());
+  settings.addEventListener('compress', () => count.request());
+
+  // Keyboard shortcuts (listed in the help dialog, index.html).
+  document.addEventListener('keydown', (e) => {
+    if (e.defaultPrevented || e.isComposing) return;
+    const mod = (e.ctrlKey || e.metaKey) && !e.altKey;
+    if (mod && e.key === ',') {
+      e.preventDefault();
+      sheet.show();
+    } else if (mod && e.key === '/') {
+      e.preventDefault();
+      sheet.showHelp();
+    } else if (e.key === 'Escape' && e.shiftKey) {
+      e.preventDefault();
+      els.prompt.focus();
+    } else if (e.key === 'Escape' && !document.querySelector('dialog[open]') && replies.busy) {
+      e.preventDefault();
+      replies.stop();
+    }
+  });
 
   // ---- conversations (history.js, conversations.js) --------------------------------
   // The open conversation, painted whole: at start, once IndexedDB has answered (read
@@ -146,4 +207,27 @@ function showSendOrStop({ send, stop }, busy) {
   } else if (hadFocus) {
     send.focus({ preventScroll: true });
   }
+}
+
+/** A "Details" toggle under answer `id` for its latency line (`.reply-metrics`). */
+function offerDetails(list, id) {
+  if (typeof id !== 'string') return;
+  let li = null;
+  for (const el of list.children) if (el.dataset.id === id) li = el;
+  const line = li?.querySelector(':scope > .reply-metrics');
+  if (!line || li.querySelector(':scope > .details-toggle')) return;
+  line.id = `metrics-${id}`;
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'details-toggle';
+  button.textContent = 'Details';
+  button.setAttribute('aria-expanded', 'false');
+  button.setAttribute('aria-controls', line.id);
+  button.addEventListener('click', () => {
+    const open = li.dataset.details !== 'open';
+    if (open) li.dataset.details = 'open';
+    else delete li.dataset.details;
+    button.setAttribute('aria-expanded', String(open));
+  });
+  line.before(button);
 }

@@ -332,7 +332,7 @@ export class Replies {
     if (r.conversation === this.shown) this.showEnding(entry, r.li, msg.error);
     this.showQuota(msg.quota);
     this.busyChanged();
-    this.onSettled?.();
+    this.onSettled?.(r.li, state, msg);
     this.flush();
   }
 
@@ -350,7 +350,7 @@ export class Replies {
     } else if (entry.state === 'done') {
       actions.push({ name: 'Regenerate', sends: true, run: () => this.again(entry) });
     } else if (SETTLED.has(entry.state)) {
-      const why = entry.state === 'interrupted' ? 'This answer was interrupted.' : describeError(error ?? { code: 'aborted' });
+      const why = entry.state === 'interrupted' ? 'This answer was interrupted.' : describeError(error ?? { code: 'aborted' }, { baseUrl: this.settings.baseUrl });
       note(li, 'error', why);
       actions.push({ name: 'Retry', sends: true, run: () => this.again(entry) });
     }

@@ -1,7 +1,8 @@
-// The Settings form and what it keeps: base URL, model, system prompt and compression in
-// localStorage; the API key in sessionStorage only (it dies with the tab, is never
-// written to localStorage, and is never logged). `forRequest()` gives the `settings` of
-// a protocol request (bridge/PROTOCOL.md).
+// The Settings form and what it keeps: base URL, model, system prompt and compression
+// level in localStorage; the API key in sessionStorage only (it dies with the tab, is
+// never written to localStorage, and is never logged). `forRequest()` gives the
+// `settings` of a protocol request (bridge/PROTOCOL.md). Each field applies when it
+// changes; the sheet that holds them is settings-sheet.js.
 //
 // Advanced, with no UI: `headers` in the stored settings adds request headers (set by an
 // embedding host, or by tests to steer the built-in model: {"x-firsttoken-sim": "tps=20"}),
@@ -10,10 +11,39 @@
 
 const KEY = 'firsttoken.settings.v1';
 const API_KEY = 'firsttoken.api_key';
+export const DEFAULT_MODEL = 'firsttoken-sim';
+
+/** The compression levels of firsttoken.compress (LEVELS there), in one line each. */
+export const COMPRESSION = {
+  off: 'Prompts go out exactly as typed.',
+  safe: 'Minifies pretty JSON and squeezes table padding and extra spaces. Meaning never changes.',
+  balanced: 'Also drops comments and blank lines in code, and text pasted twice. Recommended.',
+  max: 'Also drops docstrings, doc comments and licence headers in code.',
+};
+
+/** `text` as a base URL: `{url}` (absolute, no trailing slash; '' for this gateway) or
+ * `{error}`. A scheme is required: "api.example.com/v1" would otherwise be taken as a
+ * path on this page's server. */
+export function parseBaseUrl(text) {
+  const value = text.trim();
+  if (!value) return { url: '' };
+  let url;
+  try {
+    url = new URL(value);
+  } catch {
+    return { error: 'Include the scheme, for example https://api.openai.com/v1' };
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return { error: 'Use an http:// or https:// address.' };
+  }
+  return { url: url.href.replace(/\/$/, '') };
+}
 
 export class Settings extends EventTarget {
-  /** `fields`: the form's {baseUrl, model, system, compress, apiKey} elements. Emits
-   * `system` when the system prompt changed (it is counted with the conversation). */
+  /** `fields`: the form's {baseUrl, baseUrlError, model, system, compress, compressHint,
+   * apiKey} elements (baseUrlError and compressHint optional). Emits `system` when the
+   * system prompt changed (it is counted with the conversation), `model` when the model
+   * did, `compress` when the level did, and `connection` when the base URL or key did. */
   constructor(fields, { local = localStorage, session = sessionStorage } = {}) {
     super();
     this.fields = fields;
@@ -24,19 +54,60 @@ export class Settings extends EventTarget {
     } catch { /* unreadable: defaults */ }
     this.stored = stored && typeof stored === 'object' ? stored : {};
 
-    for (const [el, name] of [[fields.baseUrl, 'base_url'], [fields.model, 'model']]) {
-      el.value = this.stored[name] || '';
-      el.addEventListener('change', () => this.keep(name, el.value.trim()));
-    }
+    fields.baseUrl.value = typeof this.stored.base_url === 'string' ? this.stored.base_url : '';
+    fields.baseUrl.addEventListener('change', () => this.checkBaseUrl(true));
+    fields.baseUrl.addEventListener('input', () => {
+      if (fields.baseUrl.getAttribute('aria-invalid') === 'true') this.checkBaseUrl(false);
+    });
+    fields.model.value = typeof this.stored.model === 'string' ? this.stored.model : '';
+    fields.model.addEventListener('change', () => {
+      this.keep('model', fields.model.value.trim());
+      this.dispatchEvent(new Event('model'));
+    });
     fields.system.value = typeof this.stored.system === 'string' ? this.stored.system : '';
     fields.system.addEventListener('change', () => {
       this.keep('system', fields.system.value);
       this.dispatchEvent(new Event('system'));
     });
-    fields.compress.checked = this.stored.compress !== 'off';
-    fields.compress.addEventListener('change', () => this.keep('compress', fields.compress.checked ? 'on' : 'off'));
+    fields.compress.value = this.level;
+    this.hint();
+    fields.compress.addEventListener('change', () => {
+      this.keep('compress', fields.compress.value);
+      this.hint();
+      this.dispatchEvent(new Event('compress'));
+    });
     fields.apiKey.value = session.getItem(API_KEY) || '';
-    fields.apiKey.addEventListener('change', () => session.setItem(API_KEY, fields.apiKey.value));
+    fields.apiKey.addEventListener('change', () => {
+      try {
+        session.setItem(API_KEY, fields.apiKey.value);
+      } catch { /* no session storage: the key holds for this page */ }
+      this.dispatchEvent(new Event('connection'));
+    });
+  }
+
+  /** The compression level kept ('off', 'safe', 'balanced' or 'max'). Older versions
+   * kept `compress: 'on' | 'off'` and `compress_level`. */
+  get level() {
+    const { compress, compress_level: old } = this.stored;
+    if (typeof compress === 'string' && Object.hasOwn(COMPRESSION, compress)) return compress;
+    return typeof old === 'string' && Object.hasOwn(COMPRESSION, old) ? old : 'balanced';
+  }
+
+  hint() {
+    if (this.fields.compressHint) this.fields.compressHint.textContent = COMPRESSION[this.fields.compress.value] || '';
+  }
+
+  /** Validate the base URL field; keep it if valid (`keep`), else say what is wrong. */
+  checkBaseUrl(keep) {
+    const { baseUrl, baseUrlError } = this.fields;
+    const { url, error } = parseBaseUrl(baseUrl.value);
+    baseUrl.setAttribute('aria-invalid', error ? 'true' : 'false');
+    if (baseUrlError) baseUrlError.textContent = error || '';
+    if (!error && keep) {
+      this.keep('base_url', url);
+      this.dispatchEvent(new Event('connection'));
+    }
+    return !error;
   }
 
   /** The system prompt, or '' for none. */
@@ -44,16 +115,31 @@ export class Settings extends EventTarget {
     return typeof this.stored.system === 'string' ? this.stored.system.trim() : '';
   }
 
+  /** Where requests go: absolute, as the protocol asks (the core's fetch has no page to
+   * resolve against). What the field says if it is valid, else what was kept. */
+  get baseUrl() {
+    const typed = parseBaseUrl(this.fields.baseUrl.value);
+    const kept = parseBaseUrl(typeof this.stored.base_url === 'string' ? this.stored.base_url : '');
+    const url = typed.url ?? kept.url ?? '';
+    return url || new URL('/v1', document.baseURI).href;
+  }
+
+  /** The model requests name. */
+  get model() {
+    return this.fields.model.value.trim() || DEFAULT_MODEL;
+  }
+
+  /** The API key, or '' for none. */
+  get apiKey() {
+    return this.fields.apiKey.value;
+  }
+
   /** The `settings` of a `chat.send` or `tokens.count` request. */
   forRequest() {
-    const { fields, stored } = this;
-    const s = {
-      // Absolute, as the protocol asks: the core's fetch has no page to resolve against.
-      base_url: new URL(fields.baseUrl.value.trim() || '/v1', document.baseURI).href.replace(/\/$/, ''),
-      model: fields.model.value.trim() || 'firsttoken-sim',
-    };
-    if (fields.apiKey.value) s.api_key = fields.apiKey.value;
-    s.compress = fields.compress.checked ? (stored.compress_level || 'balanced') : 'off';
+    const { stored } = this;
+    const s = { base_url: this.baseUrl, model: this.model };
+    if (this.apiKey) s.api_key = this.apiKey;
+    s.compress = this.level;
     if (stored.headers && typeof stored.headers === 'object') s.headers = stored.headers;
     for (const name of ['stall_notice_s', 'stall_timeout_s']) {
       if (typeof stored[name] === 'number' && stored[name] > 0) s[name] = stored[name];

@@ -5,18 +5,35 @@ export function seconds(s) {
   return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
 }
 
-/** A `chat.error`'s (or `error`'s) `error` object, for people. */
-export function describeError(error) {
+/** A `chat.error`'s (or `error`'s) `error` object, for people: what happened and what to
+ * do about it. `baseUrl`: where the request went (a network error names it). */
+export function describeError(error, { baseUrl = '' } = {}) {
   if (!error) return 'Something went wrong.';
   switch (error.code) {
     case 'aborted': return 'Stopped.';
-    case 'network': return `Network error: ${error.message}`;
-    case 'timeout': return `No answer from the server for ${seconds(error.timeout_s ?? 0)}: gave up.`;
-    case 'http_status': return `The server answered ${error.status}: ${error.message}`;
+    case 'network': return networkText(baseUrl);
+    case 'timeout': return `No answer from the server for ${seconds(error.timeout_s ?? 0)}: gave up. Retry, or check the base URL in Settings.`;
+    case 'http_status': return statusText(error.status, error.message);
     case 'upstream_error': return `The model reported an error: ${error.message}`;
     case 'truncated': return 'The answer was cut off: the connection ended early.';
     default: return error.message || error.code;
   }
+}
+
+/** A request that never got an answer from `baseUrl`. */
+export function networkText(baseUrl) {
+  const where = baseUrl ? ` ${baseUrl}` : ' the server';
+  return `Could not reach${where}. Check your connection, and the base URL in Settings.`;
+}
+
+/** A non-2xx answer, with what to do for the ones a person can fix. */
+export function statusText(status, message = '') {
+  const said = message ? `: ${message}${/[.!?]$/.test(message) ? '' : '.'}` : '.';
+  if (status === 401 || status === 403) {
+    return `The server answered ${status}${said} Check the API key in Settings.`;
+  }
+  if (status === 404) return `The server answered 404${said} Check the base URL and the model in Settings.`;
+  return `The server answered ${status}${said}`;
 }
 
 /** A `chat.stall`: the server has sent nothing for `waiting_s` seconds. */

@@ -197,7 +197,7 @@ def test_compression_switched_off_sends_the_text_as_typed(page: Page, gateway_ur
     page.add_init_script("localStorage.setItem('firsttoken.settings.v1', JSON.stringify({compress: 'off'}))")
     page.goto(gateway_url + "/")
     wait_ready(page)
-    assert not page.is_checked("#compress")
+    assert page.input_value("#compress") == "off"
     text = "spaced    out\n\n\n\ntext"
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")
@@ -217,9 +217,10 @@ def test_the_system_prompt_setting_goes_first_is_counted_and_kept(page: Page, ga
               "Prefer the standard library. Never invent an API: say when you are not sure. "
               "Quote error messages exactly. When a test fails, say which assertion and why. "
               "Keep code in fenced blocks with a language, and keep lines under 100 characters.")
-    page.click("#settings summary")
+    page.get_by_role("button", name="Settings").click()
     page.fill("#system", system)
     page.dispatch_event("#system", "change")
+    page.keyboard.press("Escape")
     # The live count now includes the system message.
     expect(page.locator("#count")).not_to_have_attribute("data-tokens", str(without))
     assert int(page.get_attribute("#count", "data-tokens")) > without + 10

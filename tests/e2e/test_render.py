@@ -425,8 +425,13 @@ def test_the_view_follows_the_answer_until_the_user_scrolls_up(mobile_page: Page
     chat = page.locator("#chat")
     assert chat.evaluate("(el) => el.scrollHeight > 2 * el.clientHeight")  # long enough to scroll
     assert chat.evaluate("(el) => el.scrollHeight - el.scrollTop - el.clientHeight") < 48  # following
-    # The user scrolls up (the page tells a user's scroll by where the view ends up).
-    top = chat.evaluate("(el) => { el.scrollTop -= 400; return el.scrollTop; }")
+    # The user scrolls up, with a wheel over the conversation (a scroll counts as the
+    # user's only right after their input: js/page/follow.js).
+    box = chat.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, -400)
+    expect(page.get_by_role("button", name="Jump to latest")).to_be_visible()
+    top = chat.evaluate("(el) => el.scrollTop")
     height = chat.evaluate("(el) => el.scrollHeight")
     paints = int(answer.get_attribute("data-paints"))
     expect(answer).to_have_attribute("data-paints", at_least(paints + 60), timeout=30_000)

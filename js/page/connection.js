@@ -1,0 +1,33 @@
+// "Test connection" and the model list: one `GET {base}/models` (OpenAI's
+// `GET /v1/models`) with the configured key, and what its outcome means to a person.
+// The one request the page makes itself: it sends no prompt, so it needs none of the
+// core's preparation, and Settings can use it before Python is ready.
+
+import { networkText, statusText } from './status-text.js';
+
+const TIMEOUT_MS = 10_000;
+
+/** `{ok: true, models: [id, …], text}` or `{ok: false, text}`, `text` for people. */
+export async function testConnection(baseUrl, apiKey) {
+  const headers = { accept: 'application/json' };
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+  let response;
+  try {
+    response = await fetch(`${baseUrl}/models`, { headers, signal: AbortSignal.timeout(TIMEOUT_MS), cache: 'no-store' });
+  } catch {
+    return { ok: false, text: networkText(baseUrl) };
+  }
+  let body = null;
+  try {
+    body = await response.json();
+  } catch { /* not JSON: judged by the status alone */ }
+  if (!response.ok) {
+    const message = typeof body?.error?.message === 'string' ? body.error.message.slice(0, 200) : '';
+    return { ok: false, text: statusText(response.status, message) };
+  }
+  const models = Array.isArray(body?.data)
+    ? body.data.map((m) => m?.id).filter((id) => typeof id === 'string').sort()
+    : [];
+  if (!models.length) return { ok: true, models, text: 'Connected. The server lists no models: type the model\'s name.' };
+  return { ok: true, models, text: `Connected: ${models.length} model${models.length > 1 ? 's' : ''} available.` };
+}
