@@ -37,7 +37,7 @@ SEND = """new Promise((resolve) => {
   prompt.dispatchEvent(new Event('input', { bubbles: true }));
   document.getElementById('send').click();
 })"""
-CLEAR = "(document.getElementById('clear').click(), true)"
+CLEAR = "(document.getElementById('new-chat').click(), true)"
 CLOCK_SKEW = "Date.now() - (performance.timeOrigin + performance.now())"
 ANSWER_STATE = """(() => {
   const answer = document.querySelector('.msg[data-role="assistant"]');

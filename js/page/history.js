@@ -25,6 +25,22 @@
 import { removeLegacy } from './store/db.js';
 import { newId, titleFrom } from './store/records.js';
 
+// Answers in flight, kept synchronously as the page goes away (`rescue`): an IndexedDB
+// write started in `pagehide` may never commit (a reload tears the page down first),
+// while localStorage is written before the call returns. Folded back into their
+// conversation the next time it is read, then dropped.
+const RESCUE_KEY = 'firsttoken.rescue.v1';
+const RESCUE_MAX = 8; // answers in flight at once is one per conversation; bound it anyway
+
+function readRescued(storage) {
+  try {
+    const kept = JSON.parse(storage?.getItem(RESCUE_KEY) ?? 'null');
+    return kept && typeof kept === 'object' && !Array.isArray(kept) ? kept : {};
+  } catch {
+    return {}; // unreadable: nothing to fold back
+  }
+}
+
 /** What a conversation without a first prompt is called. */
 export const UNTITLED = 'New chat';
 
@@ -32,9 +48,10 @@ export class History extends EventTarget {
   /** `now()`: the clock (ms since the epoch), for tests. Call `adopt(early)` with what
    * store/db.js read to show the kept conversations; until then, and without it, the
    * page works in memory. */
-  constructor({ now = Date.now } = {}) {
+  constructor({ now = Date.now, storage = globalThis.localStorage ?? null } = {}) {
     super();
     this.now = now;
+    this.storage = storage;
     this.db = null;
     this.store = 'starting'; // until adopt(): then 'indexeddb' or 'memory'
     this.conversations = new Map(); // id → conversation, listed ones only
@@ -90,6 +107,44 @@ export class History extends EventTarget {
     this.active.entries.length = 0;
     this.touched.add(this.active);
     this.save();
+  }
+
+  /** Keep answer `entry` (in flight, the page going away) where a reload finds it even
+   * if the IndexedDB write of `save(entry)` never commits. */
+  rescue(entry) {
+    if (!this.storage || !entry?.id || entry.role !== 'assistant') return;
+    const kept = readRescued(this.storage);
+    kept[entry.id] = { conversation: this.ownerOf(entry).id, entry: { ...entry } };
+    const ids = Object.keys(kept);
+    for (const id of ids.slice(0, Math.max(0, ids.length - RESCUE_MAX))) delete kept[id];
+    try {
+      this.storage.setItem(RESCUE_KEY, JSON.stringify(kept));
+    } catch { /* storage full: the IndexedDB write may still make it */ }
+  }
+
+  // Fold what `rescue` kept for conversation `c` (its messages just read) back in: the
+  // answer of the same id gets the rescued text and state, if it is the same turn's
+  // answer and the text is longer (never an older copy over a newer one).
+  unrescue(c) {
+    if (!this.storage || !c.entries) return;
+    const kept = readRescued(this.storage);
+    let changed = false;
+    for (const [id, { conversation, entry } = {}] of Object.entries(kept)) {
+      if (conversation !== c.id) continue;
+      delete kept[id];
+      changed = true;
+      const into = c.entries.find((e) => e.id === id && e.role === 'assistant');
+      if (!into || typeof entry?.content !== 'string' || typeof entry.state !== 'string') continue;
+      if (entry.content.length < (into.content ?? '').length) continue;
+      into.content = entry.content;
+      into.state = entry.state;
+      this.touched.add(c);
+    }
+    if (!changed) return;
+    try {
+      if (Object.keys(kept).length) this.storage.setItem(RESCUE_KEY, JSON.stringify(kept));
+      else this.storage.removeItem(RESCUE_KEY);
+    } catch { /* left for the next read */ }
   }
 
   /** Write what changed, in the background; `entry`'s conversation too (an answer
@@ -167,6 +222,7 @@ export class History extends EventTarget {
         c.entries = start.messages;
         c.written = meta.legacy ? null : JSON.stringify(c.entries);
         this.own(c);
+        this.unrescue(c);
       }
       if (c.legacy) this.touched.add(c);
       this.conversations.set(c.id, c);
@@ -204,6 +260,7 @@ export class History extends EventTarget {
     c.entries = messages;
     c.written = JSON.stringify(messages);
     this.own(c);
+    this.unrescue(c);
     return c;
   }
 

@@ -442,7 +442,10 @@ export class Replies {
   saveInFlight() {
     if (!this.live.size) return;
     this.paint(false);
-    for (const r of this.live.values()) r.history.save(r.reply.entry);
+    for (const r of this.live.values()) {
+      r.history.rescue?.(r.reply.entry); // synchronously: the IndexedDB write may not commit
+      r.history.save(r.reply.entry);
+    }
   }
 
   /** The page was suspended and came back: its answers in flight are interrupted. */

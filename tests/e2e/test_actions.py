@@ -173,13 +173,13 @@ def test_a_failed_reply_keeps_its_error_and_retry_across_a_reload_and_no_prompt_
     ask(page, "this one fails")
     expect(answer(page, 2)).to_have_attribute("data-state", "error", timeout=60_000)
     error = answer(page, 2).locator(".error")
-    expect(error).to_contain_text("Network error" if kind == "network" else kind)
+    expect(error).to_contain_text("Could not reach" if kind == "network" else kind)
 
     page.reload()
     # Kept, as it was: the prompt, its failed answer with the error, and Retry.
     expect(page.locator(USER)).to_have_count(2)
     expect(answer(page, 2)).to_have_attribute("data-state", "error")
-    expect(answer(page, 2).locator(".error")).to_contain_text("Network error" if kind == "network" else kind)
+    expect(answer(page, 2).locator(".error")).to_contain_text("Could not reach" if kind == "network" else kind)
     expect(button(answer(page, 2), "Retry")).to_be_visible()
     wait_ready(page)
 
@@ -241,7 +241,8 @@ def test_send_becomes_stop_and_stop_stops_only_that_answer(device_page: Page, ga
     # While it streams, a second prompt does not go (Enter included); the draft waits.
     page.fill("#prompt", "too soon")
     page.press("#prompt", "Enter")
-    expect(page.locator("#prompt")).to_have_value("too soon")
+    # (on a touch screen Enter is a new line anyway: js/page/composer.js)
+    expect(page.locator("#prompt")).to_have_value(re.compile(r"^too soon\n?$"))
     expect(button(answer(page, 1), "Regenerate")).to_have_count(0)
     expect(button(page.locator(USER), "Edit")).to_be_disabled()
 

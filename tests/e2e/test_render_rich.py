@@ -95,7 +95,7 @@ def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: st
     expect(page.locator(f"{CONTENT} p")).to_have_text("No math here, just $5 and $10.")
     assert loaded(page, "/vendor/katex/") == []  # prices are not math: KaTeX not fetched
 
-    page.evaluate("() => document.getElementById('clear').click()")
+    page.get_by_role("button", name="New chat").click()
     send(page, MATH_DOC)
     answer = page.locator(ANSWER)
     # Half a formula mid-stream is text, and breaks nothing.

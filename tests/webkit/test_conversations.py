@@ -61,7 +61,10 @@ def test_the_old_conversation_moves_and_conversations_survive_a_reload(xvfb: Xvf
         kept = host.eval(READ)
         [meta] = kept["metas"]
         assert kept["open"] == meta["id"] and meta["title"] == "an old question from WebKit"
-        assert kept["messages"] == [{"id": meta["id"], "messages": LEGACY}]
+        [moved] = kept["messages"]
+        assert moved["id"] == meta["id"]
+        assert [(m["role"], m["content"]) for m in moved["messages"]] == [(m["role"], m["content"]) for m in LEGACY]
+        assert moved["messages"][1]["state"] == "interrupted"  # the old flag, read as a state
         assert host.eval("localStorage.getItem('firsttoken.history.v1')") is None
 
         # A new chat, a prompt answered in it, then a reload: both conversations, the

@@ -62,6 +62,6 @@ def test_a_code_block_is_highlighted_and_math_typeset_in_webkit(host: WebKitHost
     assert shown["formulas"] == 2 and shown["display"] == 1 and shown["errors"] == 0
     assert "prices like $5 and $10" in shown["first"]
     assert shown["keywordColor"] != shown["textColor"]  # the theme's colours apply
-    host.eval("(document.getElementById('clear').click(), 1)")
+    host.eval("(document.getElementById('new-chat').click(), 1)")
     host.send({"type": "settings.set", "id": "render-reset", "settings": {"compress": None, "headers": None}})
     host.wait_for(of(host, "render-reset", "settings.applied"))
