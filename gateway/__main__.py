@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="serve the page without COOP/COEP (not cross-origin isolated, as Android's WebView always is)")
     p.add_argument("--no-precompressed", dest="precompressed", action="store_false",
                    help="serve the runtime as identity only, ignoring build/encoded/ (gateway/precompressed.py)")
+    p.add_argument("--snapshot-always", dest="snapshot_measure_link", action="store_false",
+                   help="first visits fetch the install-time snapshot without timing the link (a local or LAN gateway)")
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
 
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         connect_src=args.connect_src,
         frame_ancestors=args.frame_ancestors,
         isolation=args.isolation,
+        snapshot_measure_link=args.snapshot_measure_link,
         client_key=client_key,
         allowed_hosts=(args.host, *args.allowed_host),
         allow_origins=tuple(args.allow_origin),

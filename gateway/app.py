@@ -61,6 +61,9 @@ class GatewayConfig:
     #: COOP/COEP on every response (cross-origin isolation). Off only to see the page as
     #: Android's WebView does, which is never isolated (gateway/headers.py).
     isolation: bool = True
+    #: False: first visits fetch the install-time snapshot without timing the link first
+    #: (gateway/snapshot.py says when that is right).
+    snapshot_measure_link: bool = True
     #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
     cache_refs: bool = True
     ref_limits: RefLimits = field(default_factory=RefLimits)
@@ -207,7 +210,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
             *(report_routes(config.report_dir) if config.report_dir is not None else []),
-            *static.routes(),
+            *static.routes(snapshot_measure_link=config.snapshot_measure_link),
         ],
         exception_handlers={APIError: api_error, HTTPException: http_error},
         lifespan=lifespan,

@@ -30,8 +30,13 @@ NAME = "firsttoken.snapshot"
 class ServedSnapshot:
     """Serves `directory`/firsttoken.snapshot while it matches the package's bytes."""
 
-    def __init__(self, directory: Path, package_bytes) -> None:
+    def __init__(self, directory: Path, package_bytes, *, measure_link: bool = True) -> None:
         self.directory = directory
+        # False: the page is told to fetch it without timing the link first
+        # (`x-firsttoken-fetch: always`), for a gateway its clients reach over a link
+        # known to be fast (the same device, a LAN, an app's own bundle), and for tests,
+        # whose loaded machine makes any timing a coin toss (js/boot/snapshot-pays.js).
+        self.measure_link = measure_link
         self.package_bytes = package_bytes  # () -> bytes of the zip being served
         self._digests: dict[int, tuple[bytes, str]] = {}
 
@@ -60,4 +65,6 @@ class ServedSnapshot:
             "x-firsttoken-stored": str(meta["stored"]),
             "x-firsttoken-sha256": str(meta["sha256"]),
         }
+        if not self.measure_link:
+            headers["x-firsttoken-fetch"] = "always"
         return FileResponse(body, media_type="application/octet-stream", headers=headers)

@@ -142,7 +142,7 @@ def page_file(name: str, media_type: str):
     return endpoint
 
 
-def routes(node_modules: Path | None = None) -> list[BaseRoute]:
+def routes(node_modules: Path | None = None, *, snapshot_measure_link: bool = True) -> list[BaseRoute]:
     node_modules = node_modules or ROOT / "node_modules"
     package = PackageZip(ROOT / "py" / "firsttoken")
     result: list[BaseRoute] = [
@@ -162,7 +162,7 @@ def routes(node_modules: Path | None = None) -> list[BaseRoute]:
         result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
     result.append(Route("/sw.js", offline_manifest(node_modules, package).service_worker))
     # The install-time snapshot of the interpreter, while it matches the package (gateway/snapshot.py).
-    result.append(Route("/py/firsttoken.snapshot", ServedSnapshot(ROOT / "build" / "snapshot", package.data).endpoint))
+    result.append(Route("/py/firsttoken.snapshot", ServedSnapshot(ROOT / "build" / "snapshot", package.data, measure_link=snapshot_measure_link).endpoint))
     return result
 
 

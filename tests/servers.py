@@ -91,12 +91,16 @@ def _process(argv: list[str], ready: Callable[[str], Any], name: str, **popen: A
 
 
 @contextmanager
-def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[Gateway]:
+def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT,
+            measure_link: bool = False) -> Iterator[Gateway]:
     """Run `python -m gateway --port 0 …`; yield its base URL (no trailing slash), ready
     once it printed it. `root` is the tree it serves (a copy of this one, for boot
-    tests); `.log` holds what it printed."""
+    tests); `.log` holds what it printed. First visits fetch the install-time snapshot
+    without timing the link (`--snapshot-always`: a loaded test machine would make that
+    decision a coin toss), unless `measure_link` (the tests of that decision)."""
+    flags = () if measure_link else ("--snapshot-always",)
     with _process(
-        [sys.executable, "-m", "gateway", "--port", "0", *args], READY.search, "gateway",
+        [sys.executable, "-m", "gateway", "--port", "0", *flags, *args], READY.search, "gateway",
         cwd=root, env={**os.environ, "PYTHONPATH": f"{root / 'py'}{os.pathsep}{root}", **(env or {})},
     ) as (match, seen):
         url = Gateway(match.group(1))

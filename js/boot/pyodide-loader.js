@@ -113,6 +113,11 @@ async function servedIfItPays() {
   const found = await asked;
   if (!found) return null;
   if (found.key !== (await pkg).key) return found; // another package's: snapshots() declines it
+  if (found.always) {
+    record.served = { fetched: true, reason: 'gateway', bytes: found.stored || null };
+    progress('snapshot.fetch', { bytes: found.wire || null });
+    return found;
+  }
   const { stream } = found;
   const ended = await stream.readWhile(() => stream.received < PROBE_BYTES
     && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));

@@ -220,6 +220,7 @@ export async function fetchServedSnapshot() {
     key: snapshotKey(label('pyodide'), label('package'), label('format')),
     length: declaredLength(response),
     stored: Number.isSafeInteger(stored) && stored > 0 ? stored : 0,
+    always: label('fetch') === 'always', // the gateway knows its link is fast (gateway/snapshot.py)
     stream,
     read: () => verifiedBody(response, () => stream.rest()),
     cancel: () => stream.cancel(),

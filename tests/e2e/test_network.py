@@ -59,7 +59,7 @@ DOWNLOADING = re.compile(r"^Downloading Python (\d+\.\d) of (\d+\.\d) MB$")
 def url() -> Iterator[str]:
     index = read_index(ROOT / "build" / "encoded")
     assert index.get(SNAPSHOT) and index[SNAPSHOT].variants, "no variants built: run `make` (build/encoded/)"
-    with gateway("--ttft-ms", "0", "--tps", "500") as base:
+    with gateway("--ttft-ms", "0", "--tps", "500", measure_link=True) as base:
         yield base
 
 
