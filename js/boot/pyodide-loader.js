@@ -121,7 +121,9 @@ async function servedIfItPays() {
   const { stream } = found;
   const ended = await stream.readWhile(() => stream.received < PROBE_BYTES
     && (stream.samples.length < 2 || performance.now() - stream.samples[0][0] < PROBE_MS));
-  const rate = ended ? Infinity : streamRate(stream.samples);
+  // Ended, or PROBE_BYTES in one chunk (no second sample to time): the link outran the
+  // probe, which is all the rule needs to know.
+  const rate = ended || stream.samples.length < 2 ? Infinity : streamRate(stream.samples);
   const left = found.stored ? Math.max(0, found.stored - stream.received) : null;
   const choice = snapshotPays({ bytes: left, rate, connection: navigator.connection ?? null, cpu: cpuScale(cpu) });
   record.served = {
