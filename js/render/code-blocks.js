@@ -13,6 +13,8 @@
 // its output is still checked to be exactly that (text in such spans) before it
 // replaces the block's text, so a bug there can never put markup from a model on the page.
 
+import { copyText } from './clipboard.js';
+
 const LANGUAGES = {
   bash: () => import('../../vendor/highlight.js/languages/bash.js'),
   c: () => import('../../vendor/highlight.js/languages/c.js'),
@@ -209,36 +211,8 @@ document.addEventListener('click', (event) => {
 });
 
 async function copyCode(button, text) {
-  let copied = false;
-  try {
-    // Missing in WebKitGTK and on plain-http origins; may also refuse (permissions).
-    if (navigator.clipboard?.writeText) {
-      await navigator.clipboard.writeText(text);
-      copied = true;
-    }
-  } catch { /* the fallback below */ }
-  if (!copied) copied = copyBySelection(text, button);
+  const copied = await copyText(text);
   button.dataset.copied = copied ? 'yes' : 'no';
   clearTimeout(button.copiedTimer);
   button.copiedTimer = setTimeout(() => delete button.dataset.copied, 2000);
-}
-
-// The pre-Clipboard-API way: select the text in a scratch textarea and run the copy
-// command, which browsers allow while the click's user activation lasts.
-function copyBySelection(text, button) {
-  const area = document.createElement('textarea');
-  area.className = 'md-copy-buffer';
-  area.value = text;
-  area.setAttribute('readonly', '');
-  area.setAttribute('aria-hidden', 'true');
-  area.tabIndex = -1;
-  document.body.append(area);
-  area.select();
-  let copied = false;
-  try {
-    copied = document.execCommand('copy');
-  } catch { /* not supported */ }
-  area.remove();
-  button.focus();
-  return copied;
 }

@@ -80,7 +80,7 @@ def test_a_code_block_has_its_language_copy_code_and_highlighting_loaded_for_its
         assert page.evaluate("() => navigator.clipboard.readText()") == CODE.rstrip("\n")
     else:
         assert page.evaluate("() => window.__copied") == CODE.rstrip("\n")
-        assert page.locator(".md-copy-buffer").count() == 0  # the scratch textarea is gone
+        assert page.locator(".copy-buffer").count() == 0  # the scratch textarea is gone
 
 
 def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: str) -> None:
