@@ -74,11 +74,15 @@ def test_the_old_conversation_moves_and_conversations_survive_a_reload(xvfb: Xvf
                   " document.getElementById('send').click(); return true; })()")
         assert wait(host, "document.querySelector('.msg[data-role=\"assistant\"][data-state=\"done\"]')")
         wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+        # Waits for the new page's `ready`: until then the old page (which shows the same
+        # two messages and two conversations) would answer the checks below.
+        seen = len(host.messages)
         host.load(gateway_url + "/")
+        host.wait_for(lambda m: m.get("type") == "ready", 120, start=seen)
         assert wait(host, "document.querySelectorAll('#messages .msg').length === 2 && "
                           "document.getElementById('conversation-title').textContent === 'hello from a new chat'")
         assert wait(host, "document.querySelectorAll('#conversations .conv').length === 2")
         titles = host.eval("[...document.querySelectorAll('#conversations .conv-title')].map((e) => e.textContent)")
         assert titles == ["hello from a new chat", "an old question from WebKit"]
-        assert host.eval("document.getElementById('conversations').dataset.store") == "indexeddb"
+        assert wait(host, "document.getElementById('conversations').dataset.store === 'indexeddb'")
         assert_clean_console(host)
