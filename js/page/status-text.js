@@ -16,6 +16,8 @@ export function describeError(error, { baseUrl = '' } = {}) {
     case 'http_status': return statusText(error.status, error.message);
     case 'upstream_error': return `The model reported an error: ${error.message}`;
     case 'truncated': return 'The answer was cut off: the connection ended early.';
+    // (With no text yet the prompt waits in the outbox instead, and this is never shown.)
+    case 'offline': return 'This device went offline, so the answer stopped here. Retry once you are back online.';
     default: return error.message || error.code;
   }
 }

@@ -124,36 +124,79 @@ function wrap(pre, lang) {
 
 let core = null; // the highlight.js instance, once imported
 const loading = new Map(); // language → Promise of its registration
-const queue = [];
-let scheduled = false;
-// One block per task, in the main thread's idle time between frames where the browser
-// has it (a block's first use of a language also compiles that language's rules: a few
-// milliseconds, more on a phone), else right after the current task. Never later than
-// IDLE_WAIT_MS: a block must not stay plain for long while an answer streams fast.
-const IDLE_WAIT_MS = 300;
-const channel = new MessageChannel();
-channel.port1.onmessage = () => runQueue();
-const nextTurn = typeof requestIdleCallback === 'function'
-  ? () => requestIdleCallback(() => runQueue(), { timeout: IDLE_WAIT_MS })
-  : () => channel.port2.postMessage(null);
 
-/** Highlight these finished code elements, soon, each in a task of its own. Elements no
- * longer in the document by then (a warm-up's, a test's) are skipped and load nothing. */
+// Which block goes first. A block on screen (or within a screen of it) is highlighted
+// soon: in the main thread's idle time between frames where the browser has it, else
+// after at most NEAR_WAIT_MS, one block per task (a block's first use of a language also
+// compiles that language's rules: a few milliseconds, more on a phone). A block off
+// screen waits for real idle time, with no deadline: a user's paste of fifty blocks, or
+// an answer's early blocks scrolled away, must not take frames from the answer the user
+// is watching stream (at 500 tok/s on a phone the main thread is never idle, and these
+// tasks were what delayed its paints). They are all highlighted once the page rests, or
+// as soon as they are scrolled near the screen.
+const NEAR_WAIT_MS = 300;
+const waiting = new Set(); // finished code elements not highlighted yet, oldest first
+const near = new Set(); // those of them within a screen of the viewport
+let scheduled = null; // 'near' | 'idle' | null: the callback asked for
+const idle = typeof requestIdleCallback === 'function';
+const channel = new MessageChannel();
+channel.port1.onmessage = () => runQueue(null);
+// Without IntersectionObserver every block counts as near (as before this ordering).
+const watcher = typeof IntersectionObserver === 'function'
+  ? new IntersectionObserver((entries) => {
+    for (const { target, isIntersecting } of entries) {
+      if (!waiting.has(target)) watcher.unobserve(target);
+      else if (isIntersecting) near.add(target);
+      else near.delete(target);
+    }
+    schedule();
+  }, { rootMargin: '100% 0px' })
+  : null;
+
+/** Highlight these finished code elements, soon if they are on screen, else when the
+ * page is idle; each in a task of its own. Elements no longer in the document by then (a
+ * warm-up's, a test's) are skipped and load nothing. */
 export function highlightLater(codes) {
-  for (const code of codes) if (code.className) queue.push(code);
-  if (queue.length && !scheduled) {
-    scheduled = true;
-    nextTurn();
+  for (const code of codes) {
+    if (!code.className || waiting.has(code)) continue;
+    waiting.add(code);
+    if (watcher) watcher.observe(code);
+    else near.add(code);
   }
+  schedule();
 }
 
-async function runQueue() {
-  const code = queue.shift();
+function schedule() {
+  const want = near.size ? 'near' : waiting.size ? 'idle' : null;
+  if (!want || scheduled === want || scheduled === 'near') return;
+  scheduled = want;
+  if (!idle) channel.port2.postMessage(null); // (no idle callbacks: WebKit) right after this task
+  else if (want === 'near') requestIdleCallback(runQueue, { timeout: NEAR_WAIT_MS });
+  else requestIdleCallback(runQueue);
+}
+
+// An idle callback (`deadline`), or null after a plain task. A block off screen is only
+// taken in idle time with room left, or when nothing can tell idle time apart.
+async function runQueue(deadline) {
+  scheduled = null;
+  let code = near.values().next().value;
+  const resting = !deadline || (!deadline.didTimeout && deadline.timeRemaining() > 4);
+  if (!code && resting) code = waiting.values().next().value;
+  if (code) {
+    waiting.delete(code);
+    near.delete(code);
+    watcher?.unobserve(code);
+  }
   try {
     if (code?.isConnected) await highlight(code);
   } finally {
-    if (queue.length) nextTurn();
-    else scheduled = false;
+    for (const c of waiting) {
+      if (c.isConnected) break;
+      waiting.delete(c); // gone from the page (a closed conversation): never highlighted
+      near.delete(c);
+      watcher?.unobserve(c);
+    }
+    schedule();
   }
 }
 

@@ -235,3 +235,40 @@ def test_a_long_user_paste_renders_in_slices_as_a_whole_render_does(page: Page, 
     )
     assert 0 < result["first"] < result["total"] == 600, result  # the first blocks at once, the rest later
     assert result["same"]
+
+
+# A main thread that is never idle (a phone at 500 tok/s): idle callbacks run only when
+# their deadline passes, as the browser runs them then; one with no deadline never runs.
+SCROLL_TO = """(el) => {
+  const chat = document.getElementById('chat'); // the conversation's scroller
+  chat.dispatchEvent(new WheelEvent('wheel', { deltaY: -100 }));
+  el.scrollIntoView({ block: 'center' });
+}"""
+BUSY_MAIN_THREAD = """
+window.requestIdleCallback = (callback, options) => options && options.timeout
+  ? setTimeout(() => callback({ didTimeout: true, timeRemaining: () => 0 }), options.timeout)
+  : 0;
+"""
+
+
+def test_code_blocks_on_screen_are_highlighted_first_and_those_off_screen_only_when_near(page: Page, gateway_url: str) -> None:
+    # A paste of twenty blocks, echoed: while the page is busy, only the blocks within a
+    # screen of the viewport (the answer's last ones) may take its time.
+    page.add_init_script(BUSY_MAIN_THREAD)
+    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    doc = "\n\n".join(f"Block {i}:\n\n```python\n" + CODE.replace("greet", f"greet_{i}") * 3 + "```" for i in range(20))
+    send(page, doc)
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    codes = page.locator(f"{CONTENT} pre > code.language-python")
+    expect(codes).to_have_count(20)
+    expect(codes.nth(19)).to_have_attribute("data-highlighted", "python")  # the end, on screen
+    first = page.locator(f"{USER} pre > code.language-python").first
+    assert first.get_attribute("data-highlighted") is None  # far above: waits
+    assert codes.first.get_attribute("data-highlighted") is None
+    # Scrolled to (by the user: a programmatic scroll alone is undone while the view
+    # follows the end), it is highlighted within its deadline.
+    for code in (codes.first, first):
+        code.evaluate(SCROLL_TO)
+        expect(code).to_have_attribute("data-highlighted", "python")
