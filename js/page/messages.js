@@ -132,8 +132,6 @@ export function offerRetry(li, retry) {
   return group.firstChild;
 }
 
-export { copyText } from '../render/clipboard.js';
-
 /** Say under `button`'s group that the copy worked (or not), for a moment. */
 export function copied(button, ok) {
   const li = button.closest('.msg');

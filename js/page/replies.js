@@ -33,10 +33,11 @@
 // connection did not survive, and before any text the core would otherwise send the
 // request again by itself.
 
+import { copyText } from '../render/clipboard.js';
 import { showCompressionNote } from '../render/compression-note.js';
 import { ReplyMetrics, describeMetrics } from '../render/reply-metrics.js';
 import { SETTLED, conversation, newEntryId, promptOf, wellFormed } from './conversation.js';
-import { FramePacer, copied, copyText, editInPlace, note, removeNote, setActions } from './messages.js';
+import { FramePacer, copied, editInPlace, note, removeNote, setActions } from './messages.js';
 import { Outbox } from './outbox.js';
 import { Reply } from './reply.js';
 import { describeError, preparedText, quotaText, retryText, stallText, waitText } from './status-text.js';
