@@ -2,79 +2,22 @@
 // and syntax highlighting by highlight.js once the block is finished.
 //
 // Cost while streaming stays what it was: an open fence is still one growing text node
-// (markdown-stream.js); a block is highlighted once, when it is finished, in a task of
-// its own after the frame that painted it, and never again. highlight.js's core (19 KB
-// as brotli) is imported with the first block that needs it, and each language's module
-// (1–6 KB) with the first block in that language: a conversation without code fetches
-// none of it. Every module is named below by a literal import, so the service worker
-// keeps them all for offline use (gateway/offline.py follows literal imports).
+// (markdown-stream.js); a block is highlighted once, when it is finished, and never
+// again. highlight.js runs in a worker of its own (highlight-worker.js; highlighter.js
+// holds the languages): this thread only sends the block's text and puts the answer in.
 //
 // highlight.js escapes the code it is given and wraps tokens in `<span class="hljs-…">`;
 // its output is still checked to be exactly that (text in such spans) before it
 // replaces the block's text, so a bug there can never put markup from a model on the page.
 
 import { copyText } from './clipboard.js';
+import { highlightHTML, languageOf } from './highlighter.js';
 
-const LANGUAGES = {
-  bash: () => import('../../vendor/highlight.js/languages/bash.js'),
-  c: () => import('../../vendor/highlight.js/languages/c.js'),
-  cpp: () => import('../../vendor/highlight.js/languages/cpp.js'),
-  csharp: () => import('../../vendor/highlight.js/languages/csharp.js'),
-  css: () => import('../../vendor/highlight.js/languages/css.js'),
-  diff: () => import('../../vendor/highlight.js/languages/diff.js'),
-  dockerfile: () => import('../../vendor/highlight.js/languages/dockerfile.js'),
-  go: () => import('../../vendor/highlight.js/languages/go.js'),
-  graphql: () => import('../../vendor/highlight.js/languages/graphql.js'),
-  ini: () => import('../../vendor/highlight.js/languages/ini.js'),
-  java: () => import('../../vendor/highlight.js/languages/java.js'),
-  javascript: () => import('../../vendor/highlight.js/languages/javascript.js'),
-  json: () => import('../../vendor/highlight.js/languages/json.js'),
-  kotlin: () => import('../../vendor/highlight.js/languages/kotlin.js'),
-  less: () => import('../../vendor/highlight.js/languages/less.js'),
-  lua: () => import('../../vendor/highlight.js/languages/lua.js'),
-  makefile: () => import('../../vendor/highlight.js/languages/makefile.js'),
-  markdown: () => import('../../vendor/highlight.js/languages/markdown.js'),
-  objectivec: () => import('../../vendor/highlight.js/languages/objectivec.js'),
-  perl: () => import('../../vendor/highlight.js/languages/perl.js'),
-  php: () => import('../../vendor/highlight.js/languages/php.js'),
-  powershell: () => import('../../vendor/highlight.js/languages/powershell.js'),
-  python: () => import('../../vendor/highlight.js/languages/python.js'),
-  r: () => import('../../vendor/highlight.js/languages/r.js'),
-  ruby: () => import('../../vendor/highlight.js/languages/ruby.js'),
-  rust: () => import('../../vendor/highlight.js/languages/rust.js'),
-  scss: () => import('../../vendor/highlight.js/languages/scss.js'),
-  shell: () => import('../../vendor/highlight.js/languages/shell.js'),
-  sql: () => import('../../vendor/highlight.js/languages/sql.js'),
-  swift: () => import('../../vendor/highlight.js/languages/swift.js'),
-  typescript: () => import('../../vendor/highlight.js/languages/typescript.js'),
-  xml: () => import('../../vendor/highlight.js/languages/xml.js'),
-  yaml: () => import('../../vendor/highlight.js/languages/yaml.js'),
-};
-const loadCore = () => import('../../vendor/highlight.js/core.js');
-
-// The names models put after a fence, for the languages above.
-const ALIASES = {
-  sh: 'bash', zsh: 'bash', h: 'c', cc: 'cpp', 'c++': 'cpp', hpp: 'cpp', cxx: 'cpp', hh: 'cpp',
-  cs: 'csharp', 'c#': 'csharp', patch: 'diff', docker: 'dockerfile', golang: 'go', gql: 'graphql',
-  toml: 'ini', js: 'javascript', jsx: 'javascript', mjs: 'javascript', cjs: 'javascript', node: 'javascript',
-  jsonc: 'json', json5: 'json', kt: 'kotlin', kts: 'kotlin', make: 'makefile', mk: 'makefile',
-  md: 'markdown', objc: 'objectivec', 'objective-c': 'objectivec', pl: 'perl', ps1: 'powershell',
-  pwsh: 'powershell', py: 'python', python3: 'python', py3: 'python', rb: 'ruby', rs: 'rust',
-  console: 'shell', shellsession: 'shell', ts: 'typescript', tsx: 'typescript', mts: 'typescript',
-  html: 'xml', xhtml: 'xml', svg: 'xml', plist: 'xml', yml: 'yaml', postgresql: 'sql', mysql: 'sql', sqlite: 'sql',
-};
-
-// Past this size a block is left as plain text: highlighting it would be one long task
-// (highlight.js does ~1 MB/s for Python on a fast core, a quarter of that on a phone).
+// Past this size a block is left as plain text: putting its spans in would be one long
+// task here (and highlight.js does ~1 MB/s for Python on a fast core, a quarter of that
+// on a phone).
 export const HIGHLIGHT_MAX_CHARS = 20_000;
 const SCOPE_CLASS = /^hljs-[\w-]+(?: [\w-]+)*$/;
-
-/** The language highlight.js knows a fence's `lang` by, or null. */
-export function languageOf(lang) {
-  const name = String(lang || '').toLowerCase();
-  if (Object.hasOwn(LANGUAGES, name)) return name;
-  return Object.hasOwn(ALIASES, name) ? ALIASES[name] : null;
-}
 
 /** A code block's elements: `{block, code, text}`, where `text` is the text node holding
  * the code (an open fence grows it). `lang` is what the `language-` class says ('' for none). */
@@ -122,13 +65,10 @@ function wrap(pre, lang) {
 
 // ---- highlighting, once a block is finished ------------------------------------------
 
-let core = null; // the highlight.js instance, once imported
-const loading = new Map(); // language → Promise of its registration
-
 // Which block goes first. A block on screen (or within a screen of it) is highlighted
-// soon: in the main thread's idle time between frames where the browser has it, else
-// after at most NEAR_WAIT_MS, one block per task (a block's first use of a language also
-// compiles that language's rules: a few milliseconds, more on a phone). A block off
+// soon: its spans are put in during the main thread's idle time between frames where the
+// browser has it, else after at most NEAR_WAIT_MS, one block per task (parsing a block's
+// spans and restyling them is the cost left on this thread). A block off
 // screen waits for real idle time, with no deadline: a user's paste of fifty blocks, or
 // an answer's early blocks scrolled away, must not take frames from the answer the user
 // is watching stream (at 500 tok/s on a phone the main thread is never idle, and these
@@ -214,30 +154,58 @@ async function highlight(code) {
   const language = languageOf(code.className.slice('language-'.length));
   const source = code.textContent;
   if (!language || source.length > HIGHLIGHT_MAX_CHARS || code.dataset.highlighted) return;
+  let html;
   try {
-    await registered(language);
+    html = await highlighted(language, source);
   } catch {
-    return; // offline before it was ever kept, say: the block stays plain text
+    return; // offline before the language was ever kept, say: the block stays plain text
   }
   if (!code.isConnected || code.textContent !== source) return;
-  const html = core.highlight(source, { language, ignoreIllegals: true }).value;
   const nodes = spansOnly(html);
   if (!nodes) return;
   code.replaceChildren(...nodes);
   code.dataset.highlighted = language;
 }
 
-function registered(language) {
-  let promise = loading.get(language);
-  if (!promise) {
-    promise = Promise.all([loadCore(), LANGUAGES[language]()]).then(([c, definition]) => {
-      core ??= c.default;
-      if (!core.getLanguage(language)) core.registerLanguage(language, definition.default);
-    });
-    promise.catch(() => loading.delete(language)); // tried again by a later block
-    loading.set(language, promise);
+// ---- the worker ---------------------------------------------------------------------
+// Started with the first block to highlight. Should it fail to start (an engine without
+// module workers) or die, highlighting goes on here, on this thread, as it used to.
+let worker; // the Worker; null: highlight on this thread; undefined: not started yet
+const asked = new Map(); // id → {resolve, reject, language, source}
+let lastId = 0;
+
+function highlighted(language, source) {
+  if (worker === undefined) worker = startWorker();
+  if (!worker) return highlightHTML(language, source);
+  return new Promise((resolve, reject) => {
+    const id = ++lastId;
+    asked.set(id, { resolve, reject, language, source });
+    worker.postMessage({ id, language, source });
+  });
+}
+
+function startWorker() {
+  let w;
+  try {
+    w = new Worker(new URL('./highlight-worker.js', import.meta.url), { type: 'module', name: 'highlight' });
+  } catch {
+    return null;
   }
-  return promise;
+  w.onmessage = ({ data }) => {
+    const ask = asked.get(data?.id);
+    if (!ask) return;
+    asked.delete(data.id);
+    if (typeof data.html === 'string') ask.resolve(data.html);
+    else ask.reject(new Error(String(data.error)));
+  };
+  w.onerror = (event) => {
+    event.preventDefault();
+    w.terminate();
+    worker = null;
+    for (const { resolve, reject, language, source } of asked.values()) highlightHTML(language, source).then(resolve, reject);
+    asked.clear();
+  };
+  return w;
 }
 
 // highlight.js's HTML as nodes, if it is only text in `hljs-` spans; else null.

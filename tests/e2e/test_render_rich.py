@@ -28,10 +28,16 @@ MATH_DOC = (
 
 
 def loaded(page: Page, part: str) -> list[str]:
-    """Paths of what the page fetched whose URL holds `part` (its own resource timing:
-    what the service worker fetches to keep is not the page's)."""
-    names = page.evaluate("() => performance.getEntriesByType('resource').map((e) => e.name)")
+    """Paths of what the page and its workers fetched whose URL holds `part` (their own
+    resource timing: what the service worker fetches to keep is not theirs). Highlighting
+    runs in a worker (js/render/highlight-worker.js)."""
+    names = page.evaluate(RESOURCES)
+    for worker in page.workers:
+        names += worker.evaluate(RESOURCES)
     return sorted({urlparse(n).path for n in names if part in n})
+
+
+RESOURCES = "() => performance.getEntriesByType('resource').map((e) => e.name)"
 
 
 NO_CLIPBOARD_API = """
@@ -70,6 +76,8 @@ def test_a_code_block_has_its_language_copy_code_and_highlighting_loaded_for_its
     # The core and this one language, nothing else; no KaTeX without math.
     assert loaded(page, "/vendor/highlight.js/") == ["/vendor/highlight.js/core.js", "/vendor/highlight.js/languages/python.js"]
     assert loaded(page, "/vendor/katex/") == []
+    # ...by the highlighting worker: the page's own thread never loads highlight.js.
+    assert not [n for n in page.evaluate(RESOURCES) if "/vendor/highlight.js/" in n]
 
     button = page.locator(ANSWER).get_by_role("button", name="Copy code", exact=True)
     expect(button).to_have_count(1)

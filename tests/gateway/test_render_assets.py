@@ -1,4 +1,4 @@
-"""What the page's rendering fetches lazily (js/render/code-blocks.js, math.js) is served
+"""What the page's rendering fetches lazily (js/render/highlighter.js, math.js) is served
 from this origin and kept by the service worker for offline use."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_the_service_worker_keeps_every_language_katex_and_its_woff2_fonts(clien
     manifest = json.loads(re.match(r"self\.FIRSTTOKEN_BUILD = (\{.*?\});\n", body).group(1))
     assets = set(manifest["assets"])
     listed = re.findall(r"import\('\.\./\.\./(vendor/highlight\.js/languages/[\w-]+\.js)'\)",
-                        client.get("/js/render/code-blocks.js").text)
+                        client.get("/js/render/highlighter.js").text)
     assert len(listed) > 30 and set(listed) <= assets
     assert {"vendor/highlight.js/core.js", "vendor/katex/katex.mjs", "vendor/katex/katex.min.css"} <= assets
     fonts = {a for a in assets if a.startswith("vendor/katex/fonts/")}
