@@ -91,6 +91,46 @@ def test_a_code_block_has_its_language_copy_code_and_highlighting_loaded_for_its
         assert page.locator(".copy-buffer").count() == 0  # the scratch textarea is gone
 
 
+# The highlighting worker cannot start (as in an engine without module workers) or its
+# script fails to load: every other worker (Python's) starts as usual.
+NO_HIGHLIGHT_WORKER = {
+    "throws": """
+      const Native = window.Worker;
+      window.Worker = class extends Native {
+        constructor(url, options) {
+          if (options?.name === 'highlight') throw new TypeError('module workers are not supported');
+          super(url, options);
+        }
+      };
+    """,
+    "fails": """
+      const Native = window.Worker;
+      window.Worker = class extends Native {
+        constructor(url, options) {
+          super(options?.name === 'highlight' ? '/js/render/no-such-worker.js' : url, options);
+        }
+      };
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(NO_HIGHLIGHT_WORKER))
+def test_without_its_worker_code_is_still_highlighted_on_the_pages_thread(page: Page, gateway_url: str, how: str) -> None:
+    page.add_init_script(NO_HIGHLIGHT_WORKER[how])
+    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, CODE_DOC)
+    page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    code = page.locator(f"{CONTENT} .md-code pre > code.language-python")
+    expect(code).to_have_attribute("data-highlighted", "python")
+    expect(code.locator(".hljs-comment")).to_have_text("# friendly")
+    assert code.inner_text() == CODE
+    # The page's own thread loaded highlight.js: the fallback, not the worker, did it.
+    mine = sorted({urlparse(n).path for n in page.evaluate(RESOURCES) if "/vendor/highlight.js/" in n})
+    assert mine == ["/vendor/highlight.js/core.js", "/vendor/highlight.js/languages/python.js"]
+
+
 def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: str) -> None:
     pieces = PIECE.findall(MATH_DOC)
     # Stalled in the middle of the first formula, after "$e^{i\pi}".
