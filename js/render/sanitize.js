@@ -120,10 +120,10 @@ const AS_PARSED = new RegExp(`^(?:</?(?:${TAGS.filter((t) => !['a', 'img', 'inpu
   + '|<span class="md-math(?: md-math-display)?">)$', 'i');
 const MARKUP = /<[^>]*>?/g;
 
-/** Whether parsing `html` can only make what DOMPurify would keep unchanged (exported for
- * tests/e2e/test_render.py). marked
+/** Whether parsing `html` can only make what DOMPurify would keep unchanged. marked
  * escapes `<`, `>` and `&` in every text it writes, so each `<` starts a tag and each
- * tag is checked; entities only ever make characters. */
+ * tag is checked; entities only ever make characters. (Exported for the test that
+ * compares both paths, tests/e2e/test_render.py.) */
 export function keptAsParsed(html) {
   for (const [tag] of html.matchAll(MARKUP)) if (!AS_PARSED.test(tag)) return false;
   return true;
