@@ -27,12 +27,12 @@ MATH_DOC = (
 )
 
 
-def loaded(page: Page, part: str) -> list[str]:
-    """Paths of what the page and its workers fetched whose URL holds `part` (their own
-    resource timing: what the service worker fetches to keep is not theirs). Highlighting
-    runs in a worker (js/render/highlight-worker.js)."""
+def loaded(page: Page, part: str, *, workers: bool = True) -> list[str]:
+    """Paths of what the page (and, unless `workers` is false, its workers) fetched whose
+    URL holds `part` (their own resource timing: what the service worker fetches to keep
+    is not theirs). Highlighting runs in a worker (js/render/highlight-worker.js)."""
     names = page.evaluate(RESOURCES)
-    for worker in page.workers:
+    for worker in page.workers if workers else ():
         names += worker.evaluate(RESOURCES)
     return sorted({urlparse(n).path for n in names if part in n})
 
@@ -77,7 +77,7 @@ def test_a_code_block_has_its_language_copy_code_and_highlighting_loaded_for_its
     assert loaded(page, "/vendor/highlight.js/") == ["/vendor/highlight.js/core.js", "/vendor/highlight.js/languages/python.js"]
     assert loaded(page, "/vendor/katex/") == []
     # ...by the highlighting worker: the page's own thread never loads highlight.js.
-    assert not [n for n in page.evaluate(RESOURCES) if "/vendor/highlight.js/" in n]
+    assert loaded(page, "/vendor/highlight.js/", workers=False) == []
 
     button = page.locator(ANSWER).get_by_role("button", name="Copy code", exact=True)
     expect(button).to_have_count(1)
@@ -127,7 +127,7 @@ def test_without_its_worker_code_is_still_highlighted_on_the_pages_thread(page: 
     expect(code.locator(".hljs-comment")).to_have_text("# friendly")
     assert code.inner_text() == CODE
     # The page's own thread loaded highlight.js: the fallback, not the worker, did it.
-    mine = sorted({urlparse(n).path for n in page.evaluate(RESOURCES) if "/vendor/highlight.js/" in n})
+    mine = loaded(page, "/vendor/highlight.js/", workers=False)
     assert mine == ["/vendor/highlight.js/core.js", "/vendor/highlight.js/languages/python.js"]
 
 
