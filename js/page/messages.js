@@ -101,7 +101,9 @@ export function removeNote(li, cls) {
 /** A message's actions, in one group after its notes, replacing any it had: `actions`
  * is a list of `{name, run, sends?}`; each button's text is its accessible name (the
  * names tests and screen readers rely on: "Copy", "Edit", "Regenerate", "Retry").
- * `sends`: the action sends a request, so it waits while the conversation is `busy`. */
+ * `sends`: the action sends a request, so it waits while the conversation is `busy`;
+ * `controls`: the id of what the button shows and hides (a disclosure, WAI-ARIA 1.2:
+ * `aria-controls` and `aria-expanded`, kept as the message's `data-details`). */
 export function setActions(li, actions, { busy = false } = {}) {
   removeNote(li, 'msg-actions');
   if (!actions.length) return null;
@@ -109,7 +111,7 @@ export function setActions(li, actions, { busy = false } = {}) {
   group.className = 'msg-actions';
   group.setAttribute('role', 'group');
   group.setAttribute('aria-label', li.dataset.role === 'user' ? 'Your message' : 'Answer');
-  for (const { name, run, sends = false } of actions) {
+  for (const { name, run, sends = false, controls = null } of actions) {
     const button = document.createElement('button');
     button.type = 'button';
     button.className = name.toLowerCase();
@@ -118,11 +120,35 @@ export function setActions(li, actions, { busy = false } = {}) {
       button.dataset.sends = '';
       button.disabled = busy;
     }
+    if (controls) {
+      button.setAttribute('aria-controls', controls);
+      button.setAttribute('aria-expanded', String(li.dataset.details === 'open'));
+    }
     button.addEventListener('click', () => run(button));
     group.append(button);
   }
   li.append(group);
   return group;
+}
+
+/** The "Details" action of an answer that has a latency line (`.reply-metrics`, hidden
+ * until opened), else null. It sits in the action row, which comes with the answer's
+ * end: a toggle of its own, added a frame or two later when the figures were in, moved
+ * a followed view up by a line just as the user started reading. */
+export function detailsAction(li) {
+  const line = findNote(li, 'reply-metrics');
+  if (!line) return null;
+  line.id ||= `metrics-${li.dataset.id}`;
+  return {
+    name: 'Details',
+    controls: line.id,
+    run: (button) => {
+      const open = li.dataset.details !== 'open';
+      if (open) li.dataset.details = 'open';
+      else delete li.dataset.details;
+      button.setAttribute('aria-expanded', String(open));
+    },
+  };
 }
 
 /** A "Retry" button under a failed answer (the only action it has); `retry()` runs

@@ -122,10 +122,6 @@ export function startPage({ answers, link = pageLink } = {}) {
       replies.onEvent(msg);
     }
   });
-  // Each reply's latency goes behind a Details toggle under it (the line itself and
-  // data-metrics are replies.js's).
-  link.addEventListener('metrics', (e) => offerDetails(els.messages, e.detail?.id));
-
   // ---- input ----------------------------------------------------------------------
   els.form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -207,27 +203,4 @@ function showSendOrStop({ send, stop }, busy) {
   } else if (hadFocus) {
     send.focus({ preventScroll: true });
   }
-}
-
-/** A "Details" toggle under answer `id` for its latency line (`.reply-metrics`). */
-function offerDetails(list, id) {
-  if (typeof id !== 'string') return;
-  let li = null;
-  for (const el of list.children) if (el.dataset.id === id) li = el;
-  const line = li?.querySelector(':scope > .reply-metrics');
-  if (!line || li.querySelector(':scope > .details-toggle')) return;
-  line.id = `metrics-${id}`;
-  const button = document.createElement('button');
-  button.type = 'button';
-  button.className = 'details-toggle';
-  button.textContent = 'Details';
-  button.setAttribute('aria-expanded', 'false');
-  button.setAttribute('aria-controls', line.id);
-  button.addEventListener('click', () => {
-    const open = li.dataset.details !== 'open';
-    if (open) li.dataset.details = 'open';
-    else delete li.dataset.details;
-    button.setAttribute('aria-expanded', String(open));
-  });
-  line.before(button);
 }

@@ -37,7 +37,7 @@ import { copyText } from '../render/clipboard.js';
 import { showCompressionNote } from '../render/compression-note.js';
 import { ReplyMetrics, describeMetrics } from '../render/reply-metrics.js';
 import { SETTLED, conversation, newEntryId, promptOf, wellFormed } from './conversation.js';
-import { FramePacer, copied, editInPlace, note, removeNote, setActions } from './messages.js';
+import { FramePacer, copied, detailsAction, editInPlace, note, removeNote, setActions } from './messages.js';
 import { Outbox } from './outbox.js';
 import { Reply } from './reply.js';
 import { describeError, preparedText, quotaText, retryText, stallText, waitText } from './status-text.js';
@@ -312,6 +312,9 @@ export class Replies {
     r.reply.reconcile(msg.error?.partial);
     this.paint(false);
     r.stream.end(); // the open block is final now
+    // Its latency line is there from now on (hidden, behind Details among the actions),
+    // its figures once the last paint is measured: nothing under the answer moves then.
+    note(r.li, 'reply-metrics', 'Measuring…');
     r.metrics.close(msg).then((summary) => this.showMetrics(r.li, summary));
     this.live.delete(r.reply.id);
     removeNote(r.li, 'note');
@@ -355,6 +358,8 @@ export class Replies {
       note(li, 'error', why);
       actions.push({ name: 'Retry', sends: true, run: () => this.again(entry) });
     }
+    const details = detailsAction(li);
+    if (details) actions.push(details);
     setActions(li, actions, { busy: this.busy });
   }
 
@@ -459,8 +464,9 @@ export class Replies {
 
   // ---- metrics and quota -------------------------------------------------------------
 
-  // The reply's latency, once its last paint is in: under it, kept on its element, in
-  // the header, and told to whoever listens to the link (an embedding host).
+  // The reply's latency, once its last paint is in: under it (behind Details), kept on
+  // its element, in the header, and told to whoever listens to the link (an embedding
+  // host).
   showMetrics(li, summary) {
     const line = describeMetrics(summary);
     li.dataset.metrics = JSON.stringify(summary);

@@ -45,11 +45,11 @@ def answer(page: Page, n: int):
 
 
 def settled(page: Page, n: int, state: str = "done") -> None:
-    """Answer n has ended in `state`, and the page around it is laid out for good: its
-    latency line and Details toggle (which come once its last paint is in) are there.
-    They add a line under the answer, and a view that follows the end then moves
-    everything above it up by that line: a click aimed before then can land a line off
-    (seen in full runs, on Edit and Retry)."""
+    """Answer n has ended in `state`, and its latency is measured (once its last paint
+    is in): nothing under it changes after that. (A Details toggle of its own used to
+    come then and add a line, and a view that follows the end moved everything above
+    up by it: clicks on Edit and Retry aimed before then landed a line off in full
+    runs. test_shell checks that the answer's height no longer changes.)"""
     expect(answer(page, n)).to_have_attribute("data-state", state, timeout=60_000)
     expect(answer(page, n)).to_have_attribute("data-metrics", re.compile("."), timeout=60_000)
 

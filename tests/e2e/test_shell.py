@@ -204,13 +204,32 @@ def test_the_header_shows_model_and_connection_and_telemetry_moves_to_details(sh
     # No telemetry in the user's face: boot timings and quota are in Diagnostics.
     assert "ms" not in header.inner_text() and "requests" not in header.inner_text()
     expect(page.get_by_role("status").filter(has_text="")).to_have_count(1)
+    # The answer's height from its end on: its figures come a frame or two after it.
+    page.evaluate(
+        """() => {
+          window.heightsFromDone = [];
+          new MutationObserver(() => {
+            const li = document.querySelector('.msg[data-role="assistant"]');
+            if (li?.dataset.state === 'done') {
+              window.heightsFromDone.push([Boolean(li.dataset.metrics), li.getBoundingClientRect().height]);
+            }
+          }).observe(document.getElementById('messages'), { subtree: true, childList: true, attributes: true, characterData: true });
+        }"""
+    )
     send(page, "hello")
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
     expect(page.locator("#status")).to_have_text("Answer finished")
     expect(header.locator("#boot")).to_have_text("Connected")
-    # The reply's latency, behind its Details toggle; data-metrics stays for hosts.
+    # The reply's latency, behind Details among its actions; data-metrics stays for hosts.
     details = page.locator(ANSWER).get_by_role("button", name="Details")
     expect(details).to_have_attribute("aria-expanded", "false")
+    expect(page.locator(ANSWER)).to_have_attribute("data-metrics", re.compile(r"^\{"))
+    # Nothing under the answer moved when they came: a followed view stays put, and a
+    # tap aimed at Copy or Regenerate lands there.
+    heights = page.evaluate("window.heightsFromDone")
+    assert {measured for measured, _ in heights} == {False, True}, heights
+    assert len({height for _, height in heights}) == 1, heights
+    assert [b.text_content() for b in page.locator(f"{ANSWER} .msg-actions button").all()] == ["Copy", "Regenerate", "Details"]
     expect(page.locator(f"{ANSWER} .reply-metrics")).to_be_hidden()
     details.click()
     expect(page.locator(f"{ANSWER} .reply-metrics")).to_be_visible()
