@@ -1,6 +1,10 @@
 // The composer's live token count: the conversation plus the draft, counted exactly in
 // Python (`tokens.count` → `tokens.counted`). Requests are debounced while typing, and
 // the answer to any but the latest request is ignored, so no count is shown late.
+//
+// On its element: `data-tokens` and `data-exact`, the count shown (never one of another
+// conversation: an empty one clears them), and `data-pending` while a newer count is on
+// its way, for hosts and tests to wait on. Not styled: it is set on every keystroke.
 
 const DEBOUNCE_MS = 120;
 
@@ -19,10 +23,13 @@ export class LiveCount {
   /** Count again, soon. */
   request() {
     clearTimeout(this.timer);
+    this.el.dataset.pending = '';
     this.timer = setTimeout(() => {
       const messages = this.messages();
       if (!messages.length) {
         this.el.textContent = '';
+        for (const key of ['tokens', 'exact', 'pending']) delete this.el.dataset[key];
+        this.el.classList.remove('over');
         return;
       }
       this.send({ type: 'tokens.count', id: `c${++this.seq}`, messages, settings: this.settings() });
@@ -32,6 +39,7 @@ export class LiveCount {
   /** A `tokens.counted` event. */
   show(msg) {
     if (msg.id !== `c${this.seq}`) return; // a newer count is on its way
+    delete this.el.dataset.pending;
     if (typeof msg.tokens !== 'number' || typeof msg.budget !== 'number') return;
     this.el.textContent = `${msg.exact ? '' : '~'}${msg.tokens.toLocaleString('en')} / ${msg.budget.toLocaleString('en')} tokens`;
     this.el.dataset.tokens = String(msg.tokens);

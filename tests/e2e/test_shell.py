@@ -225,10 +225,11 @@ def test_the_header_shows_model_and_connection_and_telemetry_moves_to_details(sh
     expect(details).to_have_attribute("aria-expanded", "false")
     expect(page.locator(ANSWER)).to_have_attribute("data-metrics", re.compile(r"^\{"))
     # Nothing under the answer moved when they came: a followed view stays put, and a
-    # tap aimed at Copy or Regenerate lands there.
+    # tap aimed at Copy or Regenerate lands there. (Within a pixel: the settled answer's
+    # containment, page.css, rounds its height; a line is 20 px and more.)
     heights = page.evaluate("window.heightsFromDone")
     assert {measured for measured, _ in heights} == {False, True}, heights
-    assert len({height for _, height in heights}) == 1, heights
+    assert max(h for _, h in heights) - min(h for _, h in heights) < 1, heights
     assert [b.text_content() for b in page.locator(f"{ANSWER} .msg-actions button").all()] == ["Copy", "Regenerate", "Details"]
     expect(page.locator(f"{ANSWER} .reply-metrics")).to_be_hidden()
     details.click()
