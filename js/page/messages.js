@@ -158,14 +158,27 @@ export function offerRetry(li, retry) {
   return group.firstChild;
 }
 
-/** Say under `button`'s group that the copy worked (or not), for a moment. */
+/** Say that the copy worked, or not. Worked: the button reads "Copied" for a moment,
+ * and a status line that takes no room says it to screen readers. Nothing moves: a note
+ * under the message, shown and then taken away, moved the whole conversation twice, and
+ * a tap aimed at the next button could land a line off. Failed: a note under the
+ * message says what to do instead, and stays until the next copy. */
 export function copied(button, ok) {
   const li = button.closest('.msg');
   li.dataset.copied = String(ok);
   const el = note(li, 'copied', ok ? 'Copied' : 'Could not copy: select the text instead.');
   el.setAttribute('role', 'status');
-  clearTimeout(el.timer);
-  el.timer = setTimeout(() => el.remove(), 2000);
+  el.classList.toggle('unseen', ok);
+  clearTimeout(button.copiedTimer);
+  if (!ok) return;
+  button.dataset.label ??= button.textContent;
+  button.style.minWidth = `${button.offsetWidth}px`; // never narrower meanwhile
+  button.textContent = 'Copied';
+  button.copiedTimer = setTimeout(() => {
+    button.textContent = button.dataset.label;
+    button.style.minWidth = '';
+    el.remove();
+  }, 2000);
 }
 
 /** Edit a user message in place: its text in a textarea with Save and Cancel. `save(text)`

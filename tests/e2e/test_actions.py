@@ -87,9 +87,15 @@ def test_copy_puts_each_message_text_on_the_clipboard_even_without_the_clipboard
     settled(page, 1)
     full = expected_answer(gateway_url, [{"role": "user", "content": "copy me"}])
 
+    top = answer(page, 1).bounding_box()["y"]
     button(page.locator(USER), "Copy").click()
     expect(page.locator(USER)).to_have_attribute("data-copied", "true")
     assert page.evaluate("navigator.clipboard.readText()") == "copy me"
+    # Said by the button itself (and to screen readers by a status line), so nothing
+    # under it moves.
+    expect(button(page.locator(USER), "Copied")).to_be_visible()
+    expect(page.locator(f"{USER} .copied[role=status]")).to_have_text("Copied")
+    assert answer(page, 1).bounding_box()["y"] == top
     # An answer copies as its markdown source, not as the rendering.
     button(answer(page, 1), "Copy").click()
     expect(answer(page, 1)).to_have_attribute("data-copied", "true")
