@@ -34,10 +34,12 @@ from pathlib import Path
 
 from .app import GatewayConfig, create_app
 from .static import ROOT, PackageZip, offline_manifest
+from .vocabulary import ENCODINGS, url_path
 
-# Vocabularies the page's tokenizer fetches on demand (js/tokenizer/data.js): not found
-# by following imports, since their names are computed.
-VOCABULARIES = ("vendor/tiktoken/o200k_base.json", "vendor/tiktoken/cl100k_base.json")
+# Vocabularies the page's tokenizer fetches on demand (js/tokenizer/data.js), in the
+# form gateway/vocabulary.py serves: not found by following imports, since their names
+# are computed.
+VOCABULARIES = tuple(url_path(name).removeprefix("/") for name in ENCODINGS)
 SNAPSHOT = "py/firsttoken.snapshot"
 # Response headers that describe one transfer rather than the file. The files are asked
 # for as identity, so content-encoding is never there; dropped anyway, since a host

@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from .offline import OfflineManifest
 from .snapshot import ServedSnapshot
 from .stdlib import URL_PATH as STDLIB_PATH, StoredStdlib
+from .vocabulary import URL_PATTERN, PageVocabularies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,6 +159,9 @@ def routes(node_modules: Path | None = None, *, snapshot_measure_link: bool = Tr
     ]
     # Pyodide's standard library, its entries stored: brotli then saves 0.9 MB (gateway/stdlib.py).
     result.append(Route(STDLIB_PATH, StoredStdlib(node_modules / "pyodide" / "python_stdlib.zip").endpoint))
+    # The tokenizer's vocabularies as the page reads them (gateway/vocabulary.py), ahead
+    # of the mount that serves tiktoken's own files beside them.
+    result.append(Route(URL_PATTERN, PageVocabularies(node_modules / VENDOR["tiktoken"]).endpoint))
     for name, sub in VENDOR.items():
         result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
     result.append(Route("/sw.js", offline_manifest(node_modules, package).service_worker))
