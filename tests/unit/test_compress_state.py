@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from firsttoken.compress import LEVELS, RepeatState, compress_messages
@@ -77,6 +77,13 @@ def test_split_with_state_is_compressing_all(msgs: list[dict], level: str, data:
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(conversations(), st.sampled_from(sorted(LEVELS)))
+# Found here once: a 4-space "```" line after a paragraph (text, not a fence) was taken
+# for a container fence, and its span swallowed the opener of a top-level "```json"
+# fence, whose body the prose passes then changed (compress/markdown.py, _TOP_RUN).
+@example(
+    msgs=[{"role": "system", "content": "word \n# Rules\nword \n    ``` \nword \n```json\n[]\n```word \n# Rules\nword \n    ``` \nword \n```json\n[]\n```"}],
+    level="balanced",
+)
 def test_conversations_keep_structure(msgs: list[dict], level: str) -> None:
     plain = [m for m in msgs if isinstance(m["content"], str)]
     assert check_messages(plain, compress_messages, level) == []

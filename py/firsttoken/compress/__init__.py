@@ -171,7 +171,7 @@ __all__ = [
 
 #: Changes whenever the output for some input could change; caches key on it. The
 #: Python minor version is part of it (see the module docstring).
-COMPRESSION_VERSION = f"3+py{sys.version_info[0]}.{sys.version_info[1]}"
+COMPRESSION_VERSION = f"4+py{sys.version_info[0]}.{sys.version_info[1]}"
 _report_module.VERSION = COMPRESSION_VERSION
 
 #: Pass names, in the order they run.

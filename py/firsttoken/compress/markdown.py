@@ -63,6 +63,9 @@ class Block:
 _FENCE_OPEN = re.compile(
     r"^([ \t>]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)?)(`{3,}|~{3,})([^\n]*)$", re.M
 )
+# A fence run that opens or closes at the top level (CommonMark 0.31 §4.5: indented 0–3
+# spaces, no container prefix).
+_TOP_RUN = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
 _LANG = re.compile(r"[A-Za-z0-9_+#.-]+")
 _BLANK = re.compile(r"[ \t]*\r?\n?")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
@@ -137,6 +140,14 @@ def split_blocks(text: str, *, json_regions: bool) -> list[Block]:
                 blocks.append(Block(OPAQUE, text[line_start:]))
                 pos = search_from = n
                 break
+            search_from = line_end
+            continue
+        if not top and _TOP_RUN.search(text, line_end, cm.start()):
+            # A top-level fence line between a container fence's lines ends the
+            # container (a fence is never a lazy continuation line, §5.1): what follows
+            # is not that fence's. Seen as one, it swallowed a top-level opener and left
+            # that fence's body to the prose passes (found by tests/unit/
+            # test_compress_state.py: a "```json" fence's body changed).
             search_from = line_end
             continue
         nl = text.find("\n", cm.end())
