@@ -34,7 +34,7 @@ from starlette.responses import Response
 
 from firsttoken.tokens.bpe_data import load_encoding_data
 
-__all__ = ["ENCODINGS", "FORMAT", "PageVocabularies", "url_path", "page_vocabulary"]
+__all__ = ["ENCODINGS", "FORMAT", "URL_PATTERN", "PageVocabularies", "page_vocabulary", "url_path"]
 
 FORMAT = "firsttoken-vocabulary/1"
 #: The encodings the page counts with (js/tokenizer/bpe.js ENCODINGS).
@@ -88,7 +88,7 @@ def page_vocabulary(name: str, directory: Path) -> bytes:
         "lengths": "".join(lengths),
         "bytes": raw,
     }
-    # ensure_ascii=False: the text as UTF-8 (a third the size of \\u escapes).
+    # ensure_ascii=False: the text as UTF-8, at most half the size of \\u escapes.
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
