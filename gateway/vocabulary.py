@@ -88,7 +88,7 @@ def page_vocabulary(name: str, directory: Path) -> bytes:
         "lengths": "".join(lengths),
         "bytes": raw,
     }
-    # ensure_ascii=False: the text as UTF-8, at most half the size of \\u escapes.
+    # ensure_ascii=False: the text as UTF-8, at most half the size of \u escapes.
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
