@@ -113,18 +113,30 @@ export class EndFollower {
     }
   }
 
-  // Called after layout, before paint: reading sizes here costs no extra layout.
+  // Called after layout, before paint: reading sizes here costs no extra layout. The
+  // measured message settles at the next frame's start, not here: settling can change
+  // its height by a fraction of a pixel (the placeholder is rounded up, and WebKit may
+  // use it until it has decided the message is on screen), and a size changed inside
+  // this callback makes the list's own report wait a frame, which the engine reports as
+  // an error ("ResizeObserver loop completed with undelivered notifications",
+  // https://drafts.csswg.org/resize-observer/#deliver-resize-error; seen in WebKitGTK).
   resized(entries) {
+    const measured = [];
     for (const { target, contentRect } of entries) {
       if (!this.fresh.has(target)) continue;
       this.fresh.delete(target);
       this.sizes.unobserve(target);
-      if (!target.isConnected) continue;
       // The placeholder stands for the content box (padding and border come on top).
-      const w = Math.ceil(contentRect.width);
-      const h = Math.ceil(contentRect.height);
-      target.style.containIntrinsicSize = `auto ${w}px auto ${h}px`;
-      delete target.dataset.fresh;
+      measured.push([target, Math.ceil(contentRect.width), Math.ceil(contentRect.height)]);
+    }
+    if (measured.length) {
+      requestAnimationFrame(() => {
+        for (const [target, w, h] of measured) {
+          if (!target.isConnected) continue;
+          target.style.containIntrinsicSize = `auto ${w}px auto ${h}px`;
+          delete target.dataset.fresh;
+        }
+      });
     }
     this.follow();
   }
