@@ -5,10 +5,28 @@
 //
 //   host                  page → host                                   host → page
 //   WebKit                window.webkit.messageHandlers.firsttoken       window.firsttoken.post(text)
-//   Android (port)        the WebMessagePort handed over by the host    the same port
+//   Android               window.firsttokenHost.postMessage (AndroidX    `message` events on that object
+//                         addWebMessageListener)                         (the listener's JsReplyProxy)
 //   Android (fallback)    window.FirsttokenAndroid.postMessage          window.firsttoken.post(text)
 //   React Native          window.ReactNativeWebView.postMessage          window.firsttoken.post(text)
-//   embedding window      parent.postMessage(text, <its origin>)        `message` events from parent
+//   embedding window      parent.postMessage(text, <its origin>)        `message` events from parent,
+//                                                                         or a MessagePort it handed over
+//
+// Who is a host (PROTOCOL.md, "Who is a host"). Only a party that web content cannot
+// impersonate:
+// - a native app: it reaches the page through objects its web view puts in the page
+//   itself (a script message handler, an injected listener or interface) and through
+//   script it evaluates in the page, none of which another window can touch: a window
+//   of another origin cannot read or call anything on this one;
+// - the embedding window, when its origin is on the allow-list and the message's
+//   `source` is our parent. A `message` event's `source` and `origin` are set by the
+//   browser, not the sender; a null `source` is no proof of anything (Chromium gives
+//   one for a message from a realm whose frame is gone), so it is never accepted.
+//   Android's `postWebMessage` port, which arrives with a null `source`, is therefore
+//   not a host channel any more: AndroidX's `addWebMessageListener` replaces it.
+// The first embedder origin accepted is the one for the page's life: once a host
+// channel exists, nobody else can take it over (another listed origin navigated into
+// the parent, a second port).
 //
 // Request ids: a host's ids live in a namespace of their own on the way to the core
 // (`host:<channel>:<id>`) and are given back unchanged on the way out, so a host can
@@ -28,6 +46,10 @@ const PAGE_PREFIX = 'page:';
 const OBSERVED = (type) => type.startsWith('chat.') || type === 'notice';
 // The script message handler a WebKit host registers (WKUserContentController).
 const HANDLER_NAME = 'firsttoken';
+// The object AndroidX WebKit's addWebMessageListener injects, in frames of the origins
+// the app allowed only: `postMessage(text)` reaches the app, which answers through the
+// listener's JsReplyProxy as `message` events on the same object.
+const ANDROID_LISTENER = 'firsttokenHost';
 
 /** The embedder's allow-list: `?embed-origins=https://a.example,https://b.example`. */
 export function embedOriginsFrom(search) {
@@ -70,7 +92,7 @@ export function attachHosts(link, options = {}) {
     target() {
       const handler = win.webkit?.messageHandlers?.[HANDLER_NAME];
       if (handler && typeof handler.postMessage === 'function') return handler;
-      for (const name of ['FirsttokenAndroid', 'ReactNativeWebView']) {
+      for (const name of [ANDROID_LISTENER, 'FirsttokenAndroid', 'ReactNativeWebView']) {
         const host = win[name];
         if (host && typeof host.postMessage === 'function') return host;
       }
@@ -96,7 +118,7 @@ export function attachHosts(link, options = {}) {
   };
   const embed = {
     name: 'embed',
-    origin: null, // set by the embedding window's first accepted message
+    origin: null, // set by the embedding window's first accepted message, for good
     get attached() { return this.origin !== null; },
     send(text) {
       if (!this.origin) return false;
@@ -169,14 +191,31 @@ export function attachHosts(link, options = {}) {
     Object.defineProperty(win, 'firsttoken', { value: api, writable: false, configurable: false, enumerable: false });
   }
 
-  // Android hands over a WebMessagePort (WebView.postWebMessage: no source window),
-  // and an embedding window talks with `message` events.
+  // Android (AndroidX addWebMessageListener): the app's replies arrive on the object it
+  // injected. Present from the document's start, before any of the page's scripts.
+  const listener = win[ANDROID_LISTENER];
+  if (listener && typeof listener.addEventListener === 'function') {
+    listener.addEventListener('message', (event) => receive(native, event.data));
+  }
+
+  // An embedding window talks with `message` events, or over a MessagePort it hands
+  // over with `hello`. Nothing else that arrives here is a host: a sub-frame, a popup,
+  // an opener, a sibling frame of the embedder's, or a null `source` (see the header).
   win.addEventListener('message', (event) => {
-    const fromParent = win.parent !== win && event.source === win.parent;
-    const fromNative = event.source === null;
-    const fromSelf = event.source === win;
-    if (event.ports && event.ports.length === 1 && (fromNative || fromSelf || (fromParent && embedOrigins.has(event.origin)))) {
-      // A port comes with `hello`; anything else is not for us.
+    if (event.source === win) return; // the page's own messages (e.g. its libraries'): not a host's
+    const fromParent = win.parent !== win && event.source !== null && event.source === win.parent;
+    if (!fromParent) {
+      counts.dropped.frame += 1;
+      return;
+    }
+    if (!embedOrigins.has(event.origin) || (embed.origin !== null && event.origin !== embed.origin)) {
+      counts.dropped.origin += 1;
+      return;
+    }
+    embed.origin = event.origin;
+    if (event.ports && event.ports.length === 1) {
+      // A port comes with `hello`; anything else is not for us. A new port from the same
+      // embedder replaces its old one (a reloaded app page attaching again).
       let request;
       try { request = parseHostMessage(event.data); } catch { return; }
       if (request.type !== 'hello') return;
@@ -186,17 +225,6 @@ export function attachHosts(link, options = {}) {
       handle(port, request);
       return;
     }
-    if (fromSelf) return; // the page's own messages (e.g. its libraries'): not a host's
-    if (!fromParent) {
-      // A sub-frame, a popup or an opener: none of them is a host.
-      counts.dropped.frame += 1;
-      return;
-    }
-    if (!embedOrigins.has(event.origin)) {
-      counts.dropped.origin += 1;
-      return;
-    }
-    embed.origin = event.origin;
     receive(embed, event.data);
   });
 
@@ -253,6 +281,9 @@ export function attachHosts(link, options = {}) {
     }
     return send(msg);
   };
+  // Where a request with the page's `settings` would go now, host settings overlaid
+  // (the outbox checks a queued prompt against it before sending: js/page/outbox.js).
+  link.effectiveSettings = (settings) => (Object.keys(hostSettings).length ? coreSettings(settings, hostSettings) : settings);
 
   return { counts: () => structuredClone(counts) };
 }
@@ -275,15 +306,31 @@ function describeSettings(settings) {
 
 // The settings a request goes with: the page's (or defaults), then the host's, then
 // the request's own. The system prompt travels as a message, not a setting.
+//
+// Credentials belong to the endpoint they were given for: a layer that moves the
+// request to another base URL drops the key and headers of the layers under it unless
+// it brings its own. So a host that sets only `base_url` never sends the user's key
+// (typed for the user's endpoint) anywhere else (README, "Security": "a user's key
+// never goes to an endpoint the user did not choose").
 function coreSettings(base, host, own = {}) {
-  const merged = { ...base };
+  let merged = { ...base };
   for (const layer of [host, own]) {
+    if (typeof layer.base_url === 'string' && !sameEndpoint(layer.base_url, merged.base_url)) {
+      const { api_key: _key, headers: _headers, ...rest } = merged;
+      merged = rest;
+    }
     for (const [name, value] of Object.entries(layer)) {
       if (name === 'system' || value === null || value === undefined) continue;
       merged[name] = name === 'headers' ? { ...(merged.headers || {}), ...value } : value;
     }
   }
   return merged;
+}
+
+// The same endpoint: the same URL once a trailing slash is set aside.
+function sameEndpoint(a, b) {
+  const norm = (url) => (typeof url === 'string' ? url.replace(/\/+$/, '') : url);
+  return norm(a) === norm(b);
 }
 
 // The host's system prompt goes first, as the page sends its own, unless the

@@ -1,7 +1,7 @@
 """The page's host adapters in real Chromium (bridge/page/hosts.js): the React Native,
-Android and WebKit-shaped native objects (stand-ins injected before the page's scripts,
-shaped as each platform's is), Android's WebMessagePort, and an embedding window; each
-fed hostile input. The WebKit adapter is also tested for real, in WebKitGTK
+Android (AndroidX's web message listener, and the fallback interface) and WebKit-shaped
+native objects (stand-ins injected before the page's scripts, shaped as each platform's
+is), and an embedding window; each fed hostile input. Hostile windows: test_bridge_trust.py. The WebKit adapter is also tested for real, in WebKitGTK
 (tests/webkit/)."""
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ pytestmark = pytest.mark.e2e
 # reaches the app; here it keeps the texts in window.__toHost.
 NATIVE = {
     "react-native": "window.ReactNativeWebView = { postMessage: (t) => window.__toHost.push(t) };",
-    "android": "window.FirsttokenAndroid = { postMessage: (t) => window.__toHost.push(t) };",
+    # addWebMessageListener's object: an EventTarget whose postMessage reaches the app, and
+    # on which the app's JsReplyProxy.postMessage fires `message` events.
+    "android": "window.firsttokenHost = Object.assign(new EventTarget(), { postMessage: (t) => window.__toHost.push(t) });",
+    "android-fallback": "window.FirsttokenAndroid = { postMessage: (t) => window.__toHost.push(t) };",
     "webkit": "window.webkit = { messageHandlers: { firsttoken: { postMessage: (t) => window.__toHost.push(t) } } };",
 }
 
@@ -32,9 +35,12 @@ def as_host(page: Page, platform: str = "react-native") -> None:
 
 
 def post(page: Page, msg: dict[str, Any] | str) -> None:
-    """What a native host's evaluateJavaScript does."""
+    """What a native host does: its JsReplyProxy's postMessage on Android, else
+    evaluateJavaScript of `window.firsttoken.post`."""
     text = msg if isinstance(msg, str) else json.dumps(msg)
-    page.evaluate("(t) => window.firsttoken.post(t)", text)
+    page.evaluate("""(t) => window.firsttokenHost
+      ? window.firsttokenHost.dispatchEvent(new MessageEvent('message', { data: t }))
+      : window.firsttoken.post(t)""", text)
 
 
 def host_message(page: Page, kind: str, request_id: str | None = None, timeout: float = 60_000) -> dict[str, Any]:
@@ -103,17 +109,22 @@ def test_host_settings_apply_to_the_pages_own_chats_and_are_never_stored(page: P
     assert "sk-host-only" not in stored and "Answer briefly" not in stored
 
 
-def test_an_android_message_port_relays_both_ways(page: Page, gateway_url: str) -> None:
+def test_a_listed_embedder_relays_over_its_port(page: Page, gateway_url: str) -> None:
     page.goto(gateway_url + "/")
-    # What WebView.postWebMessage(WebMessage(hello, [port]), origin) delivers: a `message`
-    # event on window carrying the port.
-    page.evaluate("""() => {
-      const channel = new MessageChannel();
-      window.__toHost = [];
-      channel.port1.onmessage = (e) => window.__toHost.push(e.data);
-      window.__port = channel.port1;
-      window.postMessage(JSON.stringify({ type: 'hello', id: 'attach' }), location.origin, [channel.port2]);
-    }""")
+    # The embedder hands over a MessagePort with `hello`; both directions then use it.
+    page.evaluate("""() => new Promise((resolve) => {
+      const frame = document.createElement('iframe');
+      frame.src = '/?embed-origins=' + encodeURIComponent(location.origin);
+      frame.addEventListener('load', () => {
+        const channel = new MessageChannel();
+        window.__toHost = [];
+        channel.port1.onmessage = (e) => window.__toHost.push(e.data);
+        window.__port = channel.port1;
+        frame.contentWindow.postMessage(JSON.stringify({ type: 'hello', id: 'attach' }), location.origin, [channel.port2]);
+        resolve();
+      }, { once: true });
+      document.body.append(frame);
+    })""")
     assert host_message(page, "ready", "attach")["protocol"] == 1  # replayed once Python is up
     page.evaluate("() => window.__port.postMessage(JSON.stringify({ type: 'ping', id: 'p1' }))")
     assert host_message(page, "pong", "p1")["t"] > 0

@@ -166,3 +166,69 @@ def test_stall_settings_are_positive_seconds_or_refused() -> None:
     assert ok["ok"]["settings"] == {"stall_notice_s": 0.5, "stall_timeout_s": 4}
     assert cleared["ok"]["settings"] == {"stall_notice_s": None}
     assert all(r.get("error") == "InvalidHostMessage" for r in refused), refused
+
+
+# A fake window with a parent embedder at https://app.test; each step dispatches one
+# `message` event (its source: "parent", "null", "self" or "other"; a port with it or not).
+TRUST = """
+import { attachHosts } from './bridge/page/hosts.js';
+const steps = JSON.parse(process.argv[1]);
+const parent = new EventTarget();
+const win = new EventTarget();
+Object.assign(win, { location: { search: '?embed-origins=https://app.test,https://other-app.test' }, document: { baseURI: 'http://page.test/' }, parent });
+const toParent = [];
+parent.postMessage = (text) => toParent.push(JSON.parse(text).type);
+const toPorts = [];
+const toCore = [];
+attachHosts({ addEventListener() {}, send: (m) => toCore.push(m.type) }, { window: win });
+const sources = { parent, null: null, self: win, other: {} };
+for (const [source, origin, data, withPort] of steps) {
+  const ports = withPort ? [{ postMessage: (t) => toPorts.push(JSON.parse(t).type), close() {} }] : [];
+  win.dispatchEvent(Object.assign(new Event('message'), { source: sources[source], origin, data, ports }));
+}
+console.log(JSON.stringify({ counts: win.firsttoken.counts(), toParent, toPorts, toCore }));
+"""
+
+
+def trust(*steps: tuple[str, str, dict[str, Any], bool]) -> dict[str, Any]:
+    encoded = [[source, origin, json.dumps(data), port] for source, origin, data, port in steps]
+    done = subprocess.run(["node", "--input-type=module", "-e", TRUST, json.dumps(encoded)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+PING = {"type": "ping", "id": "p"}
+HELLO = {"type": "hello", "id": "h"}
+
+
+def test_a_port_with_a_null_source_is_never_a_host_whatever_its_origin() -> None:
+    # What a detached realm's message looks like, and what Android's postWebMessage did.
+    out = trust(("null", "", HELLO, True), ("null", "https://app.test", HELLO, True), ("null", "https://app.test", PING, False),
+                ("self", "http://page.test", HELLO, True), ("other", "https://app.test", HELLO, True))
+    assert out["counts"] == {"received": 0, "rejected": 0, "dropped": {"origin": 0, "frame": 4}}
+    assert out["toPorts"] == [] and out["toCore"] == []
+
+
+def test_the_first_embedder_keeps_the_channel_and_a_listed_port_works() -> None:
+    out = trust(("parent", "https://app.test", HELLO, True), ("parent", "https://app.test", PING, True),
+                ("parent", "https://other-app.test", PING, False), ("parent", "https://other-app.test", HELLO, True),
+                ("parent", "https://app.test", PING, False))
+    # The port's hello is handled (answered once `ready` comes); its non-hello port message
+    # is ignored; the second listed origin is dropped once app.test holds the channel.
+    assert out["counts"]["dropped"] == {"origin": 2, "frame": 0}
+    assert out["toCore"] == ["ping"]
+
+
+def test_a_user_key_never_follows_a_host_to_another_endpoint() -> None:
+    user = {"base_url": "http://page.test/v1", "api_key": "sk-user", "headers": {"x-user": "1"}, "model": "m"}
+    chat = {"type": "chat.send", "id": "r1", "settings": user, "messages": [{"role": "user", "content": "hi"}]}
+    moved = run({"steps": [{"host": {"type": "settings.set", "id": "s", "settings": {"base_url": "https://elsewhere.test/v1"}}},
+                           {"page": chat}]})
+    assert moved["toCore"][0]["settings"] == {"base_url": "https://elsewhere.test/v1", "model": "m"}
+    with_key = run({"steps": [{"host": {"type": "settings.set", "id": "s", "settings": {
+        "base_url": "https://elsewhere.test/v1", "api_key": "sk-host"}}}, {"page": chat}]})
+    assert with_key["toCore"][0]["settings"] == {"base_url": "https://elsewhere.test/v1", "model": "m", "api_key": "sk-host"}
+    same = run({"steps": [{"host": {"type": "settings.set", "id": "s", "settings": {"base_url": "http://page.test/v1/", "model": "n"}}},
+                          {"page": chat}]})
+    assert same["toCore"][0]["settings"] == {**user, "model": "n"}  # the parser drops the slash
