@@ -23,7 +23,10 @@
 // Offline: a prompt sent while the device is offline, or whose request failed because it
 // went offline before any text (`chat.error` code `offline`: the core spends no retries
 // then), waits in the outbox (outbox.js), shown as "waiting for a connection", and goes
-// out by itself on `online`, in order, each exactly once.
+// out by itself on `online`, in order, each exactly once, and only to where it was
+// written for: an item keeps the endpoint and model it was queued with, and if the
+// settings (the user's, or a host's) point elsewhere by the time it goes, it is not sent
+// but shown as an error whose Retry sends it with the new settings: the user is asked.
 //
 // The page going away: the text so far is saved on `pagehide`, `freeze` and when the
 // page is hidden (a phone's WebView may be killed in the background with no other
@@ -161,7 +164,7 @@ export class Replies {
     const li = this.view.add('assistant', '', replacing);
     this.elements.set(entry, li);
     this.showEnding(entry, li);
-    this.outbox.put({ id: entry.id, conversation: conversationId(this.shown) })
+    this.outbox.put({ id: entry.id, conversation: conversationId(this.shown), target: this.target() })
       .then(() => this.flush());
   }
 
@@ -179,7 +182,7 @@ export class Replies {
     this.elements.set(entry, li);
     if (!this.link.ready) note(li, 'note', 'Waiting for Python to start…');
     const metrics = new ReplyMetrics(id, now());
-    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, history, conversation: this.shown });
+    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, history, conversation: this.shown, target: this.target() });
     this.busyChanged();
     this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
   }
@@ -325,7 +328,7 @@ export class Replies {
       // Gone offline before any text: the prompt waits for the connection instead.
       this.held = true;
       entry.state = 'queued';
-      this.outbox.put({ id: entry.id, conversation: conversationId(r.conversation) })
+      this.outbox.put({ id: entry.id, conversation: conversationId(r.conversation), target: r.target })
         .then(() => this.flush());
     } else {
       entry.state = state;
@@ -407,6 +410,12 @@ export class Replies {
           if (this.history.entries.includes(entry)) this.interrupt(entry);
           continue;
         }
+        const now = this.target();
+        if (item.target && !sameTarget(item.target, now)) {
+          // Written for another endpoint or model: asked, not sent (Retry sends it).
+          this.settle(entry, 'error', { code: 'target_changed', message: targetChangedText(item.target, now) });
+          continue;
+        }
         const userEntry = promptOf(this.history.entries, entry);
         this.start(entry, userEntry, this.elements.get(userEntry), this.elements.get(entry));
         break; // the next one goes when this answer ends (finish flushes again)
@@ -435,10 +444,21 @@ export class Replies {
   }
 
   interrupt(entry) {
-    entry.state = 'interrupted';
+    this.settle(entry, 'interrupted');
+  }
+
+  settle(entry, state, error = undefined) {
+    entry.state = state;
+    if (error) entry.error = error;
     this.history.save();
     const li = this.elements.get(entry);
     if (li) this.showEnding(entry, li);
+  }
+
+  /** Where the page's next chat would go: endpoint and model, host settings overlaid. */
+  target() {
+    const settings = this.settings.forRequest();
+    return targetOf(this.link.effectiveSettings?.(settings) ?? settings);
   }
 
   // ---- the page going away ----------------------------------------------------------
@@ -484,6 +504,22 @@ export class Replies {
 // Which conversation an outbox item belongs to: the history's own id once there are
 // several (js/page/history.js), else the one there is.
 const conversationId = (conversation) => conversation.id ?? 'default';
+
+const targetOf = (settings) => ({ base_url: settings.base_url ?? '', model: settings.model ?? '' });
+const sameTarget = (a, b) => a.base_url === b.base_url && a.model === b.model;
+
+function targetChangedText(was, now) {
+  const where = (t) => `${t.model} at ${hostOf(t.base_url)}`;
+  return `Not sent: this prompt was written for ${where(was)}, and the settings now say ${where(now)}. Retry sends it there.`;
+}
+
+function hostOf(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
 
 // What is kept of an error for the next visit: what describeError reads, no `partial`
 // (the text is the answer's content already).

@@ -348,6 +348,28 @@ def test_a_queued_prompt_whose_flush_a_reload_cut_is_offered_retry_not_sent_agai
     assert len(bodies) == 1 and bodies[0]["messages"] == [{"role": "user", "content": "was it sent?"}]
 
 
+def test_an_outbox_prompt_whose_model_or_endpoint_changed_is_not_sent_without_asking(page: Page, gateway_url: str) -> None:
+    bodies = chat_bodies(page)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.context.set_offline(True)
+    ask(page, "written for the first model")
+    expect(answer(page, 1)).to_have_attribute("data-state", "queued")
+    # Meanwhile the model changes (the user's Settings here; a host's settings.set alike).
+    page.evaluate("""() => { const m = document.getElementById('model');
+                             m.value = 'another-model'; m.dispatchEvent(new Event('change')); }""")
+    page.context.set_offline(False)
+    page.evaluate("() => dispatchEvent(new Event('online'))")
+    expect(answer(page, 1)).to_have_attribute("data-state", "error")
+    expect(answer(page, 1)).to_contain_text("Not sent: this prompt was written for firsttoken-sim")
+    assert bodies == []
+    # Asked, the user says yes: Retry sends it with the settings in force now.
+    button(answer(page, 1), "Retry").click()
+    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
+    assert len(bodies) == 1 and bodies[0]["model"] == "another-model"
+    assert bodies[0]["messages"] == [{"role": "user", "content": "written for the first model"}]
+
+
 # ---- a reply cut by the page going away ------------------------------------------------
 
 
