@@ -40,20 +40,26 @@ def content_security_policy(connect_src: str, frame_ancestors: str) -> str:
     )
 
 
+#: Where SecurityHeaders puts its `policy` in the ASGI scope, for the service worker
+#: script (gateway/offline.py): the worker serves its offline copies with this policy,
+#: and its build id changes with it.
+POLICY_SCOPE_KEY = "firsttoken.security_policy"
+
+
 class SecurityHeaders:
     def __init__(self, app: ASGIApp, *, csp: str, isolation: bool = True) -> None:
         self.app = app
-        isolating = [
-            (b"cross-origin-opener-policy", b"same-origin"),
-            (b"cross-origin-embedder-policy", b"require-corp"),
-        ]
-        self.headers = [
-            *(isolating if isolation else []),
-            (b"cross-origin-resource-policy", b"same-origin"),
-            (b"x-content-type-options", b"nosniff"),
-            (b"referrer-policy", b"no-referrer"),
-            (b"content-security-policy", csp.encode()),
-        ]
+        #: Every header this policy governs, None where it sends none (COOP/COEP under
+        #: `--no-isolation`): a copy of a response must lose those, not keep old ones.
+        self.policy: dict[str, str | None] = {
+            "cross-origin-opener-policy": "same-origin" if isolation else None,
+            "cross-origin-embedder-policy": "require-corp" if isolation else None,
+            "cross-origin-resource-policy": "same-origin",
+            "x-content-type-options": "nosniff",
+            "referrer-policy": "no-referrer",
+            "content-security-policy": csp,
+        }
+        self.headers = [(k.encode(), v.encode()) for k, v in self.policy.items() if v is not None]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,4 +73,4 @@ class SecurityHeaders:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        await self.app({**scope, POLICY_SCOPE_KEY: self.policy}, receive, send_with_headers)

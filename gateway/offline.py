@@ -13,10 +13,12 @@ worker's script, a stylesheet) and the woff2 fonts a kept stylesheet names, is f
 Pyodide's runtime files, which Pyodide fetches by computed URLs, are named explicitly. Data fetched on demand (tokenizer vocabularies) is not precached:
 the service worker keeps it when it is first fetched.
 
-The build id is a SHA-256 over every kept file's path and content. It is written into
-the service worker script itself, so a new release changes the script's bytes, which
-is what makes browsers install the new worker (a byte-identical script is never
-reinstalled): https://w3c.github.io/ServiceWorker/#update-algorithm
+The build id is a SHA-256 over every kept file's path and content and over the security
+headers the gateway sends (gateway/headers.py), which the worker needs too: it serves its
+copies with them, never with the headers a copy was stored with. It is written into the
+service worker script itself, so a new release or a new policy changes the script's
+bytes, which is what makes browsers install the new worker (a byte-identical script is
+never reinstalled): https://w3c.github.io/ServiceWorker/#update-algorithm
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import posixpath
 import re
 import tomllib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from .headers import POLICY_SCOPE_KEY
 
 # Fetched by Pyodide itself (pyodide.mjs computes these URLs), so no import names them.
 PYODIDE_RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
@@ -70,7 +74,7 @@ class OfflineManifest:
         self.mounts = mounts
         self.package_path, self.package = package
         self._key: tuple | None = None
-        self._manifest: dict = {}
+        self._files_digest = b""
 
     def resolve(self, path: str) -> Path | None:
         """The file served at page-relative `path`, or None."""
@@ -130,8 +134,16 @@ class OfflineManifest:
                 add(posixpath.join(posixpath.dirname(path), spec.split("?")[0].split("#")[0]))
         return ["./", *sorted(found - {"index.html"})]
 
-    def manifest(self) -> dict:
-        """{"build": id, "assets": [...]}, recomputed only when a kept file changed."""
+    def manifest(self, policy: Mapping[str, str | None] | None = None) -> dict:
+        """{"build": id, "assets": [...], "headers": policy}; the file part is recomputed
+        only when a kept file changed.
+
+        `policy` is every security header the gateway governs, None where it sends none
+        (gateway/headers.py `SecurityHeaders.policy`). The service worker serves its
+        copies with it, and it is part of the build id: a gateway restarted with another
+        policy (a stricter `--frame-ancestors`, `--no-isolation`) changes the worker's
+        bytes, so browsers install a worker that holds the new one.
+        """
         assets = self.assets()
         files = {a: self.resolve("index.html" if a == "./" else a) for a in assets}
         key = tuple(
@@ -145,13 +157,17 @@ class OfflineManifest:
                     digest.update(self.package().encode())
                 else:
                     digest.update(_file_digest(files[a]))  # type: ignore[arg-type]
-            self._manifest = {"build": digest.hexdigest()[:20], "assets": assets}
+            self._files_digest = digest.digest()
             self._key = key
-        return self._manifest
+        headers = dict(sorted((policy or {}).items()))
+        build = hashlib.sha256(self._files_digest + json.dumps(headers).encode()).hexdigest()[:20]
+        return {"build": build, "assets": assets, "headers": headers}
 
     # ---- the worker script -----------------------------------------------------
     async def service_worker(self, request: Request) -> Response:
-        prelude = "self.FIRSTTOKEN_BUILD = " + json.dumps(self.manifest(), separators=(",", ":")) + ";\n"
+        # The policy of the SecurityHeaders middleware that wraps this very response.
+        policy = request.scope.get(POLICY_SCOPE_KEY)
+        prelude = "self.FIRSTTOKEN_BUILD = " + json.dumps(self.manifest(policy), separators=(",", ":")) + ";\n"
         body = prelude + (self.root / "sw.js").read_text(encoding="utf-8")
         etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:32] + '"'
         headers = {"etag": etag, "cache-control": "no-cache"}

@@ -27,6 +27,9 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
       },
     }));
     const onMessage = (event: WebViewMessageEvent) => {
+      // Only the page we loaded speaks for it (bridge/PROTOCOL.md, "Who is a host"):
+      // not a document the view was navigated to.
+      if (new URL(event.nativeEvent.url).origin !== new URL(url).origin) return;
       let parsed: unknown;
       try {
         parsed = JSON.parse(event.nativeEvent.data);

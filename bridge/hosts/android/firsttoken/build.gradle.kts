@@ -11,5 +11,5 @@ android {
 }
 
 dependencies {
-    implementation("androidx.webkit:webkit:1.12.1") // WebViewAssetLoader
+    implementation("androidx.webkit:webkit:1.12.1") // WebViewAssetLoader, addWebMessageListener
 }

@@ -53,8 +53,12 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
     // MARK: page → app
 
     func userContentController(_ controller: WKUserContentController, didReceive message: WKScriptMessage) {
-        // Only the page itself speaks for the page: never a frame inside it.
+        // Only the page itself speaks for the page: its main frame, from the bundle's
+        // origin; never a frame inside it, nor a document the view was navigated to
+        // (bridge/PROTOCOL.md, "Who is a host").
+        let origin = message.frameInfo.securityOrigin
         guard message.frameInfo.isMainFrame,
+              origin.protocol == BundleSchemeHandler.index.scheme, origin.host == BundleSchemeHandler.index.host,
               let text = message.body as? String,
               let data = text.data(using: .utf8),
               let event = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],

@@ -1,14 +1,20 @@
 // A WebView hosting the firsttoken page, served from the app's assets with the headers
-// `make bundle`'s manifest lists, and the protocol relayed over a WebMessagePort
-// (bridge/PROTOCOL.md, "Hosts"):
+// `make bundle`'s manifest lists, and the protocol relayed through AndroidX WebKit's web
+// message listener (bridge/PROTOCOL.md, "Hosts" and "Who is a host"):
 //
-//   page → app   the port's other end, handed over with `hello` (postWebMessage)
-//   app → page   the same port
+//   page → app   window.firsttokenHost.postMessage(text), which addWebMessageListener
+//                injects only into frames of ORIGIN; onPostMessage checks the frame too
+//   app → page   the listener's JavaScriptReplyProxy, to the frame that spoke
 //
-// Fallback, for a WebView without web message ports: the page calls
+// Why not postWebMessage and a WebMessagePort, as before: the port arrives in the page
+// as a `message` event with a null `source`, which web content can produce too, so the
+// page can no longer tell it from a hostile window's and no longer accepts it.
+//
+// Fallback, for a WebView without WEB_MESSAGE_LISTENER: the page calls
 // `window.FirsttokenAndroid.postMessage(text)` and the app answers with
-// `window.firsttoken.post(text)`. The port is preferred: an `addJavascriptInterface`
-// object is visible to every frame of the page, a port only to the page that took it.
+// `window.firsttoken.post(text)` through evaluateJavascript (main frame only). An
+// `addJavascriptInterface` object is visible to every frame, so the app cannot tell
+// which frame called it; the page frames no content of others.
 //
 // The bundle (build/bundle from `make bundle`) goes into src/main/assets/firsttoken/.
 // WebViewAssetLoader serves it at https://appassets.androidplatform.net/firsttoken/, an
@@ -27,13 +33,15 @@ import android.os.Handler
 import android.os.Looper
 import android.view.View
 import android.webkit.JavascriptInterface
-import android.webkit.WebMessage
-import android.webkit.WebMessagePort
 import android.webkit.WebResourceRequest
 import android.webkit.WebResourceResponse
 import android.webkit.WebView
 import android.webkit.WebViewClient
+import androidx.webkit.JavaScriptReplyProxy
+import androidx.webkit.WebMessageCompat
 import androidx.webkit.WebViewAssetLoader
+import androidx.webkit.WebViewCompat
+import androidx.webkit.WebViewFeature
 import org.json.JSONObject
 import java.io.IOException
 
@@ -47,7 +55,11 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
     val webView = WebView(context)
     var isReady = false
         private set
-    private var port: WebMessagePort? = null
+    // The page's end of the listener, from its latest message (a reload makes a new one);
+    // requests made before the page first spoke wait here, in order.
+    private var reply: JavaScriptReplyProxy? = null
+    private val pending = ArrayDeque<String>()
+    private val listening = WebViewFeature.isFeatureSupported(WebViewFeature.WEB_MESSAGE_LISTENER)
     private val main = Handler(Looper.getMainLooper())
     private val manifest = loadManifest(context)
 
@@ -64,12 +76,16 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
             override fun shouldInterceptRequest(view: WebView, request: WebResourceRequest): WebResourceResponse? =
                 loader.shouldInterceptRequest(request.url)
 
-            override fun onPageFinished(view: WebView, url: String) {
-                attachPort()
+            override fun onPageStarted(view: WebView, url: String, favicon: android.graphics.Bitmap?) {
+                reply = null // the old document's end died with it
             }
         }
-        // Only for WebViews that cannot post web messages (API < 23 has no ports at all).
-        webView.addJavascriptInterface(FallbackBridge(), "FirsttokenAndroid")
+        if (listening) {
+            // Added before the first load: the object is there from each document's start.
+            WebViewCompat.addWebMessageListener(webView, "firsttokenHost", setOf(ORIGIN), Listener())
+        } else {
+            webView.addJavascriptInterface(FallbackBridge(), "FirsttokenAndroid")
+        }
         webView.loadUrl(INDEX)
     }
 
@@ -77,13 +93,13 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
     fun send(message: JSONObject) {
         message.put("v", 1)
         val text = message.toString()
-        val p = port
-        if (p != null) {
-            p.postMessage(WebMessage(text))
-        } else {
+        if (!listening) {
             // JSONObject.quote makes the text a JS string literal: it is passed, never run.
             webView.evaluateJavascript("window.firsttoken.post(${JSONObject.quote(text)})", null)
+            return
         }
+        val r = reply
+        if (r != null) r.postMessage(text) else pending.addLast(text)
     }
 
     /** Settings for the page and the app's own chats; the key stays in the page's memory. */
@@ -103,20 +119,15 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         webView.visibility = View.VISIBLE
     }
 
-    // A new document gets a new port: the old one died with the page it belonged to.
-    private fun attachPort() {
-        port?.close()
-        val (appEnd, pageEnd) = webView.createWebMessageChannel()
-        appEnd.setWebMessageCallback(object : WebMessagePort.WebMessageCallback() {
-            override fun onMessage(p: WebMessagePort, message: WebMessage) {
-                deliver(message.data)
-            }
-        })
-        port = appEnd
-        // `hello` carries the port; the page answers `ready` on it (replayed if Python
-        // was ready before the port arrived).
-        val hello = JSONObject().put("v", 1).put("type", "hello").put("id", "android").toString()
-        webView.postWebMessage(WebMessage(hello, arrayOf(pageEnd)), Uri.parse(ORIGIN))
+    private inner class Listener : WebViewCompat.WebMessageListener {
+        override fun onPostMessage(view: WebView, message: WebMessageCompat, sourceOrigin: Uri,
+                                   isMainFrame: Boolean, replyProxy: JavaScriptReplyProxy) {
+            // Only the page itself: its main frame, from the bundle's origin.
+            if (!isMainFrame || sourceOrigin.toString() != ORIGIN) return
+            reply = replyProxy
+            while (pending.isNotEmpty()) replyProxy.postMessage(pending.removeFirst())
+            deliver(message.data)
+        }
     }
 
     private fun deliver(text: String?) {
@@ -128,7 +139,7 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
     private inner class FallbackBridge {
         @JavascriptInterface
         fun postMessage(text: String) {
-            main.post { if (port == null) deliver(text) }
+            main.post { deliver(text) }
         }
     }
 
