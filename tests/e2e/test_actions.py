@@ -144,7 +144,10 @@ def test_regenerate_replaces_that_answer_in_its_place(device_page: Page, gateway
     ask(page, "two")
     settled(page, 2)
 
-    button(answer(page, 1), "Regenerate").click()
+    # Wait for the effect of the click, the new request, before waiting for two done
+    # answers: two are done already before the click takes effect.
+    with page.expect_request(lambda r: r.url.endswith("/v1/chat/completions")):
+        button(answer(page, 1), "Regenerate").click()
     expect(page.locator(f'{ANSWER}[data-state="done"]')).to_have_count(2, timeout=60_000)
     assert len(bodies) == 3 and bodies[2]["messages"] == bodies[0]["messages"]
     # The new answer took the old one's place; the turn after it stayed.
