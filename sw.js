@@ -2,10 +2,12 @@
 // with no network at all.
 //
 // The gateway serves this file at /sw.js with one line before it:
-//   self.FIRSTTOKEN_BUILD = {"build": "<id>", "assets": ["./", "js/link/python-link.js", ...]};
-// naming every file the page needs (gateway/offline.py finds them) and a build id
-// hashed from their contents. A new release therefore changes this script's bytes,
-// which is what makes the browser install a new worker.
+//   self.FIRSTTOKEN_BUILD = {"build": "<id>", "assets": ["./", "js/link/python-link.js", ...],
+//                            "headers": {"content-security-policy": "...", ...}};
+// naming every file the page needs (gateway/offline.py finds them), the gateway's
+// security headers, and a build id hashed from both. A new release, or a gateway
+// restarted with another policy, therefore changes this script's bytes, which is what
+// makes the browser install a new worker.
 //
 // Releases are atomic:
 // - install fetches every asset into a cache named after the build. addAll() stores
@@ -14,23 +16,58 @@
 // - the new worker waits (no skipWaiting) until no page runs the old build, so a
 //   running page never mixes the files of two releases; it then activates, deletes
 //   the other builds' caches and takes over.
-// - every request is answered from the one cache of the worker's own build.
+// - every request is answered from the one cache of the worker's own build (under the
+//   newest policy the worker has seen: "Headers", below).
 //
-// Cached responses keep the headers the gateway sent, including
-// Cross-Origin-Opener-Policy / -Embedder-Policy and the CSP, so a page served from
-// the cache is cross-origin isolated exactly like one from the network (PyScript's
-// worker needs that). All but two: the gateway may send brotli or gzip
-// (gateway/precompressed.py), and fetch() hands us the decoded body; a copy still saying
-// `content-encoding: br` and the encoded length would describe bytes it does not hold.
+// Headers. A copy is never served with the headers a response carried the day it was
+// fetched, but under the worker's policy: the security headers of its build
+// (FIRSTTOKEN_BUILD.headers: COOP/COEP, CORP, the CSP, ...; null where the gateway sends
+// none, as under `--no-isolation`), or a newer one the gateway has sent with the page
+// since (below). The policy is part of the build id (gateway/offline.py), so a gateway
+// restarted with another policy also serves a new worker script, which installs. COOP
+// and COEP therefore stay on every copy while the gateway isolates, as PyScript's worker
+// needs. Two headers are also dropped: the gateway may send brotli or gzip
+// (gateway/precompressed.py), and fetch() hands us the decoded body; a copy still
+// saying `content-encoding: br` and the encoded length would describe bytes it does not
+// hold.
+//
+// The page itself (the navigation) is asked of the network first, every time, because a
+// new worker takes over only once no page runs the old one, and a revoked embedder must
+// not wait for that: a stricter `--frame-ancestors` (read from the document's response)
+// or `connect-src` (also from each worker script's) must hold from the next load that
+// reaches the gateway. The answer's security headers become the worker's policy, stored
+// with the page's copy; but the body stays this build's: a new release's index.html must
+// not run on this build's files (see "Releases are atomic"). With no answer (offline, or
+// an error status), the copy is served, under the newest policy this worker has seen.
+//
+// Bounded wait: the network gets PAGE_WAIT_MS, then the copy answers. Without it, a hung
+// network (a link that accepts and never answers, a phone between cells) would hold the
+// page until the browser's own timeouts, which run to minutes: the page must load with no
+// working network, not only with none at all. It concedes nothing an attacker on the
+// network lacks already: one who can delay the answer can drop it, and then the copy
+// answers anyway. What it costs: a load whose answer takes longer than this gets the
+// policy seen last; the late answer is still stored (waitUntil), so the next load has it.
+//
+// Bounds. Files kept on first fetch (KEEP_ON_FETCH) are stored under their path, without
+// the query (the gateway's static files do not depend on it), so `?1`, `?2`, ... cannot
+// each take a copy. At most KEPT_ENTRIES of them, KEPT_BYTES together; past either, the
+// oldest kept go first (Cache Storage lists entries in the order they were stored:
+// https://w3c.github.io/ServiceWorker/#cache-keys). The precached files are not counted:
+// the manifest bounds them.
 
-const { build: BUILD, assets: ASSETS } = self.FIRSTTOKEN_BUILD;
+const { build: BUILD, assets: ASSETS, headers: POLICY = {} } = self.FIRSTTOKEN_BUILD;
 const PREFIX = 'firsttoken-assets-';
 const CACHE = PREFIX + BUILD;
 const SCOPE = new URL(self.registration.scope);
 const PAGE = new URL('./', SCOPE).href;
+const PRECACHED = new Set(ASSETS.map((path) => new URL(path, SCOPE).href));
 // Kept when first fetched rather than precached: large data the page may never ask
-// for (tokenizer vocabularies), under the same build cache.
+// for (tokenizer vocabularies, 2.4 MB for the two), under the same build cache.
 const KEEP_ON_FETCH = /^(?:vendor|js)\//;
+const KEPT_ENTRIES = 24;
+const KEPT_BYTES = 8 * 1024 * 1024;
+// index.html is 2 kB: a gateway that answers at all answers within this.
+const PAGE_WAIT_MS = 4000;
 
 self.addEventListener('install', (event) => {
   event.waitUntil((async () => {
@@ -38,13 +75,13 @@ self.addEventListener('install', (event) => {
     try {
       // `no-cache`: revalidate with the gateway rather than trust the HTTP cache, so
       // the build's files are the ones the gateway serves now. All fetched before any
-      // is stored, as addAll() does, but stored as `decoded()` copies.
+      // is stored, as addAll() does, but stored as `stored()` copies.
       const requests = ASSETS.map((path) => new Request(new URL(path, SCOPE), { cache: 'no-cache' }));
       const responses = await Promise.all(requests.map((request) => fetch(request)));
       responses.forEach((response, i) => {
         if (!response.ok) throw new TypeError(`${requests[i].url}: ${response.status}`);
       });
-      await Promise.all(requests.map((request, i) => cache.put(request, decoded(responses[i]))));
+      await Promise.all(requests.map((request, i) => cache.put(request, stored(responses[i]))));
     } catch (error) {
       await caches.delete(CACHE);
       throw error;
@@ -69,46 +106,170 @@ self.addEventListener('fetch', (event) => {
   const path = url.pathname.slice(SCOPE.pathname.length);
   if (request.mode === 'navigate') {
     // The page, whatever its query (`?warmup=1`); any other navigation is not ours.
-    if (path === '' || path === 'index.html') event.respondWith(fromCache(PAGE, request));
+    if (path === '' || path === 'index.html') event.respondWith(thePage(event));
     return;
   }
-  if (ASSETS.includes(path) || KEEP_ON_FETCH.test(path)) event.respondWith(fromCache(request, request));
+  // Keyed by path: the query does not change what the gateway serves ("Bounds").
+  const key = url.origin + url.pathname;
+  if (key !== PAGE && (PRECACHED.has(key) || KEEP_ON_FETCH.test(path))) event.respondWith(fromCache(key, event));
 });
 
 // Opened once per worker start rather than once per request: a warm boot asks for
-// dozens of files within a few hundred milliseconds.
+// dozens of files within a few hundred milliseconds. Storage trouble (no Cache Storage,
+// a full quota) must never cost the page its response: the network still answers, we
+// just keep no copy (null).
 let opened = null;
 
-async function fromCache(key, request) {
-  // Storage trouble (no Cache Storage, a full quota) must never cost the page its
-  // response: the network still answers, we just keep no copy.
-  let cache = null;
+async function openCache() {
   try {
-    cache = await (opened ??= caches.open(CACHE));
-    const hit = await cache.match(key);
-    if (hit) return hit;
+    return await (opened ??= caches.open(CACHE));
   } catch {
     opened = null;
+    return null;
   }
-  const response = await fetch(request);
-  const path = new URL(request.url).pathname.slice(SCOPE.pathname.length);
-  if (cache && response.ok && KEEP_ON_FETCH.test(path) && !response.headers.get('cache-control')?.includes('no-store')) {
-    try {
-      await cache.put(request, decoded(response.clone()));
-    } catch {
-      // QuotaExceededError: served, not kept.
-    }
+}
+
+// The newest policy this worker has seen: its build's, or one the gateway has sent with
+// the page since. It is kept as the page copy's headers, so that a worker started again
+// (offline, say) finds it; every copy is served under it.
+let policy = null;
+
+async function currentPolicy(cache) {
+  if (policy) return policy;
+  let copy = null;
+  try {
+    copy = await cache?.match(PAGE);
+  } catch {
+    // as no copy
+  }
+  // The copy carries each header the policy sends and lacks each it does not.
+  return (policy ??= copy ? Object.fromEntries(Object.keys(POLICY).map((name) => [name, copy.headers.get(name)])) : POLICY);
+}
+
+async function fromCache(key, event) {
+  const cache = await openCache();
+  try {
+    const hit = await cache?.match(key);
+    if (hit) return underPolicy(hit, await currentPolicy(cache));
+  } catch {
+    // as no copy
+  }
+  const response = await fetch(event.request);
+  if (cache && response.ok && !PRECACHED.has(key) && !response.headers.get('cache-control')?.includes('no-store')) {
+    // Stored before it is answered: once the page has it, so has the cache.
+    await keep(cache, key, response.clone());
   }
   return response;
 }
 
-// `response` as it is to be kept: its decoded body, without the headers that described
+// Kept-on-fetch copies are stored one at a time, so that two at once cannot both find
+// room for themselves in the same free space.
+let keeping = Promise.resolve();
+
+function keep(cache, key, response) {
+  keeping = keeping.then(async () => {
+    const body = await response.arrayBuffer();
+    if (body.byteLength > KEPT_BYTES) return;
+    const kept = [];
+    let total = body.byteLength;
+    for (const request of await cache.keys()) {
+      if (PRECACHED.has(request.url) || request.url === key) continue;
+      const size = Number((await cache.match(request))?.headers.get('content-length')) || 0;
+      kept.push({ request, size });
+      total += size;
+    }
+    while (kept.length && (kept.length + 1 > KEPT_ENTRIES || total > KEPT_BYTES)) {
+      const oldest = kept.shift();
+      await cache.delete(oldest.request);
+      total -= oldest.size;
+    }
+    const headers = storedHeaders(response.headers, await currentPolicy(cache));
+    headers.set('content-length', String(body.byteLength)); // what the copy holds: the bound counts it
+    await cache.put(key, new Response(body, { status: response.status, statusText: response.statusText, headers }));
+  }).catch(() => {
+    // QuotaExceededError, a body cut off: served, not kept.
+  });
+  return keeping;
+}
+
+async function thePage(event) {
+  const cache = await openCache();
+  const network = fetch(new Request(PAGE, { cache: 'no-cache' }));
+  if (!cache) return network;
+  const refreshed = network.then((response) => refreshPage(cache, response), () => null);
+  event.waitUntil(refreshed);
+  let timer;
+  const waited = new Promise((resolve) => { timer = setTimeout(resolve, PAGE_WAIT_MS, null); });
+  const answer = await Promise.race([refreshed, waited]);
+  clearTimeout(timer);
+  if (answer) return answer;
+  try {
+    const copy = await cache.match(PAGE);
+    if (copy) return underPolicy(copy, await currentPolicy(cache));
+  } catch {
+    // as no copy
+  }
+  return network;
+}
+
+// The kept page under the policy of the gateway's `response`, which becomes the worker's
+// (and is stored with the copy, so that the next load offline has it too); null when the
+// response is no page to trust.
+async function refreshPage(cache, response) {
+  if (!response.ok || response.redirected) return null;
+  // Only the headers the policy governs, and only those the answer has: an answer
+  // without a CSP (a proxy's page, say) must not take the worker's away.
+  const next = { ...(await currentPolicy(cache)) };
+  for (const name of Object.keys(POLICY)) {
+    const value = response.headers.get(name);
+    if (value !== null) next[name] = value;
+  }
+  policy = next;
+  try {
+    const copy = await cache.match(PAGE);
+    if (!copy) {
+      await cache.put(PAGE, stored(response.clone(), next));
+      return response;
+    }
+    response.body?.cancel();
+    const body = await copy.arrayBuffer();
+    const init = { status: copy.status, statusText: copy.statusText, headers: storedHeaders(copy.headers, next) };
+    await cache.put(PAGE, new Response(body, init));
+    return new Response(body, init);
+  } catch {
+    return null;
+  }
+}
+
+// `response` as it is to be kept: its decoded body, under `policy` (install: the build's).
+function stored(response, policy = POLICY) {
+  return new Response(response.body, {
+    status: response.status, statusText: response.statusText, headers: storedHeaders(response.headers, policy),
+  });
+}
+
+// A copy as it is served: under the newest policy, whatever it was stored with.
+function underPolicy(copy, policy) {
+  return new Response(copy.body, { status: copy.status, statusText: copy.statusText, headers: withPolicy(copy.headers, policy) });
+}
+
+// The headers of a copy: the policy's, not the ones received; without those that described
 // the encoded transfer (https://fetch.spec.whatwg.org/#concept-response-body: fetch()
 // decodes; the headers are left as received).
-function decoded(response) {
-  if (!response.headers.has('content-encoding')) return response;
-  const headers = new Headers(response.headers);
-  headers.delete('content-encoding');
-  headers.delete('content-length');
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+function storedHeaders(received, policy) {
+  const headers = withPolicy(received, policy);
+  if (headers.has('content-encoding')) {
+    headers.delete('content-encoding');
+    headers.delete('content-length');
+  }
+  return headers;
+}
+
+function withPolicy(received, policy) {
+  const headers = new Headers(received);
+  for (const [name, value] of Object.entries(policy)) {
+    if (value === null) headers.delete(name);
+    else headers.set(name, value);
+  }
+  return headers;
 }
