@@ -8,11 +8,11 @@
 - CORP `same-origin` lets our own assets load under COEP.
 - The Content-Security-Policy allows scripts from this origin only: no inline script,
   so markup in a model's answer can never bring script of its own. 'wasm-unsafe-eval'
-  lets Pyodide compile WebAssembly. 'unsafe-eval' is there because PyScript's worker
-  start-up (`import pyscript`, stdlib context.py) builds its `js_import` helper with
-  `window.Function(...)` on the main thread; blocked, that EvalError intermittently
-  failed the whole boot (seen in about one reload in three under load). It lets only
-  code that already runs here evaluate strings; drop it once PyScript stops doing so. Images
+  lets Pyodide compile WebAssembly. No 'unsafe-eval': nothing the page or its workers
+  run at start-up evaluates a string. PyScript would, but only in a worker started
+  with its hooks (the `Function(...)` of @pyscript/core's src/hooks.js:42 on the page,
+  and its `pyscript` package's `window.Function(...)`, stdlib context.py:131), and
+  js/link/python-link.js starts ours before PyScript has any (it says how). Images
   only from this origin, data: and blob:, so model output cannot leak data through an
   image URL. connect-src is configurable: the page may talk to an upstream directly.
 """
@@ -26,7 +26,7 @@ def content_security_policy(connect_src: str, frame_ancestors: str) -> str:
     return "; ".join(
         [
             "default-src 'self'",
-            "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
+            "script-src 'self' 'wasm-unsafe-eval'",
             "worker-src 'self' blob:",
             f"connect-src {connect_src}",
             "img-src 'self' data: blob:",

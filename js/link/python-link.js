@@ -109,13 +109,20 @@ export class PythonLink extends EventTarget {
     this.progress('pyscript');
     try {
       // (PyScript's own `py:progress` texts are not shown: they come in no fixed order.)
-      const [core, toml] = await Promise.all([
-        import(new URL(pyscript, base).href),
-        fetch(new URL(config, base)).then((r) => {
-          if (!r.ok) throw new Error(`${config}: HTTP ${r.status}`);
-          return r.text();
-        }),
-      ]);
+      // The config first, then PyScript, and from PyScript's import to PyWorker nothing
+      // is awaited but PyScript itself. Its PyWorker (@pyscript/core 0.7.31, src/core.js:64)
+      // awaits `configs.get(TYPE).plugins`, a function rather than a promise, and so takes
+      // its worker hooks as they are at that moment: none, until the six plugin chunks
+      // its import starts loading have arrived (src/core.js:186 and :302). A worker
+      // without them is all we need. One with them gets PyScript's `pyscript` package,
+      // imported before py/boot.py, which we never use, and building them calls
+      // `Function(...)` on this thread (src/hooks.js:42). That is what failed the boot
+      // under a CSP without 'unsafe-eval', whenever this config took longer to arrive
+      // than those chunks (gateway/headers.py).
+      const toml = await fetch(new URL(config, base)).then((r) => {
+        if (!r.ok) throw new Error(`${config}: HTTP ${r.status}`);
+        return r.text();
+      });
       const interpreter = /^\s*interpreter\s*=\s*"([^"]+)"/m.exec(toml);
       if (!interpreter) throw new Error(`${config} names no interpreter`);
       // PyScript hands the worker over only once Python has run py/boot.py: too late
@@ -129,6 +136,7 @@ export class PythonLink extends EventTarget {
         this.bootChannel.onmessage = (event) => this.receive(event.data);
       }
       // The config goes as text (PyScript parses it), so it is fetched once.
+      const core = await import(new URL(pyscript, base).href);
       const worker = await core.PyWorker(new URL(entry, base).href, {
         config: toml,
         version: `${new URL(interpreter[1], base).href}#${channel}/`,
