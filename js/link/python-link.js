@@ -135,8 +135,8 @@ export class PythonLink extends EventTarget {
         this.bootChannel = new BroadcastChannel(channel);
         this.bootChannel.onmessage = (event) => this.receive(event.data);
       }
-      // The config goes as text (PyScript parses it), so it is fetched once.
       const core = await import(new URL(pyscript, base).href);
+      // The config goes as text (PyScript parses it), so it is fetched once.
       const worker = await core.PyWorker(new URL(entry, base).href, {
         config: toml,
         version: `${new URL(interpreter[1], base).href}#${channel}/`,
