@@ -125,7 +125,7 @@ def wait_dropped(frame: Frame | Page, n: int) -> dict[str, Any]:
 
 
 def wait_python(frame: Frame | Page) -> None:
-    frame.wait_for_function("document.documentElement.dataset.python === 'ready'", timeout=BOOT_TIMEOUT_MS)
+    frame.wait_for_function("() => document.documentElement.dataset.python === 'ready'", timeout=BOOT_TIMEOUT_MS)
 
 
 def user_chats(frame: Frame | Page, page: Page, text: str) -> dict[str, Any]:
@@ -183,12 +183,14 @@ def test_an_unlisted_framer_gets_nothing(watched: Page, framed_gateway: str, oth
 
 def test_a_sibling_frame_in_a_listed_embedders_page_gets_nothing(watched: Page, framed_gateway: str, other_site: str) -> None:
     REACHED.clear()
-    embedder = other_site.replace("127.0.0.1", "localhost")
+    # The embedder is of the page's site (its storage is not third-party here: that case
+    # is test_storage_blocked's); the sibling is of another site.
+    embedder = other_site
     watched.goto(embedder + "/app")
     add_frame(watched, framed_gateway + "/?embed-origins=" + embedder)
-    add_frame(watched, other_site + "/ad")  # another origin, inside the embedder's page
+    add_frame(watched, other_site.replace("127.0.0.1", "localhost") + "/ad")  # another origin, inside the embedder's page
     victim = frame_of(watched, framed_gateway)
-    sibling = frame_of(watched, other_site)
+    sibling = frame_of(watched, other_site.replace("127.0.0.1", "localhost"))
     # The listed embedder attaches with a port of its own and is answered.
     watched.evaluate("""() => {
       const channel = new MessageChannel();
