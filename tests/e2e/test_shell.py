@@ -168,7 +168,7 @@ def test_jump_to_latest_shows_when_the_user_scrolled_up_while_text_arrives(shell
     jump = page.get_by_role("button", name="Jump to latest")
     expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^\d{3,}$"), timeout=60_000)
     # Long enough to scroll up by a wheel's turn (a wide desktop column fills slowly).
-    page.wait_for_function("(() => { const c = document.getElementById('chat'); return c.scrollHeight > c.clientHeight + 700; })()",
+    page.wait_for_function("() => { const c = document.getElementById('chat'); return c.scrollHeight > c.clientHeight + 700; }",
                            timeout=60_000)
     expect(jump).to_be_hidden()
     # The user scrolls up (a wheel, over the conversation): the view stays where they put it.
