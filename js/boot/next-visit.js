@@ -22,8 +22,17 @@ let maker = null;
 /** Make the interpreter's memory snapshot in the background. `report(text)` gets the
  * maker's one protocol message (`boot.progress`, stage `snapshot.stored` or
  * `snapshot.failed`), after which the maker is ended. */
-export function makeSnapshotInBackground(report) {
+export async function makeSnapshotInBackground(report) {
   if (maker || typeof caches === 'undefined') return;
+  // Where Cache Storage is refused (a cross-site frame with third-party storage blocked:
+  // every call rejects with SecurityError), a snapshot could not be kept: booting a
+  // second interpreter to make one would cost a phone seconds of CPU for nothing.
+  try {
+    await caches.keys();
+  } catch {
+    return;
+  }
+  if (maker) return;
   maker = new Worker(new URL('./snapshot-worker.js', import.meta.url), { type: 'module' });
   const started = maker;
   const end = () => {

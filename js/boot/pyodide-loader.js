@@ -23,6 +23,7 @@
 // once Python runs, so the early boot writes through forwarders that PyScript's
 // handlers are plugged into when the call comes.
 
+import './idb-fallback.js'; // first: in place before PyScript opens its cache
 import { loadPyodide as loadPyodideCore, version } from '../../vendor/pyodide/pyodide.mjs';
 import {
   IMPORTS, PACKAGE, PYODIDE, SnapshotRejected, dropSnapshots, fetchPackage, fetchServedSnapshot, openSnapshot,

@@ -35,6 +35,7 @@
 // (`boot`), which the link places on the page's timeline (js/boot/timeline.js). Once
 // Python is ready, the page is made ready for the next visit (js/boot/next-visit.js).
 
+import '../boot/idb-fallback.js'; // before PyScript, which opens an IndexedDB map as it loads
 import { RUNTIME } from '../boot/snapshot.js';
 import { makeSnapshotInBackground, registerServiceWorker } from '../boot/next-visit.js';
 import { BootProgress, wireBytes } from '../boot/progress.js';

@@ -24,6 +24,7 @@
 
 import { removeLegacy } from './store/db.js';
 import { newId, titleFrom } from './store/records.js';
+import { webStorage } from './storage.js';
 
 // Answers in flight, kept synchronously as the page goes away (`rescue`): an IndexedDB
 // write started in `pagehide` may never commit (a reload tears the page down first),
@@ -48,7 +49,7 @@ export class History extends EventTarget {
   /** `now()`: the clock (ms since the epoch), for tests. Call `adopt(early)` with what
    * store/db.js read to show the kept conversations; until then, and without it, the
    * page works in memory. */
-  constructor({ now = Date.now, storage = globalThis.localStorage ?? null } = {}) {
+  constructor({ now = Date.now, storage = webStorage('localStorage') } = {}) {
     super();
     this.now = now;
     this.storage = storage;

@@ -19,6 +19,7 @@ import { Connection } from './offline.js';
 import { Replies } from './replies.js';
 import { Settings } from './settings.js';
 import { SettingsSheet } from './settings-sheet.js';
+import { StorageNotice } from './storage.js';
 import { Theme } from './theme.js';
 import { early as storedConversations } from './store/db.js';
 
@@ -33,6 +34,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     chat: $('chat'), messages: $('messages'), jump: $('jump'), status: $('status'), modelName: $('model-name'),
     form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), count: $('count'),
   };
+  new StorageNotice({ before: els.chat });
   new Theme($('theme'));
   const composer = new Composer(els.form, els.prompt);
   const history = new History();

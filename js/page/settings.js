@@ -9,6 +9,8 @@
 // and `stall_notice_s` / `stall_timeout_s` (seconds: when a silent server is shown as
 // such, and when the request gives up; the core's defaults are 10 and 60).
 
+import { webStorage } from './storage.js';
+
 const KEY = 'firsttoken.settings.v1';
 const API_KEY = 'firsttoken.api_key';
 export const DEFAULT_MODEL = 'firsttoken-sim';
@@ -44,7 +46,7 @@ export class Settings extends EventTarget {
    * apiKey} elements (baseUrlError and compressHint optional). Emits `system` when the
    * system prompt changed (it is counted with the conversation), `model` when the model
    * did, `compress` when the level did, and `connection` when the base URL or key did. */
-  constructor(fields, { local = localStorage, session = sessionStorage } = {}) {
+  constructor(fields, { local = webStorage('localStorage'), session = webStorage('sessionStorage') } = {}) {
     super();
     this.fields = fields;
     this.local = local;

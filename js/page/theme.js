@@ -3,12 +3,14 @@
 // 'dark': page.css and the renderers' colours read it), `data-theme-choice` what the
 // user chose ('system', 'light' or 'dark').
 
+import { webStorage } from './storage.js';
+
 const KEY = 'firsttoken.theme';
 const CHOICES = ['system', 'light', 'dark'];
 const NAMES = { system: 'system', light: 'light', dark: 'dark' };
 
 export class Theme {
-  constructor(button, { root = document.documentElement, storage = localStorage } = {}) {
+  constructor(button, { root = document.documentElement, storage = webStorage('localStorage') } = {}) {
     this.button = button;
     this.root = root;
     this.storage = storage;

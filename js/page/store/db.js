@@ -19,6 +19,7 @@
 // close at once so we never block it), a connection the browser closed (WebKit does,
 // when an app is backgrounded: reopened, at most twice in a page's life).
 
+import { refuse, webStorage } from '../storage.js';
 import { newId, titleFrom, validMessages, validMeta } from './records.js';
 
 const NAME = 'firsttoken-conversations';
@@ -233,7 +234,7 @@ export class ConversationDb {
 function readLegacy() {
   let raw = null;
   try {
-    raw = globalThis.localStorage?.getItem(LEGACY_KEY) ?? null;
+    raw = webStorage('localStorage').getItem(LEGACY_KEY);
   } catch { /* storage refused (a sandboxed frame): nothing to move */ }
   if (raw === null) return null;
   let parsed;
@@ -248,7 +249,7 @@ function readLegacy() {
 /** Drop the old key: only once what it held is committed to IndexedDB. */
 export function removeLegacy() {
   try {
-    globalThis.localStorage?.removeItem(LEGACY_KEY);
+    webStorage('localStorage').removeItem(LEGACY_KEY);
   } catch { /* nothing to do */ }
 }
 
@@ -270,6 +271,7 @@ export async function openConversations(factory = globalThis.indexedDB) {
     db = await ConversationDb.open(factory);
   } catch (e) {
     // In memory only; the old key stays, to be moved on a visit where IndexedDB works.
+    refuse('indexedDB', e);
     const start = { metas: [], openId: undefined, messages: null };
     if (legacy?.entries?.length) {
       const meta = legacyConversation(legacy.entries);

@@ -1,0 +1,107 @@
+// Storage the browser may refuse. A cross-site frame with third-party storage blocked
+// (Chromium's default in incognito, Safari's and Firefox's strict modes), a sandboxed
+// frame without allow-same-origin, or a WebView with DOM storage off: reading
+// `window.localStorage` itself throws a SecurityError there
+// (https://html.spec.whatwg.org/multipage/webstorage.html#dom-localstorage, step 1 of
+// "obtain a storage area": "if the request to use storage is denied, throw").
+// IndexedDB's open fails and Cache Storage's open rejects in the same places.
+//
+// The page then keeps everything in memory, for this visit, and says so once
+// (`StorageNotice`). `webStorage(name)` is the one way the page reaches localStorage or
+// sessionStorage: the same object for every caller, so that what one module writes in
+// memory another reads back. `refuse(what)` records any other refusal (IndexedDB, Cache
+// Storage) so the notice and tests see one list.
+
+const refused = new Set();
+const memory = new Map(); // name → MemoryStorage, once refused
+const listeners = new EventTarget();
+
+/** A Storage (getItem, setItem, removeItem, clear, key, length) that holds strings in
+ * memory, for this page's life. Values are stringified as the real one does. */
+export class MemoryStorage {
+  #items = new Map();
+
+  get length() {
+    return this.#items.size;
+  }
+
+  key(i) {
+    return [...this.#items.keys()][i] ?? null;
+  }
+
+  getItem(key) {
+    return this.#items.has(String(key)) ? this.#items.get(String(key)) : null;
+  }
+
+  setItem(key, value) {
+    this.#items.set(String(key), String(value));
+  }
+
+  removeItem(key) {
+    this.#items.delete(String(key));
+  }
+
+  clear() {
+    this.#items.clear();
+  }
+}
+
+/** `localStorage` or `sessionStorage` (`name`), or, if the browser refuses it, a
+ * MemoryStorage shared by every caller. Never throws. */
+export function webStorage(name, win = globalThis) {
+  if (memory.has(name)) return memory.get(name);
+  try {
+    const storage = win[name]; // the getter is what throws when storage is denied
+    if (storage && typeof storage.getItem === 'function') return storage;
+    throw new Error(`${name} is not available`);
+  } catch (e) {
+    const fallback = new MemoryStorage();
+    memory.set(name, fallback);
+    refuse(name, e);
+    return fallback;
+  }
+}
+
+/** Record that the browser refused `what` ('localStorage', 'sessionStorage',
+ * 'indexedDB' or 'caches'); the first refusal of each is announced once. */
+export function refuse(what, error = null) {
+  if (refused.has(what)) return;
+  refused.add(what);
+  listeners.dispatchEvent(new CustomEvent('refused', { detail: { what, error: error?.name || String(error ?? '') } }));
+}
+
+/** What the browser refused so far, in the order it did. */
+export function refusals() {
+  return [...refused];
+}
+
+/** Call `fn(what)` for each refusal so far and each one to come. */
+export function onRefused(fn) {
+  for (const what of refused) fn(what);
+  listeners.addEventListener('refused', (e) => fn(e.detail.what));
+}
+
+// What the user loses, by what was refused: settings and conversations are the ones a
+// user would miss on the next visit. Cache Storage alone costs only speed (the next
+// visit boots without the snapshot), so it is recorded but not announced.
+const KEPT_NOTHING = 'Nothing is kept on this device: this browser does not let this page store anything, so your settings and conversations last until it closes.';
+const KEPT_NO_CONVERSATIONS = 'Conversations are not kept on this device: this browser does not let this page store them, so they last until it closes.';
+
+/** The quiet line that says so: a `role=status` region placed before `before`, filled
+ * once something the user would miss was refused (a region shown with its text already
+ * in it may not be read, so it is there from the start, empty). `<html data-storage>`
+ * is 'memory' from then on. */
+export class StorageNotice {
+  constructor({ before, doc = document } = {}) {
+    this.line = doc.createElement('div');
+    this.line.className = 'storage-notice';
+    this.line.setAttribute('role', 'status');
+    before.before(this.line);
+    onRefused(() => {
+      const lost = refused.has('localStorage') ? KEPT_NOTHING : refused.has('indexedDB') ? KEPT_NO_CONVERSATIONS : '';
+      if (!lost || this.line.textContent === lost) return;
+      doc.documentElement.dataset.storage = 'memory';
+      this.line.textContent = lost;
+    });
+  }
+}
