@@ -80,11 +80,14 @@ class WebKitHost:
     `console` every error or warning the page printed (`level`, `text`).
     `profile`: a directory kept between hosts (a warm boot); None: ephemeral.
     `bundle`: a `make bundle` folder the host serves at firsttoken://app/ (no page server).
+    `storage`: False turns web storage and IndexedDB off in the view, as an app may.
     """
 
     def __init__(self, url: str, *, display: str, profile: Path | None = None, bundle: Path | None = None,
-                 env: dict[str, str] | None = None, started_timeout: float = 60) -> None:
+                 env: dict[str, str] | None = None, started_timeout: float = 60, storage: bool = True) -> None:
         args = [SYSTEM_PYTHON, str(HOST), "--url", url]
+        if not storage:
+            args.append("--no-storage")
         if profile is not None:
             args += ["--profile", str(profile)]
         if bundle is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Frame, Page, sync_playwright
 
 from tests.servers import CHROMIUM, CHROMIUM_ARGS as ARGS  # noqa: F401 - re-exported for tests and benches
 
@@ -68,3 +68,23 @@ def wait_ready(page: Page) -> None:
     page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]', state="attached", timeout=BOOT_TIMEOUT_MS)
     state = page.get_attribute("html", "data-python")
     assert state == "ready", f"Python did not start: {page.inner_text('#boot')}"
+
+
+def add_frame(page: Page, src: str) -> None:
+    """Append an iframe of `src` to `page` and wait for its load."""
+    page.evaluate(
+        """(src) => new Promise((resolve) => {
+          const frame = document.createElement('iframe');
+          frame.src = src;
+          frame.addEventListener('load', resolve, { once: true });
+          document.body.append(frame);
+        })""",
+        src,
+    )
+
+
+def frame_of(page: Page, origin: str) -> Frame:
+    """The frame of `page` whose document is of `origin`."""
+    frame = next((f for f in page.frames if f.url.startswith(origin)), None)
+    assert frame is not None, [f.url for f in page.frames]
+    return frame

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, watched_page
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, frame_of, watched_page
 from tests.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
@@ -137,24 +137,6 @@ def user_chats(frame: Frame | Page, page: Page, text: str) -> dict[str, Any]:
     request = sent.value
     return {"url": request.url, "authorization": request.headers.get("authorization"),
             "body": json.loads(request.post_data or "{}")}
-
-
-def frame_of(page: Page, origin: str) -> Frame:
-    frame = next((f for f in page.frames if f.url.startswith(origin)), None)
-    assert frame is not None, [f.url for f in page.frames]
-    return frame
-
-
-def add_frame(page: Page, src: str) -> None:
-    page.evaluate(
-        """(src) => new Promise((resolve) => {
-          const frame = document.createElement('iframe');
-          frame.src = src;
-          frame.addEventListener('load', resolve, { once: true });
-          document.body.append(frame);
-        })""",
-        src,
-    )
 
 
 def assert_nothing_got_through(attacker: Frame | Page, victim: Frame | Page, page: Page, gateway_url: str, posted: int) -> None:

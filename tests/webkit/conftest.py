@@ -55,3 +55,36 @@ def reply(host: WebKitHost, request_id: str, timeout: float = 60) -> dict[str, A
 
 def of(host: WebKitHost, request_id: str, kind: str) -> Callable[[dict[str, Any]], bool]:
     return lambda m: m.get("id") == request_id and m.get("type") == kind
+
+
+# Resolves once `check()` holds, looked at after each frame (no timers), or rejects after
+# `ms`: the page's own clock decides, the test only waits for the answer.
+WAIT = """(check, ms = 20000) => new Promise((ok, no) => {
+  const end = performance.now() + ms;
+  const look = () => {
+    let value;
+    try { value = check(); } catch (e) { value = undefined; }
+    if (value) ok(true);
+    else if (performance.now() > end) no(new Error('timed out: ' + check));
+    else requestAnimationFrame(look);
+  };
+  look();
+})"""
+
+
+def wait(host: WebKitHost, check: str) -> object:
+    """Wait until the expression `check` holds in the page, looked at after each frame."""
+    return host.eval(f"({WAIT})(() => {check})", timeout=60)
+
+
+#: What the page keeps in IndexedDB (js/page/store/db.js): {metas, messages, open}.
+READ = """new Promise((ok, no) => {
+  const r = indexedDB.open('firsttoken-conversations');
+  r.onerror = () => no(r.error);
+  r.onsuccess = () => {
+    const db = r.result, tx = db.transaction(['conversations', 'messages', 'state']);
+    const metas = tx.objectStore('conversations').getAll(), messages = tx.objectStore('messages').getAll();
+    const open = tx.objectStore('state').get('open');
+    tx.oncomplete = () => { db.close(); ok({ metas: metas.result, messages: messages.result, open: open.result ?? null }); };
+  };
+})"""

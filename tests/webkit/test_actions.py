@@ -9,8 +9,7 @@ import json
 
 import pytest
 
-from tests.webkit.conftest import of
-from tests.webkit.test_conversations import READ, wait
+from tests.webkit.conftest import READ, of, wait
 from tests.webkit_host import WebKitHost
 
 pytestmark = pytest.mark.e2e

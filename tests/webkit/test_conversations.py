@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.webkit.conftest import assert_clean_console, boot
+from tests.webkit.conftest import READ, assert_clean_console, boot, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
@@ -16,35 +16,6 @@ LEGACY = [
     {"role": "user", "content": "an old question from WebKit"},
     {"role": "assistant", "content": "an old answer", "incomplete": True},
 ]
-
-# Resolves once `check()` holds, looked at after each frame (no timers), or rejects after
-# `ms`: the page's own clock decides, the test only waits for the answer.
-WAIT = """(check, ms = 20000) => new Promise((ok, no) => {
-  const end = performance.now() + ms;
-  const look = () => {
-    let value;
-    try { value = check(); } catch (e) { value = undefined; }
-    if (value) ok(true);
-    else if (performance.now() > end) no(new Error('timed out: ' + check));
-    else requestAnimationFrame(look);
-  };
-  look();
-})"""
-
-READ = """new Promise((ok, no) => {
-  const r = indexedDB.open('firsttoken-conversations');
-  r.onerror = () => no(r.error);
-  r.onsuccess = () => {
-    const db = r.result, tx = db.transaction(['conversations', 'messages', 'state']);
-    const metas = tx.objectStore('conversations').getAll(), messages = tx.objectStore('messages').getAll();
-    const open = tx.objectStore('state').get('open');
-    tx.oncomplete = () => { db.close(); ok({ metas: metas.result, messages: messages.result, open: open.result ?? null }); };
-  };
-})"""
-
-
-def wait(host: WebKitHost, check: str) -> object:
-    return host.eval(f"({WAIT})(() => {check})", timeout=60)
 
 
 def test_the_old_conversation_moves_and_conversations_survive_a_reload(xvfb: Xvfb, gateway_url: str) -> None:

@@ -129,7 +129,8 @@ class BundleScheme:
 class Host:
     """One web view, one page, the protocol relayed between it and stdin/stdout."""
 
-    def __init__(self, url: str, profile: Path | None, out: Any, size: tuple[int, int], bundle: Path | None = None) -> None:
+    def __init__(self, url: str, profile: Path | None, out: Any, size: tuple[int, int], bundle: Path | None = None,
+                 storage: bool = True) -> None:
         self.out = out
         self.loop = GLib.MainLoop()
         self.pings: dict[str, Any] | None = None  # a running ping-loop
@@ -156,6 +157,11 @@ class Host:
         settings = self.view.get_settings()
         # Xvfb has no GPU: composite in software, as a CI machine must.
         settings.set_hardware_acceleration_policy(WebKit.HardwareAccelerationPolicy.NEVER)
+        if not storage:
+            # An app that turned web storage off (Android's setDomStorageEnabled(false)
+            # is the same switch): no localStorage or sessionStorage, no IndexedDB.
+            settings.set_enable_html5_local_storage(False)
+            settings.set_enable_html5_database(False)
         self.view.connect("load-changed", self._on_load)
         self.view.connect("load-failed", self._on_load_failed)
         self.view.connect("web-process-terminated", self._on_terminated)
@@ -288,13 +294,14 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None, help="persistent data directory (warm boots)")
     parser.add_argument("--size", default="1024x768")
     parser.add_argument("--bundle", type=Path, default=None, help="a `make bundle` folder, served at firsttoken://app/")
+    parser.add_argument("--no-storage", action="store_true", help="web storage and IndexedDB turned off, as an app may")
     args = parser.parse_args()
     # Protocol lines get stdout to themselves: anything the C libraries print there
     # (WebKit, GTK) is sent to stderr instead.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     width, height = (int(n) for n in args.size.split("x"))
-    Host(args.url, args.profile, out, (width, height), args.bundle).run()
+    Host(args.url, args.profile, out, (width, height), args.bundle, storage=not args.no_storage).run()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,135 @@
+"""The page with every storage refused (js/page/storage.js, js/boot/idb-fallback.js):
+framed by another site, in Chromium's default for a cross-site frame with third-party
+storage blocked. Reading `localStorage` or `sessionStorage` throws SecurityError there,
+IndexedDB's open fails, Cache Storage rejects and the service worker is refused.
+
+The page must boot, chat, keep its conversation for the visit, let its listed embedder
+in, and say once that it keeps nothing. The test first checks that storage really is
+refused in that frame, so it cannot pass on a browser that allows it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import pytest
+from playwright.sync_api import Browser, Frame, Page, expect
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, frame_of, watched_page
+from tests.servers import gateway, serve_app
+
+pytestmark = pytest.mark.e2e
+
+KEY = "sk-typed-into-settings"
+ANSWER = '.msg[data-role="assistant"]'
+
+
+async def _blank(request: Request) -> HTMLResponse:
+    return HTMLResponse("<!doctype html><title>an app</title><body></body>")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[str]:
+    """An embedding app of another site: the server listens on 127.0.0.1, and is
+    addressed as `localhost`, which is not the gateway's site (127.0.0.1)."""
+    with serve_app(Starlette(routes=[Route("/{path:path}", _blank)])) as url:
+        yield url.replace("127.0.0.1", "localhost")
+
+
+@pytest.fixture(scope="module")
+def framed_gateway() -> Iterator[str]:
+    with gateway("--ttft-ms", "50", "--tps", "200", "--frame-ancestors", "'self' http://localhost:*") as url:
+        yield url
+
+
+@pytest.fixture
+def watched(browser: Browser, console: Console) -> Iterator[Page]:
+    yield from watched_page(browser, console)
+
+
+REFUSED = """async () => {
+  const tried = {};
+  for (const name of ['localStorage', 'sessionStorage']) {
+    try { window[name].length; tried[name] = 'allowed'; } catch (e) { tried[name] = e.name; }
+  }
+  tried.caches = await caches.keys().then(() => 'allowed', (e) => e.name);
+  tried.serviceWorker = await navigator.serviceWorker.getRegistrations().then(() => 'allowed', (e) => e.name);
+  return tried;
+}"""
+
+
+def test_a_cross_site_frame_without_storage_boots_chats_and_says_it_keeps_nothing(
+    watched: Page, framed_gateway: str, embedder: str
+) -> None:
+    watched.goto(embedder + "/app")
+    add_frame(watched, f"{framed_gateway}/?embed-origins={embedder}")
+    watched.evaluate("() => { document.querySelector('iframe').style.cssText = 'width: 1200px; height: 700px; border: 0'; }")
+    frame = frame_of(watched, framed_gateway)
+    # Not vacuous: this frame really has no storage.
+    refused = frame.evaluate(REFUSED)
+    assert refused["localStorage"] == "SecurityError" and refused["sessionStorage"] == "SecurityError", refused
+    assert refused["caches"] != "allowed", refused
+
+    # The listed embedder attaches and hears `ready`: the bridge started with the page.
+    watched.evaluate("""() => {
+      const channel = new MessageChannel();
+      window.__fromPage = [];
+      channel.port1.onmessage = (e) => window.__fromPage.push(JSON.parse(e.data));
+      window.__port = channel.port1;
+      document.querySelector('iframe').contentWindow.postMessage(
+        JSON.stringify({ type: 'hello', id: 'attach' }), '*', [channel.port2]);
+    }""")
+    watched.wait_for_function("window.__fromPage.some((m) => m.type === 'ready' && m.id === 'attach')", timeout=BOOT_TIMEOUT_MS)
+    assert frame.get_attribute("html", "data-python") == "ready"
+
+    # Said once, quietly, above the conversation.
+    notice = frame.locator(".storage-notice")
+    expect(notice).to_have_text("Nothing is kept on this device: this browser does not let this page store anything, "
+                                "so your settings and conversations last until it closes.")
+    expect(notice).to_have_attribute("role", "status")
+    assert frame.get_attribute("html", "data-storage") == "memory"
+
+    # Settings hold for the visit: the key (sessionStorage's, refused) and a system prompt.
+    frame.evaluate("""(key) => {
+      for (const [id, value] of [['api-key', key], ['system', 'Answer briefly.']]) {
+        const field = document.getElementById(id);
+        field.value = value;
+        field.dispatchEvent(new Event('change'));
+      }
+    }""", KEY)
+    first = chat(watched, frame, "where do swallows go in winter")
+    assert first["authorization"] == f"Bearer {KEY}"
+    assert first["messages"][0] == {"role": "system", "content": "Answer briefly."}
+    # The conversation holds for the visit: the next prompt carries the first turn.
+    second = chat(watched, frame, "and in spring")
+    roles = [m["role"] for m in second["messages"]]
+    assert roles == ["system", "user", "assistant", "user"], roles
+    assert second["messages"][1]["content"] == "where do swallows go in winter"
+
+    # A second conversation, and back to the first: both kept in memory.
+    frame.get_by_role("button", name="New chat", exact=True).click()
+    expect(frame.locator(".msg")).to_have_count(0)
+    chat(watched, frame, "a new topic")
+    frame.locator(".conv-open", has_text="where do swallows").click()
+    expect(frame.locator(".msg")).to_have_count(4)
+    expect(frame.locator("#conversations")).to_have_attribute("data-store", "memory")
+
+    # The theme toggle still works (its choice kept in memory).
+    before = frame.get_attribute("html", "data-theme-choice")
+    frame.click("#theme")
+    expect(frame.locator("html")).not_to_have_attribute("data-theme-choice", before or "")
+
+
+def chat(page: Page, frame: Frame, text: str) -> dict[str, Any]:
+    """Send `text` from the composer; the request it made (its authorization and messages), once answered."""
+    done = frame.locator(f'{ANSWER}[data-state="done"]').count()
+    with page.expect_request(lambda r: r.url.endswith("/chat/completions")) as sent:
+        frame.fill("#prompt", text)
+        frame.press("#prompt", "Enter")
+    expect(frame.locator(f'{ANSWER}[data-state="done"]')).to_have_count(done + 1, timeout=60_000)
+    body = json.loads(sent.value.post_data or "{}")
+    return {"authorization": sent.value.headers.get("authorization"), "messages": body.get("messages", [])}
