@@ -2,7 +2,7 @@
 
 `ChatRequest.run` takes a conversation through, in order:
 
-1. **prepare**: compress, count and fit it (the core's preparation, `Core._prepare`),
+1. **prepare**: compress, count and fit it (the session's `prepare`: `firsttoken.prepare`),
    then `chat.prepared`;
 2. **request**: the HTTP request, its leading system messages sent as gateway
    references where `firsttoken.cache.refs` allows;
@@ -52,7 +52,7 @@ from .stream.completions import Completion
 from .tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from .core import Core
+    from .session import Session
 
 __all__ = ["ChatRequest"]
 
@@ -63,15 +63,15 @@ ABORT_GRACE_S = 2.0
 
 
 class ChatRequest:
-    """One `chat.send`, run by `core` (whose transport, clock, governors, cache, notices
-    and flow control it uses). `signal` stops it."""
+    """One `chat.send`, run with `session` (the core's transport, clock, governors,
+    cache, notices, flow control and preparation: `firsttoken.session`). `signal` stops it."""
 
-    def __init__(self, core: Core, send: ChatSend) -> None:
-        self.core = core
+    def __init__(self, session: Session, send: ChatSend) -> None:
+        self.session = session
         self.id = send.id
         self.messages = send.messages
         self.settings = send.settings
-        self.governor = core.governor(send.settings.base_url)
+        self.governor = session.governor(send.settings.base_url)
         self.signal = AbortSignal()
         self.timings = Timings()
         #: Deltas sent so far: once there is one, the request may not be sent again.
@@ -85,21 +85,21 @@ class ChatRequest:
     async def run(self) -> None:
         """Run to the request's last event. Firsttoken errors become `chat.error`;
         anything else is a bug, which the core reports (after the text that arrived)."""
-        core = self.core
+        session = self.session
         try:
-            messages, prepared, lead = await core._prepare(self.messages, self.settings)
+            messages, prepared, lead = await session.prepare(self.messages, self.settings)
             request = await self._request(messages, lead)
             event = ChatPrepared(id=self.id, **prepared, request_bytes=len(request.body))
-            core.post_event(event)
+            session.post_event(event)
             self._post_notices()
             prompt_tokens = event.prompt_tokens
             if prompt_tokens is None:
                 prompt_tokens = estimate_tokens(messages, self.settings.model)
             completion, request = await self._send(request, messages, lead, prompt_tokens + (self.settings.max_tokens or 0))
             await self._settle()
-            core.pacer.flush(self.id)
+            session.pacer.flush(self.id)
             actual = (completion.usage or {}).get("prompt_tokens")
-            core.post_event(
+            session.post_event(
                 ChatDone(
                     id=self.id,
                     finish_reason=completion.finish_reason,
@@ -107,18 +107,18 @@ class ChatRequest:
                     timings=self.timings.to_dict(),
                     quota=self._quota(),
                     attempts=self.attempt,
-                    prompt=core.calibration.compare(self.settings.model, event.prompt_tokens, actual),
+                    prompt=session.calibration.compare(self.settings.model, event.prompt_tokens, actual),
                     request_bytes=len(request.body),
                 )
             )
         except FirstTokenError as exc:
             await self._settle()
-            core.pacer.flush(self.id)
-            core.post_event(ChatError(id=self.id, error=exc.to_dict(), timings=self.timings.to_dict(), quota=self._quota()))
+            session.pacer.flush(self.id)
+            session.post_event(ChatError(id=self.id, error=exc.to_dict(), timings=self.timings.to_dict(), quota=self._quota()))
         finally:
             # Should a bug end the request (the core then reports it), its text still
             # goes out ahead of that report.
-            core.pacer.flush(self.id)
+            session.pacer.flush(self.id)
 
     async def _send(
         self, request: HTTPRequest, messages: list[dict[str, Any]], lead: list[Entry], estimate: int
@@ -129,7 +129,7 @@ class ChatRequest:
             # Wait out an exhausted window here rather than in the server's queue.
             wait = self.governor.wait_before(estimate, self._now())
             if wait > 0:
-                self.core.post_event(ChatWait(id=self.id, wait_s=round(wait, 3), reason="rate_limit", quota=self._quota()))
+                self.session.post_event(ChatWait(id=self.id, wait_s=round(wait, 3), reason="rate_limit", quota=self._quota()))
                 await self._pause(wait)
             self.timings = Timings()
             try:
@@ -148,7 +148,7 @@ class ChatRequest:
                     # The gateway lost what we referred to (a restart, an eviction): send
                     # the text once, which it stores again. No backoff: nothing is
                     # overloaded.
-                    self.core.refs.forget(self.settings.base_url, list(self.plan.refs.values()))
+                    self.session.refs.forget(self.settings.base_url, list(self.plan.refs.values()))
                     request = await self._request(messages, lead, full=True)
                     resent = True
                     continue
@@ -157,7 +157,7 @@ class ChatRequest:
                 delay = self.governor.retry_delay(self.attempt, status, headers, self._now())
                 if delay is None:
                     raise
-                self.core.post_event(
+                self.session.post_event(
                     ChatRetry(id=self.id, attempt=self.attempt, status=status, wait_s=round(delay, 3),
                               error=exc.to_dict(), quota=self._quota())
                 )
@@ -168,13 +168,13 @@ class ChatRequest:
         """One attempt, under a watch over its silences (`chat.stall`, `timeout`). The
         attempt has its own signal, which Stop aborts too, so that a timeout can end
         the fetch without being taken for Stop."""
-        core = self.core
+        session = self.session
         signal = AbortSignal()
         self.signal.on_abort(signal.abort)
         settings = self.settings
-        self.watch = StallWatch(settings.stall_notice_s, settings.stall_timeout_s, core.clock())
+        self.watch = StallWatch(settings.stall_notice_s, settings.stall_timeout_s, session.clock())
         attempt = asyncio.ensure_future(self._until_cancelled(stream_chat(
-            core.transport, request, abort=signal, on_text=self._on_text, clock=core.clock,
+            session.transport, request, abort=signal, on_text=self._on_text, clock=session.clock,
             timings=self.timings, on_response=self._on_response, on_bytes=self._on_bytes,
         )))
         watcher = asyncio.ensure_future(self._watch(attempt, signal))
@@ -204,26 +204,26 @@ class ChatRequest:
             raise StallTimeout(self._timeout_message(), timeout_s=self.settings.stall_timeout_s) from None
 
     async def _watch(self, attempt: asyncio.Future[Completion], signal: AbortSignal) -> None:
-        core = self.core
+        session = self.session
         # An attempt that needs no waiting (canned, or an answer already buffered) ends
         # in its first step, before this one's: no tick is spent on it.
         await asyncio.sleep(0)
         while not attempt.done() and self.watch is not None:
-            await core.sleep(self.watch.next_check_s(core.clock()))
+            await session.sleep(self.watch.next_check_s(session.clock()))
             await asyncio.sleep(0)  # a fake sleep may not yield: let the attempt run
             if attempt.done() or self.watch is None:
                 return
-            said = self.watch.check(core.clock())
+            said = self.watch.check(session.clock())
             if isinstance(said, Stalled):
-                core.pacer.flush(self.id)  # the text before the silence goes first
-                core.post_event(ChatStall(id=self.id, since=said.since, waiting_s=said.waiting_s,
+                session.pacer.flush(self.id)  # the text before the silence goes first
+                session.post_event(ChatStall(id=self.id, since=said.since, waiting_s=said.waiting_s,
                                           timeout_s=self.settings.stall_timeout_s))
             elif isinstance(said, TimedOut):
                 self.timed_out = True
                 signal.abort()
-                deadline = core.clock() + ABORT_GRACE_S * 1000.0
-                while not attempt.done() and core.clock() < deadline:
-                    await core.sleep(0.1)
+                deadline = session.clock() + ABORT_GRACE_S * 1000.0
+                while not attempt.done() and session.clock() < deadline:
+                    await session.sleep(0.1)
                     await asyncio.sleep(0)
                 attempt.cancel()
                 return
@@ -231,9 +231,9 @@ class ChatRequest:
     def _on_bytes(self) -> None:
         if self.watch is None:
             return
-        stalled_s = self.watch.byte(self.core.clock())
+        stalled_s = self.watch.byte(self.session.clock())
         if stalled_s is not None:
-            self.core.post_event(ChatResume(id=self.id, stalled_s=round(stalled_s, 3)))
+            self.session.post_event(ChatResume(id=self.id, stalled_s=round(stalled_s, 3)))
 
     def _timeout_message(self) -> str:
         return f"The server sent nothing for {self.settings.stall_timeout_s:g} s."
@@ -242,45 +242,45 @@ class ChatRequest:
         """The HTTP request, with leading system messages as gateway references where
         `firsttoken.cache.refs` allows (never to a server not known to take them);
         `full`: none (the re-send after an unknown reference)."""
-        core, base_url = self.core, self.settings.base_url
+        session, base_url = self.session, self.settings.base_url
         client_id = None
-        if core.cache is not None and core.refs.identifies(base_url):
-            client_id = await core.cache.client_id()
-        self.plan = core.refs.plan(base_url, lead, client_id, full=full)
+        if session.cache is not None and session.refs.identifies(base_url):
+            client_id = await session.cache.client_id()
+        self.plan = session.refs.plan(base_url, lead, client_id, full=full)
         return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers)
 
     def _on_text(self, text: str, reasoning: str, sent_ms: list[float]) -> None:
         self.seq += 1
-        delta = ChatDelta(id=self.id, seq=self.seq, text=text, t=self.core.clock(), reasoning=reasoning, stamps=sent_ms)
-        self.core.pacer.delta(delta)
+        delta = ChatDelta(id=self.id, seq=self.seq, text=text, t=self.session.clock(), reasoning=reasoning, stamps=sent_ms)
+        self.session.pacer.delta(delta)
 
     def _on_response(self, status: int, headers: Mapping[str, str]) -> None:
         self.governor.observe(status, headers, self._now())
-        self.core.refs.observe(self.settings.base_url, status, headers, self.plan)
+        self.session.refs.observe(self.settings.base_url, status, headers, self.plan)
 
     def _now(self) -> float:
-        return self.core.clock() / 1000.0
+        return self.session.clock() / 1000.0
 
     def _quota(self) -> dict[str, Any]:
         return self.governor.quota(self._now())
 
     async def _pause(self, seconds: float) -> None:
         """Wait `seconds`, in short steps so that Stop ends the wait at once."""
-        deadline = self.core.clock() + seconds * 1000.0
+        deadline = self.session.clock() + seconds * 1000.0
         while not self.signal.aborted:
-            left = (deadline - self.core.clock()) / 1000.0
+            left = (deadline - self.session.clock()) / 1000.0
             if left <= 0:
                 break
-            await self.core.sleep(min(left, 0.1))
+            await self.session.sleep(min(left, 0.1))
         self.signal.raise_if_aborted()
 
     def _post_notices(self) -> None:
-        for notice in self.core.notices.take(self.id):
-            self.core.post_event(notice)
+        for notice in self.session.notices.take(self.id):
+            self.session.post_event(notice)
 
     async def _settle(self) -> None:
         # Background cache writes end before the request does (each is time-bounded),
         # so that a failure they meet is reported with this request.
-        if self.core.cache is not None:
-            await self.core.cache.settle()
+        if self.session.cache is not None:
+            await self.session.cache.settle()
         self._post_notices()

@@ -45,6 +45,7 @@ from .protocol import (
     parse_request,
 )
 from .ratelimit import Governor
+from .session import Session
 from .stream.client import AbortSignal, ChatSettings, Transport
 from .tokens import budget_for, estimate_tokens
 
@@ -96,6 +97,12 @@ class Core:
         self._new_governor = governor
         self._governors: dict[str, Governor] = {}
         self._active: dict[str, AbortSignal] = {}
+        #: What each chat request is given of this core (firsttoken.session).
+        self.session = Session(
+            transport=transport, clock=clock, sleep=sleep, post_event=self.post_event, pacer=self.pacer,
+            refs=self.refs, cache=cache, calibration=self.calibration, notices=self.notices,
+            governor=self.governor, prepare=self._prepare,
+        )
 
     async def handle(self, raw: str | dict[str, Any]) -> None:
         """Handle one message. Never raises: every failure becomes an event."""
@@ -145,7 +152,7 @@ class Core:
     async def _chat(self, msg: ChatSend) -> None:
         if msg.id in self._active:
             raise InvalidMessage(f"request {msg.id!r} is already running")
-        request = ChatRequest(self, msg)
+        request = ChatRequest(self.session, msg)
         self._active[msg.id] = request.signal
         try:
             await request.run()
@@ -155,7 +162,8 @@ class Core:
     # ---- preparation -------------------------------------------------------------------
     # Compress → count → fit before a prompt leaves, and the composer's live count: both
     # through the one pipeline, `firsttoken.prepare`, so the count a user sees is the
-    # count that is sent. `firsttoken.chat` calls `_prepare`; `tokens.count` reaches `_count`.
+    # count that is sent. A chat request calls `_prepare` (as its session's `prepare`);
+    # `tokens.count` reaches `_count`.
 
     async def _counter(self, model: str) -> Callable[[str], int] | None:
         """An exact counter for `model`'s encoding, or None when none can be had (the

@@ -1,0 +1,48 @@
+"""What one chat request needs of its core, and nothing else.
+
+`firsttoken.core.Core` dispatches the page's messages; each `chat.send` becomes a
+`firsttoken.chat.ChatRequest`, which needs the core's collaborators (its transport and
+clock, its flow control, what each gateway holds, the cache, the calibration, the
+governors, the notices) and its preparation. They are handed over as one `Session`, so
+that a request never reaches into the core, and `chat` does not import `core`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+if TYPE_CHECKING:  # types only: none of these imports this module
+    from .cache import Cache, Entry
+    from .cache.refs import GatewayRefs
+    from .flow import DeltaPacer
+    from .notices import Notices
+    from .protocol import Event
+    from .ratelimit import Governor
+    from .stream.client import ChatSettings, Transport
+    from .tokens import Calibration
+
+__all__ = ["Prepare", "Session"]
+
+#: Compress, count and fit a conversation (`firsttoken.prepare`): the messages to send,
+#: the fields of `chat.prepared`, and the cache entries of its leading system messages.
+Prepare = Callable[[list[dict[str, Any]], "ChatSettings"], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], list["Entry"]]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """The collaborators a `ChatRequest` uses, shared by every request of one core."""
+
+    transport: Transport
+    #: Milliseconds since the epoch.
+    clock: Callable[[], float]
+    sleep: Callable[[float], Awaitable[Any]]
+    post_event: Callable[[Event], None]
+    pacer: DeltaPacer
+    refs: GatewayRefs
+    cache: Cache | None
+    calibration: Calibration
+    notices: Notices
+    #: The rate-limit governor of one API (by base URL).
+    governor: Callable[[str], Governor]
+    prepare: Prepare
