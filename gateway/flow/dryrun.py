@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from urllib.parse import parse_qs
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
@@ -20,8 +20,9 @@ from starlette.types import Receive, Scope, Send
 from ..shared import SharedStateDown
 from ..validation import ChatRequest
 
-if TYPE_CHECKING:
-    from .middleware import Claim, Flow
+if TYPE_CHECKING:  # types only; none of these imports this module
+    from .gcra import BucketView
+    from .limiter import Ask, Outlook
 
 __all__ = ["DryRun", "wants_dry_run"]
 
@@ -35,33 +36,41 @@ class DryRun:
     """`POST /v1/chat/completions?dry_run=true`: the count and the limiter's outlook,
     nothing generated, nothing spent."""
 
-    def __init__(self, flow: Flow, claim: Claim, chat: ChatRequest) -> None:
-        self.flow, self.claim, self.chat = flow, claim, chat
+    def __init__(
+        self, chat: ChatRequest, *, ask: Ask, prompt_tokens: int, window: int | None,
+        outlook: Callable[[Ask], Awaitable[Outlook]], fail_open: bool | None,
+        headers: Callable[[Sequence[BucketView]], dict[str, str]],
+    ) -> None:
+        """`chat` and what flow control made of it (`ask` of the buckets, its exact
+        `prompt_tokens`, the model's context `window`); `outlook` asks the limiter
+        without spending, `fail_open` is what a limiter that is down means, and
+        `headers` are the rate-limit headers of a verdict's buckets."""
+        self.chat, self.ask, self.prompt_tokens, self.window = chat, ask, prompt_tokens, window
+        self.outlook, self.fail_open, self.headers = outlook, fail_open, headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        flow, claim, chat = self.flow, self.claim, self.chat
-        window = flow.context_window(chat.model)
+        chat, window = self.chat, self.window
         limiter: dict[str, Any] = {"action": "admit", "wait_s": 0.0}
         headers: dict[str, str] = {}
-        if claim.ask.ids:
+        if self.ask.ids:
             try:
-                outlook = await flow.limiter.outlook(claim.ask)
+                outlook = await self.outlook(self.ask)
             except SharedStateDown:
-                limiter = {"action": "refuse" if flow.limits.fail_open is False else "admit", "wait_s": 0.0, "limiter": "down"}
+                limiter = {"action": "refuse" if self.fail_open is False else "admit", "wait_s": 0.0, "limiter": "down"}
             else:
-                headers = flow._headers(claim, outlook.verdict.views)
+                headers = self.headers(outlook.verdict.views)
                 limiter = {"action": outlook.action, "wait_s": round(outlook.wait_s, 3) if math.isfinite(outlook.wait_s) else None}
                 if outlook.action == "refuse":
                     limiter["retry_after_s"] = math.ceil(outlook.wait_s) if math.isfinite(outlook.wait_s) else None
-        needed = claim.prompt_tokens + (chat.max_tokens or 0)
+        needed = self.prompt_tokens + (chat.max_tokens or 0)
         body = {
             "object": "chat.completion.dry_run",
             "model": chat.model,
-            "prompt_tokens": claim.prompt_tokens,
-            "estimated_tokens": claim.prompt_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "estimated_tokens": self.prompt_tokens,
             "max_tokens": chat.max_tokens,
             "context_window": window,
-            "fits": needed <= window if chat.max_tokens is not None else claim.prompt_tokens < window,
+            "fits": needed <= window if chat.max_tokens is not None else self.prompt_tokens < window,
             "limiter": limiter,
         }
         await JSONResponse(body, headers=headers)(scope, receive, send)

@@ -165,7 +165,11 @@ class Flow:
                 self.authorize(scope)
             claim, chat, receive = await self._claim(scope, receive)
             if chat is not None and wants_dry_run(scope):
-                await DryRun(self, claim, chat)(scope, receive, send)
+                await DryRun(
+                    chat, ask=claim.ask, prompt_tokens=claim.prompt_tokens, window=self.context_window(chat.model),
+                    outlook=self.limiter.outlook, fail_open=self.limits.fail_open,
+                    headers=lambda views: self._headers(claim, views),
+                )(scope, receive, send)
                 return
             verdict = await self._admit(claim)
         except APIError as error:
