@@ -3,8 +3,15 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.servers import gateway
+
+# No per-example deadline: `make test` runs test files in parallel on a shared 2-core
+# machine, where an example's wall time says nothing about the code. Speed is the
+# benchmarks' job (bench/), never a test's.
+settings.register_profile("firsttoken", deadline=None)
+settings.load_profile("firsttoken")
 
 
 @pytest.fixture(scope="session")
