@@ -56,7 +56,7 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from firsttoken import tokens  # noqa: E402
 from tests.e2e.conftest import ARGS, BOOT_TIMEOUT_MS, CHROMIUM  # noqa: E402
-from tests.e2e.test_cache_page import PROTOCOL_SPY  # noqa: E402 - test-only: the page's protocol, to Playwright
+from tests.e2e.protocol_spy import PROTOCOL_SPY  # noqa: E402 - test-only: the page's protocol, to Playwright
 from tests.servers import gateway  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "compress"

@@ -1,13 +1,27 @@
-"""Real Chromium (Debian's, driven by Playwright) against a real gateway."""
+"""The Chromium harness: real Chromium (Debian's, driven by Playwright) against a real
+gateway, its fixtures, and the helpers every browser test shares (device profiles, how
+a user sends, how a test steers the built-in model, frames and embedders)."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Iterator
 
+import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Frame, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Frame, Page, expect, sync_playwright
 
+from tests.e2e.stored import stored_messages
 from tests.servers import CHROMIUM, CHROMIUM_ARGS as ARGS  # noqa: F401 - re-exported for tests and benches
+
+#: The phone the tests are: a Pixel 7 as Playwright describes it (412×915, touch), and a desktop.
+PIXEL_7 = {
+    "viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
+    "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True,
+    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/159.0 Mobile Safari/537.36",
+}
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 
 #: Python boot in a PyScript worker takes seconds on this machine (FACTS: 5–7 s cold).
 BOOT_TIMEOUT_MS = 90_000
@@ -88,3 +102,68 @@ def frame_of(page: Page, origin: str) -> Frame:
     frame = next((f for f in page.frames if f.url.startswith(origin)), None)
     assert frame is not None, [f.url for f in page.frames]
     return frame
+
+
+def attach_embedder(page: Page) -> None:
+    """`page`, an embedder of the page in its first iframe, attaches as a host with a
+    port of its own and waits for `ready`. What the page sends it lands in
+    `window.__fromPage`; `window.__port` is its end of the channel."""
+    page.evaluate("""() => {
+      const channel = new MessageChannel();
+      window.__fromPage = [];
+      channel.port1.onmessage = (e) => window.__fromPage.push(JSON.parse(e.data));
+      window.__port = channel.port1;
+      document.querySelector('iframe').contentWindow.postMessage(
+        JSON.stringify({ type: 'hello', id: 'attach' }), '*', [channel.port2]);
+    }""")
+    page.wait_for_function("window.__fromPage.some((m) => m.type === 'ready' && m.id === 'attach')", timeout=BOOT_TIMEOUT_MS)
+
+
+ANSWER = '.msg[data-role="assistant"]'
+CONTENT = f"{ANSWER} .content"
+PIECE = re.compile(r"\s*\S+|\s+")  # how the built-in model splits an answer into tokens
+
+
+def steer(page: Page, sim: str, *, keep_changes: bool = False, **settings: object) -> None:
+    """Have the page send `x-firsttoken-sim: <sim>` (the built-in model's pace and faults,
+    through settings.headers, which have no UI), with any other stored `settings`
+    (`compress="off"`), from the next load on. Set again on every load, unless
+    `keep_changes`: then only where nothing is stored, so a test may change the
+    settings in the page and reload."""
+    value = json.dumps({"headers": {"x-firsttoken-sim": sim}, **settings})
+    key = "'firsttoken.settings.v1'"
+    guard = f"if (!localStorage.getItem({key})) " if keep_changes else ""
+    page.add_init_script(f"{guard}localStorage.setItem({key}, {json.dumps(value)})")
+
+
+def send(page: Page, text: str) -> None:
+    """The user types `text` and taps Send."""
+    page.fill("#prompt", text)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def ask(page: Page, text: str) -> None:
+    """`send`, then wait until its answer is done."""
+    n = page.locator(ANSWER).count()
+    send(page, text)
+    expect(page.locator(ANSWER)).to_have_count(n + 1)
+    expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
+
+
+def expected_answer(gateway_url: str, messages: list[dict]) -> str:
+    """The built-in model is deterministic: its non-streaming answer is the reference."""
+    r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": "ttft_ms=0"},
+                   json={"model": "firsttoken-sim", "messages": messages}, timeout=30)
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def stored_answers(page: Page) -> list[str]:
+    """The assistant answers as the page stored them (raw markdown, not the rendering)."""
+    return [m["content"] for m in stored_messages(page) if m["role"] == "assistant"]
+
+
+def chat_bodies(page: Page) -> list[dict]:
+    """The JSON bodies the page sends to /v1/chat/completions, as it sends them."""
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    return bodies

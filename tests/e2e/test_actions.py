@@ -13,21 +13,14 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, steer, wait_ready, watched_page
 from tests.e2e.stored import stored_messages
-from tests.e2e.test_bridge import as_host, host_answer, host_message, post
-from tests.e2e.test_page import ANSWER, chat_bodies, expected_answer, steer
+from tests.e2e.native_host import as_host, host_answer, host_message, post
 
 pytestmark = pytest.mark.e2e
 
 USER = '.msg[data-role="user"]'
 CHAT = "**/v1/chat/completions"
-PIXEL_7 = {
-    "viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
-    "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True,
-    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/159.0 Mobile Safari/537.36",
-}
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 
 
 @pytest.fixture(params=["desktop", "pixel7"])

@@ -17,42 +17,23 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Response
+from playwright.sync_api import Browser, Page, Response
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
+from tests.e2e.conftest import ANSWER
 from tests.e2e.stored import stored_messages
+from tests.e2e.visitor import Visitor, copy_tree
 from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-ANSWER = '.msg[data-role="assistant"]'
-
-# Resolves once the named mark exists (at once if it already does); rejects when the
-# page reports the opposite outcome (`fail`) or after `timeout` ms.
-WAIT_MARK = """([name, fail, timeout]) => new Promise((resolve, reject) => {
-  const seen = (list) => {
-    const ok = list.getEntriesByName(name)[0];
-    if (ok) return resolve(ok.detail ?? ok.startTime), true;
-    const bad = fail && list.getEntriesByName(fail)[0];
-    if (bad) return reject(new Error(`${fail}: ${JSON.stringify(bad.detail)}`)), true;
-    return false;
-  };
-  if (seen(performance)) return;
-  const observer = new PerformanceObserver((list) => { if (seen(list)) observer.disconnect(); });
-  observer.observe({ type: 'mark' });
-  setTimeout(() => reject(new Error(`no ${name} after ${timeout} ms`)), timeout);
-})"""
 SNAPSHOT_KEYS = """async () => {
   const cache = await caches.open('firsttoken-snapshot');
   return (await cache.keys()).map((r) => r.url);
@@ -87,15 +68,6 @@ def gateway_over(tree: Path) -> Iterator[str]:
         yield url
 
 
-def copy_tree(parent: Path) -> Path:
-    """This working tree, without build products (so: no install-time snapshot)."""
-    copy = parent / "tree"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
-    (copy / "node_modules").symlink_to(ROOT / "node_modules")
-    return copy
-
-
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_tree(tmp_path_factory.mktemp("boot"))
@@ -108,46 +80,6 @@ def boot_url(tree: Path) -> Iterator[str]:
 
 
 # ---- the returning visitor -----------------------------------------------------------
-class Visitor:
-    """One browser context (one user's profile) and what its pages printed."""
-
-    def __init__(self, context: BrowserContext, url: str) -> None:
-        self.context = context
-        self.url = url
-        self.console = Console()
-        self.first_boot: dict[str, Any] = {}
-
-    @contextmanager
-    def visit(self) -> Iterator[Page]:
-        """A page on the app, open until the block ends; Python is ready at entry."""
-        page = self.context.new_page()
-        page.on("console", self.console.on_console)
-        page.on("pageerror", self.console.on_error)
-        try:
-            page.goto(self.url + "/", wait_until="domcontentloaded")
-            page.wait_for_selector('html[data-python="ready"], html[data-python="failed"]',
-                                   state="attached", timeout=BOOT_TIMEOUT_MS)
-            assert page.get_attribute("html", "data-python") == "ready", page.inner_text("#boot")
-            yield page
-        finally:
-            page.close()
-        assert not self.console.page_errors, f"uncaught errors in the page: {self.console.page_errors}"
-        assert not [m for m in self.console.messages if "Content Security Policy" in m]
-
-    @staticmethod
-    def boot(page: Page) -> dict[str, Any]:
-        """The `boot` record of this page's `ready`."""
-        return page.evaluate(WAIT_MARK, ["firsttoken:python-ready", None, BOOT_TIMEOUT_MS])
-
-    @staticmethod
-    def wait_snapshot_stored(page: Page) -> None:
-        page.evaluate(WAIT_MARK, ["firsttoken:boot:snapshot.stored", "firsttoken:boot:snapshot.failed", BOOT_TIMEOUT_MS * 2])
-
-    @staticmethod
-    def wait_service_worker(page: Page) -> None:
-        page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
-
-
 @pytest.fixture(scope="module")
 def visitor(browser: Browser, boot_url: str) -> Iterator[Visitor]:
     context = browser.new_context()

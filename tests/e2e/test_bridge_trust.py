@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, frame_of, watched_page
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, attach_embedder, frame_of, watched_page
 from tests.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
@@ -174,15 +174,7 @@ def test_a_sibling_frame_in_a_listed_embedders_page_gets_nothing(watched: Page, 
     victim = frame_of(watched, framed_gateway)
     sibling = frame_of(watched, other_site.replace("127.0.0.1", "localhost"))
     # The listed embedder attaches with a port of its own and is answered.
-    watched.evaluate("""() => {
-      const channel = new MessageChannel();
-      window.__fromPage = [];
-      channel.port1.onmessage = (e) => window.__fromPage.push(JSON.parse(e.data));
-      window.__port = channel.port1;
-      document.querySelector('iframe').contentWindow.postMessage(
-        JSON.stringify({ type: 'hello', id: 'attach' }), '*', [channel.port2]);
-    }""")
-    watched.wait_for_function("window.__fromPage.some((m) => m.type === 'ready' && m.id === 'attach')", timeout=BOOT_TIMEOUT_MS)
+    attach_embedder(watched)
     user_key(victim)
     posted = sibling.evaluate(ATTACK_JS, ["parent.frames[0]", other_site])
     assert_nothing_got_through(sibling, victim, watched, framed_gateway, posted)

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Response
 
 from gateway.precompressed import read_index
 from gateway.static import ROOT
-from tests.e2e.test_boot import Visitor
+from tests.e2e.visitor import Visitor
 from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e

@@ -12,20 +12,14 @@ from typing import Any, Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, ask, wait_ready, watched_page
 from tests.e2e.stored import store, stored_messages
 
 pytestmark = pytest.mark.e2e
 
-ANSWER = '.msg[data-role="assistant"]'
 LEGACY_KEY = "firsttoken.history.v1"
 
-# Pixel 7 as Playwright describes it (412×915, touch), and a desktop.
-SIZES = {
-    "pixel7": {"viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
-               "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True},
-    "desktop": {"viewport": {"width": 1280, "height": 800}},
-}
+SIZES = {"pixel7": PIXEL_7, "desktop": DESKTOP}
 
 
 @pytest.fixture(params=sorted(SIZES))
@@ -36,14 +30,6 @@ def size(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def page(browser: Browser, console: Console, size: str) -> Iterator[Page]:
     yield from watched_page(browser, console, accept_downloads=True, **SIZES[size])
-
-
-def send(page: Page, text: str) -> None:
-    n = page.locator(ANSWER).count()
-    page.fill("#prompt", text)
-    page.click("#send")
-    expect(page.locator(ANSWER)).to_have_count(n + 1)
-    expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
 
 
 def counted(page: Page) -> int:
@@ -88,13 +74,13 @@ def test_new_chat_switch_and_a_reload_restores_the_list_and_the_open_one(page: P
     page.goto(gateway_url + "/")
     wait_ready(page)
     expect(header_title(page)).to_have_text("New chat")
-    send(page, "  Tell me about\n  gardens in   spring  ")
+    ask(page, "  Tell me about\n  gardens in   spring  ")
     # The title comes from the first prompt, squeezed.
     expect(header_title(page)).to_have_text("Tell me about")
     page.get_by_role("button", name="New chat", exact=True).click()
     expect(page.locator(".msg")).to_have_count(0)
     expect(header_title(page)).to_have_text("New chat")
-    send(page, "second conversation here")
+    ask(page, "second conversation here")
     expect(header_title(page)).to_have_text("second conversation here")
 
     show_list(page, size)
@@ -113,7 +99,7 @@ def test_new_chat_switch_and_a_reload_restores_the_list_and_the_open_one(page: P
     expect(page.locator('.msg[data-role="user"] .content')).to_have_text([re.compile(r"Tell me about\s*gardens in\s+spring")])
     assert counted(page) != count_before
     # A prompt now goes into the open one, and only there.
-    send(page, "and roses?")
+    ask(page, "and roses?")
     kept = store(page)
     by_title = {m["title"]: m["id"] for m in kept["metas"]}
     assert set(by_title) == {"Tell me about", "second conversation here"}
@@ -136,9 +122,9 @@ def test_new_chat_switch_and_a_reload_restores_the_list_and_the_open_one(page: P
 def test_rename_delete_with_undo_and_search(page: Page, gateway_url: str, size: str) -> None:
     page.goto(gateway_url + "/")
     wait_ready(page)
-    send(page, "apples and pears")
+    ask(page, "apples and pears")
     page.get_by_role("button", name="New chat", exact=True).click()
-    send(page, "bicycles")
+    ask(page, "bicycles")
     show_list(page, size)
     expect(items(page)).to_have_count(2)
 
@@ -192,7 +178,7 @@ def test_rename_delete_with_undo_and_search(page: Page, gateway_url: str, size: 
 def test_export_as_markdown_and_json(page: Page, gateway_url: str, size: str, tmp_path: Path) -> None:
     page.goto(gateway_url + "/")
     wait_ready(page)
-    send(page, 'What is "this": a/b?')
+    ask(page, 'What is "this": a/b?')
     answer = stored_messages(page, store(page)["open"])[1]["content"]
     show_list(page, size)
     page.get_by_role("button", name='Actions for What is "this": a/b?').click()
@@ -291,7 +277,7 @@ def test_corrupt_records_are_skipped(page: Page, gateway_url: str, size: str) ->
         page.get_by_role("button", name="Conversations").click()
         expect(page.locator("#conversations")).to_be_hidden()
     wait_ready(page)
-    send(page, "still works")
+    ask(page, "still works")
     assert [m["content"] for m in stored_messages(page, "good")][:3] == ["a good question", "kept answer", "still works"]
 
 
@@ -315,9 +301,9 @@ def test_without_indexeddb_the_page_works_in_memory_and_says_so(page: Page, gate
     expect(page.locator(".msg")).to_have_count(4)
     expect(page.locator("#conversations")).to_have_attribute("data-store", "memory")
     wait_ready(page)
-    send(page, "one more")
+    ask(page, "one more")
     page.get_by_role("button", name="New chat", exact=True).click()
-    send(page, "in memory")
+    ask(page, "in memory")
     show_list(page, size)
     expect(page.locator(".conv-store")).to_contain_text("Not saved on this device")
     assert titles(page) == ["in memory", "an old question"]

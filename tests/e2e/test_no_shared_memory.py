@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from firsttoken import tokens
 from tests.e2e.conftest import Console, watched_page
-from tests.e2e.test_cache_page import Chat, system_sent
+from tests.e2e.protocol_spy import Chat, system_sent
 from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e

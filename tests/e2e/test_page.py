@@ -10,38 +10,10 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, wait_ready
+from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS, chat_bodies, expected_answer, steer, stored_answers, wait_ready
 from tests.e2e.stored import stored_messages
 
 pytestmark = pytest.mark.e2e
-
-ANSWER = '.msg[data-role="assistant"]'
-
-
-def expected_answer(gateway_url: str, messages: list[dict]) -> str:
-    """The built-in model is deterministic: its non-streaming answer is the reference."""
-    r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": "ttft_ms=0"},
-                   json={"model": "firsttoken-sim", "messages": messages}, timeout=30)
-    return r.json()["choices"][0]["message"]["content"]
-
-
-def stored_answers(page: Page) -> list[str]:
-    """The assistant answers as the page stored them (raw markdown, not the rendering)."""
-    return [m["content"] for m in stored_messages(page) if m["role"] == "assistant"]
-
-
-def chat_bodies(page: Page) -> list[dict]:
-    """The JSON bodies the page sends to /v1/chat/completions, as it sends them."""
-    bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
-    return bodies
-
-
-def steer(page: Page, sim: str) -> None:
-    """Make the page send `x-firsttoken-sim: <sim>` (settings.headers, no UI)."""
-    settings = json.dumps({"headers": {"x-firsttoken-sim": sim}})
-    page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})")
-
 
 def test_usable_before_python_then_streams_the_reply_in_steps(page: Page, gateway_url: str) -> None:
     requests: list[str] = []

@@ -15,13 +15,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.conftest import ANSWER, CONTENT, PIECE, PIXEL_7, Console, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
-ANSWER = '.msg[data-role="assistant"]'
-CONTENT = f"{ANSWER} .content"
-PIECE = re.compile(r"\s*\S+|\s+")  # how the built-in model splits an answer into tokens
 
 # Installed before the page's own scripts (an init script is not subject to the CSP):
 # records any change to a finished block, which incremental rendering must never make
@@ -45,11 +42,6 @@ new MutationObserver((records) => {
 """
 
 
-def settings(page: Page, sim: str, **extra: object) -> None:
-    value = json.dumps({"headers": {"x-firsttoken-sim": sim}, **extra})
-    page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(value)})")
-
-
 def model_answer(gateway_url: str, prompt: str, tokens: int) -> str:
     r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": f"ttft_ms=0,tokens={tokens}"},
                    json={"model": "firsttoken-sim", "messages": [{"role": "user", "content": prompt}]}, timeout=30)
@@ -69,20 +61,10 @@ def at_least(n: int) -> re.Pattern[str]:
     return re.compile(f"^(?:{'|'.join(alternatives)})$")
 
 
-def send(page: Page, text: str) -> None:
-    page.fill("#prompt", text)
-    page.click("#send")
-
-
 @pytest.fixture
 def mobile_page(browser: Browser, console: Console) -> Iterator[Page]:
     """A phone: Pixel 7 viewport, touch, device scale factor and user agent."""
-    device = {
-        "viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
-        "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True,
-        "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/159.0 Mobile Safari/537.36",
-    }
-    yield from watched_page(browser, console, **device)
+    yield from watched_page(browser, console, **PIXEL_7)
 
 
 # ---- a long answer ----------------------------------------------------------------------
@@ -91,7 +73,7 @@ def mobile_page(browser: Browser, console: Console) -> Iterator[Page]:
 def test_long_markdown_answer_streams_into_blocks_that_are_never_redone(mobile_page: Page, gateway_url: str) -> None:
     page = mobile_page
     prompt = "a long answer with code and tables"
-    settings(page, "ttft_ms=0,tps=400,tokens=2000,stamp=1", compress="off")
+    steer(page, "ttft_ms=0,tps=400,tokens=2000,stamp=1", compress="off")
     page.add_init_script(WATCH_FINISHED_BLOCKS)
     page.goto(gateway_url + "/")
     wait_ready(page)
@@ -139,7 +121,7 @@ def test_an_open_code_fence_and_an_open_table_render_before_they_close(page: Pag
             "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n\nThe end.")
     pieces = PIECE.findall(text)
     in_fence = next(i for i, p in enumerate(pieces) if "return" in p) + 1
-    settings(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={in_fence}", compress="off")
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={in_fence}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, text)
@@ -158,7 +140,7 @@ def test_a_table_renders_row_by_row_while_it_streams(page: Page, gateway_url: st
     text = "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n| style | 1 ms |\n\nAfter."
     pieces = PIECE.findall(text)
     after_first_row = next(i for i, p in enumerate(pieces) if "ms" in p) + 2
-    settings(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={after_first_row}", compress="off")
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={after_first_row}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, text)
@@ -328,7 +310,7 @@ HOSTILE = [
 def test_hostile_markdown_runs_nothing_loads_nothing_and_cannot_navigate(page: Page, gateway_url: str) -> None:
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    steer(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     origin = urlparse(gateway_url).netloc
@@ -445,7 +427,7 @@ def test_markup_that_dompurify_would_keep_as_parsed_skips_it_and_comes_out_the_s
 
 
 def test_each_reply_reports_where_its_time_went(page: Page, gateway_url: str) -> None:
-    settings(page, "ttft_ms=100,tps=200,tokens=120,stamp=1")
+    steer(page, "ttft_ms=100,tps=200,tokens=120,stamp=1")
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.fill("#prompt", "measure me")
@@ -474,7 +456,7 @@ def test_each_reply_reports_where_its_time_went(page: Page, gateway_url: str) ->
 
 def test_the_view_follows_the_answer_until_the_user_scrolls_up(mobile_page: Page, gateway_url: str) -> None:
     page = mobile_page
-    settings(page, "ttft_ms=0,tps=60,tokens=1500")
+    steer(page, "ttft_ms=0,tps=60,tokens=1500")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "follow me")

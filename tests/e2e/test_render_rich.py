@@ -12,8 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import wait_ready
-from tests.e2e.test_render import ANSWER, CONTENT, PIECE, send, settings
+from tests.e2e.conftest import ANSWER, CONTENT, PIECE, send, steer, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +57,7 @@ def test_a_code_block_has_its_language_copy_code_and_highlighting_loaded_for_its
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=gateway_url)
     else:
         page.add_init_script(NO_CLIPBOARD_API)
-    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    steer(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     assert loaded(page, "/vendor/highlight.js/") == []  # nothing until a block needs it
@@ -117,7 +116,7 @@ NO_HIGHLIGHT_WORKER = {
 @pytest.mark.parametrize("how", sorted(NO_HIGHLIGHT_WORKER))
 def test_without_its_worker_code_is_still_highlighted_on_the_pages_thread(page: Page, gateway_url: str, how: str) -> None:
     page.add_init_script(NO_HIGHLIGHT_WORKER[how])
-    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    steer(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, CODE_DOC)
@@ -135,7 +134,7 @@ def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: st
     pieces = PIECE.findall(MATH_DOC)
     # Stalled in the middle of the first formula, after "$e^{i\pi}".
     stall_after = next(i for i, p in enumerate(pieces) if "\\pi" in p) + 1
-    settings(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=3000,stall_after={stall_after}", compress="off")
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=3000,stall_after={stall_after}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "No math here, just $5 and $10.")
@@ -177,7 +176,7 @@ HOSTILE_USER = (
 def test_a_users_message_is_safe_markdown_and_hostile_markup_stays_inert(page: Page, gateway_url: str) -> None:
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    settings(page, "ttft_ms=0,tps=2000,tokens=5", compress="off")
+    steer(page, "ttft_ms=0,tps=2000,tokens=5", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, HOSTILE_USER)
@@ -304,7 +303,7 @@ def test_code_blocks_on_screen_are_highlighted_first_and_those_off_screen_only_w
     # screen of the viewport (the answer's newest ones) may take its time; the paste's
     # first blocks are far above from the moment it is sent.
     page.add_init_script(BUSY_MAIN_THREAD)
-    settings(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
+    steer(page, "ttft_ms=0,tps=2000,echo=1", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     doc = "\n\n".join(f"Block {i}:\n\n```python\n" + CODE.replace("greet", f"greet_{i}") * 3 + "```" for i in range(20))

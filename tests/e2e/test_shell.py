@@ -13,21 +13,14 @@ from typing import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import Console, wait_ready, watched_page
+from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 SHOTS = ROOT / "build" / "screenshots"
-ANSWER = '.msg[data-role="assistant"]'
 
-PIXEL_7 = {
-    "viewport": {"width": 412, "height": 839}, "screen": {"width": 412, "height": 915},
-    "device_scale_factor": 2.625, "is_mobile": True, "has_touch": True,
-    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/159.0 Mobile Safari/537.36",
-}
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 DEVICES = {"phone": PIXEL_7, "desktop": DESKTOP}
 ALL = [(d, t) for d in DEVICES for t in ("light", "dark")]
 
@@ -40,19 +33,6 @@ def open_page(browser: Browser, console: Console, device: str, theme: str, **ext
 def shell(request: pytest.FixtureRequest, browser: Browser, console: Console) -> Iterator[Page]:
     device, theme = request.param
     yield from open_page(browser, console, device, theme)
-
-
-def steer(page: Page, sim: str, **extra: object) -> None:
-    """The built-in model's pace and faults (settings.headers), set once: a test may change
-    the stored settings and reload."""
-    value = json.dumps({"headers": {"x-firsttoken-sim": sim}, **extra})
-    key = "'firsttoken.settings.v1'"
-    page.add_init_script(f"if (!localStorage.getItem({key})) localStorage.setItem({key}, {json.dumps(value)})")
-
-
-def send(page: Page, text: str) -> None:
-    page.fill("#prompt", text)
-    page.get_by_role("button", name="Send", exact=True).click()
 
 
 def frames(page: Page, n: int = 3) -> None:
@@ -92,7 +72,7 @@ def test_every_state_passes_axe_and_is_photographed(browser: Browser, console: C
                                                     device: str, theme: str) -> None:
     # The tests' own script goes in (axe-core): the page's CSP would refuse it, rightly.
     for page in open_page(browser, console, device, theme, bypass_csp=True):
-        steer(page, "ttft_ms=0,tps=2000,tokens=400")
+        steer(page, "ttft_ms=0,tps=2000,tokens=400", keep_changes=True)
         page.goto(gateway_url + "/")
         wait_ready(page)
         assert page.get_attribute("html", "data-theme") == theme
@@ -137,7 +117,7 @@ def test_every_state_passes_axe_and_is_photographed(browser: Browser, console: C
 @pytest.mark.parametrize("shell", [("phone", "light"), ("desktop", "dark")], indirect=True)
 def test_the_view_stays_at_the_end_when_an_answer_finishes_and_after_a_reload(shell: Page, gateway_url: str) -> None:
     page = shell
-    steer(page, "ttft_ms=0,tps=400,tokens=600")
+    steer(page, "ttft_ms=0,tps=400,tokens=600", keep_changes=True)
     page.goto(gateway_url + "/")
     wait_ready(page)
     for i in range(2):
@@ -161,7 +141,7 @@ def test_the_view_stays_at_the_end_when_an_answer_finishes_and_after_a_reload(sh
 @pytest.mark.parametrize("shell", [("phone", "dark"), ("desktop", "light")], indirect=True)
 def test_jump_to_latest_shows_when_the_user_scrolled_up_while_text_arrives(shell: Page, gateway_url: str) -> None:
     page = shell
-    steer(page, "ttft_ms=0,tps=60,tokens=1500")
+    steer(page, "ttft_ms=0,tps=60,tokens=1500", keep_changes=True)
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "follow me")
@@ -195,7 +175,7 @@ def test_jump_to_latest_shows_when_the_user_scrolled_up_while_text_arrives(shell
 @pytest.mark.parametrize("shell", [("phone", "light"), ("desktop", "dark")], indirect=True)
 def test_the_header_shows_model_and_connection_and_telemetry_moves_to_details(shell: Page, gateway_url: str) -> None:
     page = shell
-    steer(page, "ttft_ms=0,tps=2000")
+    steer(page, "ttft_ms=0,tps=2000", keep_changes=True)
     page.goto(gateway_url + "/")
     wait_ready(page)
     header = page.locator("header.bar")
@@ -303,7 +283,7 @@ def test_settings_sheet_lists_models_validates_the_base_url_and_tests_the_connec
 @pytest.mark.parametrize("shell", [("phone", "light")], indirect=True)
 def test_a_401_points_to_the_api_key(shell: Page, gateway_url: str) -> None:
     page = shell
-    steer(page, "status=401")
+    steer(page, "status=401", keep_changes=True)
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "who am i")
@@ -366,7 +346,7 @@ def test_touch_targets_growing_input_enter_and_theme(shell: Page, gateway_url: s
 @pytest.mark.parametrize("shell", [("desktop", "light")], indirect=True)
 def test_keyboard_shortcuts_are_listed_and_work(shell: Page, gateway_url: str) -> None:
     page = shell
-    steer(page, "ttft_ms=0,tps=40,tokens=2000")
+    steer(page, "ttft_ms=0,tps=40,tokens=2000", keep_changes=True)
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.keyboard.press("Control+/")

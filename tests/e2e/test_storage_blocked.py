@@ -19,13 +19,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, frame_of, watched_page
+from tests.e2e.conftest import ANSWER, Console, add_frame, attach_embedder, frame_of, watched_page
 from tests.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
 
 KEY = "sk-typed-into-settings"
-ANSWER = '.msg[data-role="assistant"]'
 
 
 async def _blank(request: Request) -> HTMLResponse:
@@ -75,15 +74,7 @@ def test_a_cross_site_frame_without_storage_boots_chats_and_says_it_keeps_nothin
     assert refused["caches"] != "allowed", refused
 
     # The listed embedder attaches and hears `ready`: the bridge started with the page.
-    watched.evaluate("""() => {
-      const channel = new MessageChannel();
-      window.__fromPage = [];
-      channel.port1.onmessage = (e) => window.__fromPage.push(JSON.parse(e.data));
-      window.__port = channel.port1;
-      document.querySelector('iframe').contentWindow.postMessage(
-        JSON.stringify({ type: 'hello', id: 'attach' }), '*', [channel.port2]);
-    }""")
-    watched.wait_for_function("window.__fromPage.some((m) => m.type === 'ready' && m.id === 'attach')", timeout=BOOT_TIMEOUT_MS)
+    attach_embedder(watched)
     assert frame.get_attribute("html", "data-python") == "ready"
 
     # Said once, quietly, above the conversation.
