@@ -1,13 +1,19 @@
 """A `firsttoken.stream.client.Transport` over real sockets (httpx), for CPython-side tests of
-the core against a real gateway. The page uses `firsttoken.browser.FetchTransport`."""
+the core against a real gateway, and `run_core`, a core wired to it. The page uses
+`firsttoken.browser.FetchTransport`."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import json
+import time
 from typing import AsyncIterator
 
 import httpx
 
+from firsttoken.core import Core
+from firsttoken.ratelimit import Governor
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.errors import Aborted, TransportError
 
@@ -52,3 +58,32 @@ class SocketTransport:
         # Stop = close the response: the pending read fails, and we report Aborted.
         abort.on_abort(lambda: asyncio.ensure_future(response.aclose()))
         return SocketResponse(response, abort)
+
+
+def run_core(gateway_url: str, script, governor=lambda: Governor(max_attempts=1)):
+    """Run `script(core, events, wait_for)` against a core wired to a socket transport.
+    Retries are off unless a test asks for them (`governor`)."""
+
+    async def main():
+        events: list[dict] = []
+        arrived = asyncio.Event()
+
+        def post(text: str) -> None:
+            events.append(json.loads(text))
+            arrived.set()
+
+        async def wait_for(predicate):
+            while not any(predicate(e) for e in events):
+                arrived.clear()
+                await asyncio.wait_for(arrived.wait(), timeout=30)
+            return next(e for e in events if predicate(e))
+
+        async with httpx.AsyncClient(timeout=30) as client:
+            core = Core(post=post, transport=SocketTransport(client), clock=lambda: time.time() * 1000, sleep=asyncio.sleep,
+                        governor=governor)
+            await script(core, events, wait_for)
+        return events
+
+    # On a thread of its own: asyncio.run needs a thread without a running loop.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()

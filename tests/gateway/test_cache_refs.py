@@ -19,7 +19,7 @@ from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
 from gateway.cache_refs import RefLimits, RefStore, client_key, expand_refs
 from gateway.errors import APIError
-from tests.gateway.test_core_over_sockets import run_core
+from tests.socket_transport import run_core
 from tests.servers import gateway
 from tests.socket_transport import SocketTransport
 

@@ -4,47 +4,14 @@ what the page's worker does, minus the browser."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
-import time
 
-import httpx
 import pytest
 
-from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
-from tests.socket_transport import SocketTransport
+from tests.socket_transport import run_core
 
 SIM = "x-firsttoken-sim"
-
-
-def run_core(gateway_url: str, script, governor=lambda: Governor(max_attempts=1)):
-    """Run `script(core, events, wait_for)` against a core wired to a socket transport.
-    Retries are off unless a test asks for them (`governor`)."""
-
-    async def main():
-        events: list[dict] = []
-        arrived = asyncio.Event()
-
-        def post(text: str) -> None:
-            events.append(json.loads(text))
-            arrived.set()
-
-        async def wait_for(predicate):
-            while not any(predicate(e) for e in events):
-                arrived.clear()
-                await asyncio.wait_for(arrived.wait(), timeout=30)
-            return next(e for e in events if predicate(e))
-
-        async with httpx.AsyncClient(timeout=30) as client:
-            core = Core(post=post, transport=SocketTransport(client), clock=lambda: time.time() * 1000, sleep=asyncio.sleep,
-                        governor=governor)
-            await script(core, events, wait_for)
-        return events
-
-    # On a thread of its own: asyncio.run needs a thread without a running loop.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, main()).result()
 
 
 def send(request_id: str, url: str, sim: str, content: str = "stream to me") -> str:

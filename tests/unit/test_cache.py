@@ -18,32 +18,21 @@ from firsttoken.cache import (
     CacheConnectionLost,
     CacheCorrupt,
     CacheQuotaExceeded,
-    Entry,
     MemoryStore,
     Meta,
     cache_key,
     decode_entry,
     encode_entry,
     plan_eviction,
-    text_digest,
 )
 from firsttoken.errors import CacheError
+from tests.unit.fakes import BrokenStore, entry
 
 PUBLIC_API = {
     "KEY_SCHEME", "RECORD_MAGIC", "CacheCorrupt", "CacheUnavailable", "CacheTimeout", "CacheQuotaExceeded",
     "CacheConnectionLost", "CacheVersionConflict", "Entry", "Meta", "Store", "MemoryStore", "Cache",
     "cache_key", "text_digest", "encode_entry", "decode_entry", "plan_eviction",
 }
-
-
-def entry(text: str = "You are terse.", key: str | None = None, tokens: int = 4, created: float = 1.0) -> Entry:
-    return Entry(
-        key=key or cache_key(text, "o200k_base", "2+py3.11/balanced"),
-        text=text, tokens=tokens, encoding="o200k_base", compression="2+py3.11/balanced",
-        report={"level": "balanced", "passes": [], "chars_before": len(text), "chars_after": len(text),
-                "tokens_before": tokens, "tokens_after": tokens, "untouched": [], "version": "2"},
-        text_sha256=text_digest(text), created_at=created,
-    )
 
 
 def run(coro: Any) -> Any:
@@ -247,31 +236,6 @@ def test_a_corrupt_record_is_a_miss_and_is_deleted() -> None:
         assert e.key not in store.records and c.stats["corrupt"] == 1 and c.degraded is None
 
     run(main())
-
-
-class BrokenStore(MemoryStore):
-    """A store that fails with `error` from the `fail_on` operations."""
-
-    kind = "broken"
-
-    def __init__(self, error: Exception, fail_on: set[str]) -> None:
-        super().__init__()
-        self.error = error
-        self.fail_on = fail_on
-        self.closed = False
-
-    async def get(self, key: str) -> str | None:
-        if "get" in self.fail_on:
-            raise self.error
-        return await super().get(key)
-
-    async def put(self, key: str, record: str, meta: Meta) -> None:
-        if "put" in self.fail_on:
-            raise self.error
-        await super().put(key, record, meta)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 @pytest.mark.parametrize("error", [CacheQuotaExceeded("full"), CacheConnectionLost("gone"), RuntimeError("a bug")])

@@ -13,8 +13,8 @@ from firsttoken.cache.refs import CLIENT_HEADER, GatewayRefs, RefPlan
 from firsttoken.cache import Cache, CacheQuotaExceeded, MemoryStore
 from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
-from tests.unit.test_cache import BrokenStore, entry
-from tests.unit.test_core import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
+from tests.unit.fakes import BrokenStore, entry
+from tests.unit.fakes import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
 
 SYSTEM = (Path(__file__).resolve().parents[1] / "corpus" / "compress" / "system-prompt-01.md").read_text()
 GATEWAY = {**SSE, "x-firsttoken-gateway": "cache-refs=1"}

@@ -14,7 +14,7 @@ from firsttoken.compress import LEVELS, RepeatState, compress_messages
 from firsttoken.compress.repeats import MAX_STATE_KEYS
 from firsttoken.errors import LocalProtocolError
 from tests.unit.compress_invariants import check_messages
-from tests.unit.test_compress_properties import markdownish
+from tests.unit.markdownish import markdownish
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("FIRSTTOKEN_COMPRESS_EXAMPLES", "100")),
@@ -140,7 +140,7 @@ def test_state_json_is_compact() -> None:
 
 
 def _corpus_chats() -> list:
-    from tests.unit.test_compress_properties import CORPUS
+    from tests.unit.markdownish import CORPUS
 
     return sorted(CORPUS.glob("*.chat.json"))
 

@@ -14,53 +14,7 @@ from firsttoken.core import Core
 from firsttoken.flow import DeltaPacer
 from firsttoken.protocol import ChatDelta
 from firsttoken.ratelimit import Governor
-
-OK_STREAM = (
-    b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
-    b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-    b"data: [DONE]\n\n"
-)
-
-
-class Canned:
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status, self.headers, self._body = status, headers, body
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        yield self._body
-
-    async def read(self, limit: int) -> bytes:
-        return self._body[:limit]
-
-
-class CannedTransport:
-    def __init__(self, *responses: Canned) -> None:
-        self.responses = list(responses)
-        self.sent: list[HTTPRequest] = []
-
-    async def send(self, request: HTTPRequest, abort: AbortSignal) -> Canned:
-        self.sent.append(request)
-        return self.responses.pop(0)
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now_ms = 1_000_000.0
-        self.slept: list[float] = []
-        self.on_sleep = None
-
-    def clock(self) -> float:
-        return self.now_ms
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now_ms += seconds * 1000
-        if self.on_sleep:
-            self.on_sleep()
-
-
-SSE = {"content-type": "text/event-stream"}
-
+from tests.unit.fakes import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
 
 def run(transport, time_: FakeTime, *messages, governor=lambda: Governor(rng=__import__("random").Random(1))):
     events: list[dict] = []

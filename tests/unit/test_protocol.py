@@ -295,7 +295,7 @@ def test_everything_the_core_posts_is_a_defined_event_with_its_defined_fields() 
     import asyncio
 
     from firsttoken.core import Core
-    from tests.unit.test_core import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
+    from tests.unit.fakes import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
 
     t = FakeTime()
     transport = CannedTransport(Canned(503, {"retry-after": "1"}, b"{}"), Canned(200, SSE, OK_STREAM))

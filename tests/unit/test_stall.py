@@ -16,7 +16,7 @@ from firsttoken.core import Core
 from firsttoken.errors import Aborted
 from firsttoken.stall import Stalled, StallWatch, TimedOut
 from firsttoken.stream.client import AbortSignal, ChatSettings, HTTPRequest
-from tests.unit.test_core import SSE
+from tests.unit.fakes import SSE
 
 START = 1_000_000.0
 
