@@ -13,13 +13,36 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, steer, wait_ready, watched_page
+from tests.e2e.conftest import (
+    ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, send, steer, wait_ready, watched_page,
+)
 from tests.e2e.stored import stored_messages
 from tests.e2e.native_host import as_host, host_answer, host_message, post
 
 pytestmark = pytest.mark.e2e
 
 USER = '.msg[data-role="user"]'
+#: Resolves with the outbox's item count once it holds `n` (looked at after each frame),
+#: or rejects after 30 s.
+OUTBOX_HOLDS = """(n) => new Promise((resolve, reject) => {
+  const end = performance.now() + 30000;
+  const look = () => {
+    const open = indexedDB.open('firsttoken-outbox');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      if (!db.objectStoreNames.contains('items')) { db.close(); return requestAnimationFrame(look); }
+      const count = db.transaction('items').objectStore('items').count();
+      count.onsuccess = () => {
+        db.close();
+        if (count.result >= n) resolve(count.result);
+        else if (performance.now() > end) reject(new Error(`the outbox holds ${count.result}, not ${n}`));
+        else requestAnimationFrame(look);
+      };
+    };
+  };
+  look();
+})"""
 CHAT = "**/v1/chat/completions"
 
 
@@ -47,11 +70,6 @@ def settled(page: Page, n: int, state: str = "done") -> None:
     expect(answer(page, n)).to_have_attribute("data-metrics", re.compile("."), timeout=60_000)
 
 
-def ask(page: Page, text: str) -> None:
-    page.fill("#prompt", text)
-    button(page, "Send").click()
-
-
 def roles(body: dict) -> list[str]:
     return [m["role"] for m in body["messages"]]
 
@@ -76,7 +94,7 @@ def test_copy_puts_each_message_text_on_the_clipboard_even_without_the_clipboard
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.goto(gateway_url + "/")
     wait_ready(page)
-    ask(page, "copy me")
+    send(page, "copy me")
     settled(page, 1)
     full = expected_answer(gateway_url, [{"role": "user", "content": "copy me"}])
 
@@ -107,9 +125,9 @@ def test_edit_resends_the_prompt_and_replaces_everything_after_it(device_page: P
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    ask(page, "first question")
+    send(page, "first question")
     expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
-    ask(page, "second question")
+    send(page, "second question")
     settled(page, 2)
 
     first = page.locator(USER).first
@@ -132,9 +150,9 @@ def test_regenerate_replaces_that_answer_in_its_place(device_page: Page, gateway
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    ask(page, "one")
+    send(page, "one")
     expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
-    ask(page, "two")
+    send(page, "two")
     settled(page, 2)
 
     # Wait for the effect of the click, the new request, before waiting for two done
@@ -179,10 +197,10 @@ def test_a_failed_reply_keeps_its_error_and_retry_across_a_reload_and_no_prompt_
     state, handle = fail_with(kind)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    ask(page, "before")
+    send(page, "before")
     expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
     page.context.route(CHAT, handle)
-    ask(page, "this one fails")
+    send(page, "this one fails")
     expect(answer(page, 2)).to_have_attribute("data-state", "error", timeout=60_000)
     error = answer(page, 2).locator(".error")
     expect(error).to_contain_text("Could not reach" if kind == "network" else kind)
@@ -198,7 +216,7 @@ def test_a_failed_reply_keeps_its_error_and_retry_across_a_reload_and_no_prompt_
     # The next prompt goes without the failed turn: no two user turns in a row.
     state["fail"] = False
     sent_before = len(bodies)
-    ask(page, "after")
+    send(page, "after")
     settled(page, 3)
     after = bodies[sent_before]
     assert [m["content"] for m in after["messages"] if m["role"] == "user"] == ["before", "after"]
@@ -232,7 +250,7 @@ def test_orphan_prompts_from_an_older_version_are_shown_with_retry_and_not_sent_
     expect(page.locator(f'{ANSWER}[data-state="interrupted"]')).to_have_count(2)
     expect(button(page, "Retry")).to_have_count(2)
     wait_ready(page)
-    ask(page, "next")
+    send(page, "next")
     expect(answer(page, 4)).to_have_attribute("data-state", "done", timeout=60_000)
     assert [m["content"] for m in bodies[0]["messages"]] == ["answered", "yes", "next"]
 
@@ -250,7 +268,7 @@ def test_send_becomes_stop_and_stop_stops_only_that_answer(device_page: Page, ga
     # A host's own chat streams meanwhile (bridge/page/hosts.js): Stop is not for it.
     post(page, {"type": "chat.send", "id": "h1", "messages": [{"role": "user", "content": "host asks"}],
                 "settings": {"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=40,tokens=400"}}})
-    ask(page, "a long one")
+    send(page, "a long one")
     expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^([2-9]|\d\d+)$"), timeout=30_000)
     expect(button(page, "Send")).to_have_count(0)
     stop = button(page, "Stop")
@@ -301,12 +319,15 @@ def test_offline_prompts_wait_in_the_outbox_across_a_reload_and_go_once_in_order
 
     page.context.set_offline(True)
     expect(banner).to_be_visible()
-    ask(page, "sent offline")
-    ask(page, "and another")
+    send(page, "sent offline")
+    send(page, "and another")
     waiting = page.locator(f'{ANSWER}[data-state="queued"]')
     expect(waiting).to_have_count(2)
     expect(waiting.first).to_contain_text("Waiting for a connection")
     expect(button(page, "Send")).to_be_visible()  # nothing streams: Send stays Send
+    # Both are in the outbox before the reload (a reload before a put commits leaves that
+    # answer interrupted, with Retry: the page's rule, js/page/outbox.js).
+    assert page.evaluate(OUTBOX_HOLDS, 2) == 2
 
     page.reload()
     wait_ready(page)
@@ -324,7 +345,7 @@ def test_offline_prompts_wait_in_the_outbox_across_a_reload_and_go_once_in_order
     # A reload now finds nothing left to send.
     page.reload()
     wait_ready(page)
-    ask(page, "marker")
+    send(page, "marker")
     expect(answer(page, 3)).to_have_attribute("data-state", "done", timeout=60_000)
     assert [b["messages"][-1]["content"] for b in bodies] == ["sent offline", "and another", "marker"]
 
@@ -349,7 +370,7 @@ def test_an_outbox_prompt_whose_model_or_endpoint_changed_is_not_sent_without_as
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.context.set_offline(True)
-    ask(page, "written for the first model")
+    send(page, "written for the first model")
     expect(answer(page, 1)).to_have_attribute("data-state", "queued")
     # Meanwhile the model changes (the user's Settings here; a host's settings.set alike).
     page.evaluate("""() => { const m = document.getElementById('model');
@@ -377,7 +398,7 @@ def test_a_reply_cut_by_a_reload_comes_back_interrupted_with_retry_and_is_not_se
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    ask(page, "cut me off")
+    send(page, "cut me off")
     expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
     page.reload()
     # Shown at once, from what was saved as the page went: its text so far, interrupted.
@@ -401,7 +422,7 @@ def test_a_page_suspended_mid_answer_comes_back_with_it_interrupted_and_nothing_
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    ask(page, "suspend me")
+    send(page, "suspend me")
     expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
     # As a phone does with a backgrounded WebView (Page Lifecycle: freeze, then resume).
     # The events are dispatched by the test: headless Chromium's
@@ -432,7 +453,7 @@ def test_a_request_cut_by_going_offline_spends_no_retries_and_waits_in_the_outbo
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.context.route(CHAT, handle)
-    ask(page, "going under a bridge")
+    send(page, "going under a bridge")
     # The worker's fetch failed while the device is offline: `offline`, not 4 attempts.
     expect(answer(page, 1)).to_have_attribute("data-state", "queued", timeout=30_000)
     expect(answer(page, 1)).to_contain_text("Waiting for a connection")

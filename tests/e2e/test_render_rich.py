@@ -245,6 +245,8 @@ def test_the_compression_note_says_what_was_sent_and_explains_itself_on_tap(page
     pretty = 'Fix this:\n\n```json\n{\n    "name": "frame",\n    "sizes": [\n        16,\n        33\n    ]\n}\n```'
     send(page, pretty)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    # The reply's last change (its metrics) is in, so the view no longer moves under the tap.
+    expect(page.locator(ANSWER)).to_have_attribute("data-metrics", re.compile("."), timeout=30_000)
     note = page.locator(f"{USER} details.saved")
     summary = note.locator("summary")
     expect(summary).to_have_text(re.compile(r"^sent [\d,]+ tokens instead of [\d,]+ \(−\d+%\)$"))
