@@ -82,10 +82,20 @@ def build_bundle(out: Path, *, connect_src: str = GatewayConfig.connect_src) -> 
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(response.content)
             files[path] = {k: v for k, v in response.headers.items() if k.lower() not in _TRANSFER}
-    build = offline_manifest(ROOT / "node_modules", PackageZip(ROOT / "py" / "firsttoken")).manifest()["build"]
-    manifest = {"version": 1, "build": build, "index": "index.html", "files": files}
+    manifest = {"version": 1, "build": _build_of(out / "sw.js"), "index": "index.html", "files": files}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return manifest
+
+
+def _build_of(sw: Path) -> str:
+    """The build id the bundled service worker holds (gateway/offline.py writes it in the
+    worker's first line, over the files and the security policy it was served with), so
+    that the manifest and the worker name the same build."""
+    first = sw.read_text(encoding="utf-8").split("\n", 1)[0]
+    prefix = "self.FIRSTTOKEN_BUILD = "
+    if not first.startswith(prefix):
+        raise BundleError("sw.js does not start with its build record")
+    return json.loads(first[len(prefix):].rstrip(";"))["build"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,3 +114,4 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+

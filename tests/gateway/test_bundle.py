@@ -63,3 +63,12 @@ def test_the_snapshot_travels_with_its_label(bundle: tuple[Path, dict]) -> None:
     label = json.loads((Path(__file__).resolve().parents[2] / "build/snapshot/firsttoken.snapshot.json").read_text())
     assert headers["x-firsttoken-sha256"] == label["sha256"]
     assert (out / SNAPSHOT).stat().st_size == label["stored"]
+
+
+def test_the_manifest_names_the_build_its_service_worker_holds(bundle: tuple[Path, dict]) -> None:
+    out, manifest = bundle
+    first = (out / "sw.js").read_text(encoding="utf-8").split("\n", 1)[0]
+    held = json.loads(first.removeprefix("self.FIRSTTOKEN_BUILD = ").rstrip(";"))
+    assert re.fullmatch(r"[0-9a-f]{20}", manifest["build"]) and manifest["build"] == held["build"]
+    # The bundle's policy is in it: frames refused, as the bundle's headers say.
+    assert held["headers"]["content-security-policy"] == manifest["files"]["index.html"]["content-security-policy"]
