@@ -48,6 +48,15 @@ export class EndFollower {
       if (KEYS.has(e.key) && !e.target.closest?.('textarea, input, select, [contenteditable]')) intent();
     }, { passive: true });
     jump?.addEventListener('click', () => this.stickToEnd());
+    // Focus on an earlier message (its Edit button, the editor that opens in its place,
+    // Copy): the user is looking at that message, so the view stays there. Otherwise the
+    // editor growing the list would pull the view back to the end, away from the field
+    // being typed in, and a scroll the browser made to show a focused control would be
+    // undone as not the user's. The next prompt (or an edit's resend) follows again.
+    list.addEventListener('focusin', (e) => {
+      const message = e.target.closest?.('.msg');
+      if (message && message !== list.lastElementChild) this.stick = false;
+    });
 
     this.fresh = new Set();
     new MutationObserver((records) => this.changed(records))

@@ -134,6 +134,7 @@ def test_edit_resends_the_prompt_and_replaces_everything_after_it(device_page: P
     button(first, "Edit").click()
     editor = page.get_by_role("textbox", name="Edit message")
     expect(editor).to_have_value("first question")
+    expect(editor).to_be_in_viewport()  # the view stays with the message being edited
     editor.fill("first question, edited")
     button(first, "Save").click()
     expect(page.locator(f'{ANSWER}[data-state="done"]')).to_have_count(1, timeout=60_000)
