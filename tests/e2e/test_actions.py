@@ -98,7 +98,9 @@ def test_copy_puts_each_message_text_on_the_clipboard_even_without_the_clipboard
     settled(page, 1)
     full = expected_answer(gateway_url, [{"role": "user", "content": "copy me"}])
 
-    top = answer(page, 1).bounding_box()["y"]
+    # Where the answer sits in the conversation (not on screen: tapping Copy on the
+    # message above may scroll it into view, and the view then stays there).
+    top = answer(page, 1).evaluate("(el) => el.offsetTop")
     button(page.locator(USER), "Copy").click()
     expect(page.locator(USER)).to_have_attribute("data-copied", "true")
     assert page.evaluate("navigator.clipboard.readText()") == "copy me"
@@ -106,7 +108,7 @@ def test_copy_puts_each_message_text_on_the_clipboard_even_without_the_clipboard
     # under it moves.
     expect(button(page.locator(USER), "Copied")).to_be_visible()
     expect(page.locator(f"{USER} .copied[role=status]")).to_have_text("Copied")
-    assert answer(page, 1).bounding_box()["y"] == top
+    assert answer(page, 1).evaluate("(el) => el.offsetTop") == top
     # An answer copies as its markdown source, not as the rendering.
     button(answer(page, 1), "Copy").click()
     expect(answer(page, 1)).to_have_attribute("data-copied", "true")
