@@ -9,8 +9,9 @@
 // The page then keeps everything in memory, for this visit, and says so once
 // (`StorageNotice`). `webStorage(name)` is the one way the page reaches localStorage or
 // sessionStorage: the same object for every caller, so that what one module writes in
-// memory another reads back. `refuse(what)` records any other refusal (IndexedDB, Cache
-// Storage) so the notice and tests see one list.
+// memory another reads back. `refuse(what)` records any other refusal (store/db.js
+// reports IndexedDB's) so the notice sees one list. Cache Storage's is not recorded: it
+// costs only the next visit's speed (js/boot/next-visit.js then makes no snapshot).
 
 const refused = new Set();
 const memory = new Map(); // name → MemoryStorage, once refused
@@ -62,8 +63,8 @@ export function webStorage(name, win = globalThis) {
   }
 }
 
-/** Record that the browser refused `what` ('localStorage', 'sessionStorage',
- * 'indexedDB' or 'caches'); the first refusal of each is announced once. */
+/** Record that the browser refused `what` ('localStorage', 'sessionStorage' or
+ * 'indexedDB'); the first refusal of each is announced once. */
 export function refuse(what, error = null) {
   if (refused.has(what)) return;
   refused.add(what);
@@ -81,9 +82,9 @@ export function onRefused(fn) {
   listeners.addEventListener('refused', (e) => fn(e.detail.what));
 }
 
-// What the user loses, by what was refused: settings and conversations are the ones a
-// user would miss on the next visit. Cache Storage alone costs only speed (the next
-// visit boots without the snapshot), so it is recorded but not announced.
+// What the user loses, by what was refused: settings and conversations are what a user
+// would miss on the next visit. sessionStorage alone (the key, which dies with the tab
+// anyway) is not announced.
 const KEPT_NOTHING = 'Nothing is kept on this device: this browser does not let this page store anything, so your settings and conversations last until it closes.';
 const KEPT_NO_CONVERSATIONS = 'Conversations are not kept on this device: this browser does not let this page store them, so they last until it closes.';
 
