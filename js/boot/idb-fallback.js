@@ -19,7 +19,7 @@
 // page), so it is in place before PyScript opens either.
 
 const PREFIX = 'IDBMap/';
-const databases = new Map(); // name → Map(store → Map(key → value)), for this worker's life
+const databases = new Map(); // name → Map(store → Map(key → value)), for this realm's life
 
 // Requests complete in a later task, as real ones do, so that handlers assigned after
 // the call are in place.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterator
+from typing import Any, Iterator
 
 import httpx
 import pytest
@@ -172,3 +172,18 @@ def chat_bodies(page: Page) -> list[dict]:
     bodies: list[dict] = []
     page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
     return bodies
+
+
+def user_chats(frame: Frame | Page, page: Page, text: str) -> dict[str, Any]:
+    """The user sends `text` from the composer of `frame` (the page, or a frame of
+    `page`); once its answer is done, the chat request it made: `url`, `authorization`,
+    `body`. Counts done answers before, so a second chat waits for its own."""
+    done = frame.locator(f'{ANSWER}[data-state="done"]')
+    before = done.count()
+    with page.expect_request(lambda r: r.url.endswith("/chat/completions")) as sent:
+        frame.fill("#prompt", text)
+        frame.press("#prompt", "Enter")
+    expect(done).to_have_count(before + 1, timeout=60_000)
+    request = sent.value
+    return {"url": request.url, "authorization": request.headers.get("authorization"),
+            "body": json.loads(request.post_data or "{}")}

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, attach_embedder, frame_of, watched_page
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, attach_embedder, frame_of, user_chats, watched_page
 from tests.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
@@ -126,17 +126,6 @@ def wait_dropped(frame: Frame | Page, n: int) -> dict[str, Any]:
 
 def wait_python(frame: Frame | Page) -> None:
     frame.wait_for_function("() => document.documentElement.dataset.python === 'ready'", timeout=BOOT_TIMEOUT_MS)
-
-
-def user_chats(frame: Frame | Page, page: Page, text: str) -> dict[str, Any]:
-    """The user sends `text` from the composer; the chat request it made, once answered."""
-    with page.expect_request(lambda r: r.url.endswith("/chat/completions")) as sent:
-        frame.fill("#prompt", text)
-        frame.press("#prompt", "Enter")
-    frame.wait_for_selector('.msg[data-role="assistant"][data-state="done"]', timeout=60_000)
-    request = sent.value
-    return {"url": request.url, "authorization": request.headers.get("authorization"),
-            "body": json.loads(request.post_data or "{}")}
 
 
 def assert_nothing_got_through(attacker: Frame | Page, victim: Frame | Page, page: Page, gateway_url: str, posted: int) -> None:

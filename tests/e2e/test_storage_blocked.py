@@ -9,17 +9,16 @@ refused in that frame, so it cannot pass on a browser that allows it."""
 
 from __future__ import annotations
 
-import json
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Frame, Page, expect
+from playwright.sync_api import Browser, Page, expect
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import ANSWER, Console, add_frame, attach_embedder, frame_of, watched_page
+from tests.e2e.conftest import Console, add_frame, attach_embedder, frame_of, user_chats, watched_page
 from tests.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
@@ -92,19 +91,19 @@ def test_a_cross_site_frame_without_storage_boots_chats_and_says_it_keeps_nothin
         field.dispatchEvent(new Event('change'));
       }
     }""", KEY)
-    first = chat(watched, frame, "where do swallows go in winter")
+    first = user_chats(frame, watched, "where do swallows go in winter")
     assert first["authorization"] == f"Bearer {KEY}"
-    assert first["messages"][0] == {"role": "system", "content": "Answer briefly."}
+    assert first["body"]["messages"][0] == {"role": "system", "content": "Answer briefly."}
     # The conversation holds for the visit: the next prompt carries the first turn.
-    second = chat(watched, frame, "and in spring")
-    roles = [m["role"] for m in second["messages"]]
+    second = user_chats(frame, watched, "and in spring")
+    roles = [m["role"] for m in second["body"]["messages"]]
     assert roles == ["system", "user", "assistant", "user"], roles
-    assert second["messages"][1]["content"] == "where do swallows go in winter"
+    assert second["body"]["messages"][1]["content"] == "where do swallows go in winter"
 
     # A second conversation, and back to the first: both kept in memory.
     frame.get_by_role("button", name="New chat", exact=True).click()
     expect(frame.locator(".msg")).to_have_count(0)
-    chat(watched, frame, "a new topic")
+    user_chats(frame, watched, "a new topic")
     frame.locator(".conv-open", has_text="where do swallows").click()
     expect(frame.locator(".msg")).to_have_count(4)
     expect(frame.locator("#conversations")).to_have_attribute("data-store", "memory")
@@ -113,14 +112,3 @@ def test_a_cross_site_frame_without_storage_boots_chats_and_says_it_keeps_nothin
     before = frame.get_attribute("html", "data-theme-choice")
     frame.click("#theme")
     expect(frame.locator("html")).not_to_have_attribute("data-theme-choice", before or "")
-
-
-def chat(page: Page, frame: Frame, text: str) -> dict[str, Any]:
-    """Send `text` from the composer; the request it made (its authorization and messages), once answered."""
-    done = frame.locator(f'{ANSWER}[data-state="done"]').count()
-    with page.expect_request(lambda r: r.url.endswith("/chat/completions")) as sent:
-        frame.fill("#prompt", text)
-        frame.press("#prompt", "Enter")
-    expect(frame.locator(f'{ANSWER}[data-state="done"]')).to_have_count(done + 1, timeout=60_000)
-    body = json.loads(sent.value.post_data or "{}")
-    return {"authorization": sent.value.headers.get("authorization"), "messages": body.get("messages", [])}
