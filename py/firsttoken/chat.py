@@ -17,7 +17,19 @@
 6. **end**: `chat.done` (with the calibration of the prompt's count against the
    server's), or `chat.error`, whose `partial` is what arrived.
 
-Stop (`chat.abort`) ends any step at once through the request's `AbortSignal`.
+Stop (`chat.abort`) ends any step at once through the request's `AbortSignal`, and
+cancels the answer's stream on the gateway (which then aborts its upstream request).
+
+**Resume.** A firsttoken gateway runs the answer apart from the connection and names it
+(`chat.stream`; `firsttoken.stream.resume`). Once it has, the prompt is never sent
+again by itself: a connection lost mid-answer (a network error, the device offline, a
+stream cut short, a stall past the timeout, or the page's `chat.reconnect` after it was
+frozen) is followed by `chat.reconnecting` and a resume from the last event taken,
+at once, then with a backoff; offline, it waits for the page's `chat.reconnect` (sent
+on `online`). The same `ChatStream` takes the resumed events, each once, so nothing is
+doubled or lost. A gateway that no longer has the stream ends the request with
+`stream_gone` (the page offers Retry). A `chat.send` with `resume` (a reload, a
+restarted WebView) starts there.
 
 While an attempt is out, a watch (`firsttoken.stall`, on the core's clock and sleep)
 measures the silence between bytes: past `stall_notice_s` it says `chat.stall` (then
@@ -33,22 +45,34 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Awaitable, Mapping
 
 from .cache import Entry
-from .cache.refs import RefPlan, is_unknown_ref
-from .errors import FirstTokenError, HTTPStatusError, Offline, StallTimeout, TransportError
+from .cache.refs import CLIENT_HEADER, RefPlan, is_unknown_ref
+from .errors import (
+    Aborted,
+    FirstTokenError,
+    HTTPStatusError,
+    Offline,
+    StallTimeout,
+    StreamGone,
+    TransportError,
+    TruncatedStream,
+)
 from .protocol import (
     ChatDelta,
     ChatDone,
     ChatError,
     ChatPrepared,
+    ChatReconnecting,
     ChatResume,
     ChatRetry,
     ChatSend,
     ChatStall,
+    ChatStreamed,
     ChatWait,
 )
 from .stall import Stalled, StallWatch, TimedOut
 from .stream.client import AbortSignal, HTTPRequest, Timings, build_request, stream_chat
-from .stream.completions import Completion
+from .stream.completions import ChatStream, Completion
+from .stream.resume import GONE_CODES, cancel_url, events_url, stream_id_of
 from .tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -60,6 +84,20 @@ __all__ = ["ChatRequest"]
 #: before the attempt's task is cancelled outright (a transport that ignores its signal
 #: must not hold the request forever).
 ABORT_GRACE_S = 2.0
+
+#: Waits before each resume of a lost stream while the device is online: the first at
+#: once (a dropped connection on a working network: a Wi-Fi to cellular switch), then
+#: backing off. Past the last, a gateway that cannot be reached ends the request with
+#: the network error (about a minute in all: shorter than the gateway keeps a stream).
+RESUME_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+#: Offline, the next try waits for `chat.reconnect` (the page's `online`), or this long.
+OFFLINE_RETRY_S = 30.0
+#: How long a cancel of the gateway's stream (on Stop) may take; it runs beside the
+#: request's end, never in its way.
+CANCEL_TIMEOUT_S = 10.0
+
+# Cancels in flight, kept so that they are not collected before they finish.
+_cancels: set[asyncio.Future[Any]] = set()
 
 
 class ChatRequest:
@@ -81,12 +119,30 @@ class ChatRequest:
         #: The current attempt's watch over silence (`firsttoken.stall`).
         self.watch: StallWatch | None = None
         self.timed_out = False
+        #: The answer being assembled, kept across a resumed stream's connections.
+        self.assembly: ChatStream | None = None
+        #: The gateway's resumable stream of this answer (`chat.stream`), once named.
+        self.stream_id: str | None = None
+        self.resume = send.resume
+        if send.resume is not None:
+            self.stream_id = send.resume.stream
+            self.assembly = ChatStream(prefix=send.resume.text, after=send.resume.after)
+            self.assembly.sequenced = True
+        #: The current attempt's own signal, and whether the page asked to reconnect it.
+        self._attempt_signal: AbortSignal | None = None
+        self._reconnect_asked = False
+        self._nudge = asyncio.Event()
+        #: The client id sent with the request (a stream is given only to its maker).
+        self._client_id: str | None = None
 
     async def run(self) -> None:
         """Run to the request's last event. Firsttoken errors become `chat.error`;
         anything else is a bug, which the core reports (after the text that arrived)."""
         session = self.session
         try:
+            if self.resume is not None:
+                await self._run_resumed()
+                return
             messages, prepared, lead = await session.prepare(self.messages, self.settings)
             request = await self._request(messages, lead)
             event = ChatPrepared(id=self.id, **prepared, request_bytes=len(request.body))
@@ -112,6 +168,8 @@ class ChatRequest:
                 )
             )
         except FirstTokenError as exc:
+            if self.signal.aborted and self.stream_id is not None:
+                self._cancel_stream()
             await self._settle()
             session.pacer.flush(self.id)
             session.post_event(ChatError(id=self.id, error=exc.to_dict(), timings=self.timings.to_dict(), quota=self._quota()))
@@ -119,6 +177,34 @@ class ChatRequest:
             # Should a bug end the request (the core then reports it), its text still
             # goes out ahead of that report.
             session.pacer.flush(self.id)
+
+    async def _identity(self) -> str | None:
+        """Our client id, for a gateway known to take it (`firsttoken.cache.refs`)."""
+        session = self.session
+        if session.cache is not None and session.refs.identifies(self.settings.base_url):
+            return await session.cache.client_id()
+        return None
+
+    async def _run_resumed(self) -> None:
+        """A `chat.send` with `resume`: the answer a previous core started (before a
+        reload) goes on from its stream; nothing is prepared or sent again."""
+        self._client_id = await self._identity()
+        completion = await self._resumed(None)
+        await self._settle()
+        self.session.pacer.flush(self.id)
+        actual = (completion.usage or {}).get("prompt_tokens")
+        self.session.post_event(
+            ChatDone(
+                id=self.id,
+                finish_reason=completion.finish_reason,
+                usage=completion.usage,
+                timings=self.timings.to_dict(),
+                quota=self._quota(),
+                attempts=self.attempt,
+                prompt=self.session.calibration.compare(self.settings.model, None, actual),
+                request_bytes=0,
+            )
+        )
 
     async def _send(
         self, request: HTTPRequest, messages: list[dict[str, Any]], lead: list[Entry], estimate: int
@@ -132,14 +218,19 @@ class ChatRequest:
                 self.session.post_event(ChatWait(id=self.id, wait_s=round(wait, 3), reason="rate_limit", quota=self._quota()))
                 await self._pause(wait)
             self.timings = Timings()
+            self.assembly = ChatStream()
             try:
                 completion = await self._watched(request)
                 return completion, request
-            except (StallTimeout, Offline):
-                # Offline: no attempt is spent while the device has no network; the
-                # page keeps the prompt in its outbox until `online`.
-                raise
-            except (HTTPStatusError, TransportError) as exc:
+            except FirstTokenError as exc:
+                if self._lost(exc):
+                    # The gateway runs the answer on: take its stream up again, never
+                    # the prompt (billed once).
+                    return await self._resumed(exc), request
+                if isinstance(exc, (StallTimeout, Offline)) or not isinstance(exc, (HTTPStatusError, TransportError)):
+                    # Offline: no attempt is spent while the device has no network; the
+                    # page keeps the prompt in its outbox until `online`.
+                    raise
                 # Only a request that showed nothing may be sent again: a retry after
                 # text arrived would paint the answer twice.
                 if self.seq or self.signal.aborted:
@@ -164,18 +255,22 @@ class ChatRequest:
                 await self._pause(delay)
                 self.attempt += 1
 
-    async def _watched(self, request: HTTPRequest) -> Completion:
+    async def _watched(self, request: HTTPRequest, timings: Timings | None = None) -> Completion:
         """One attempt, under a watch over its silences (`chat.stall`, `timeout`). The
         attempt has its own signal, which Stop aborts too, so that a timeout can end
         the fetch without being taken for Stop."""
         session = self.session
         signal = AbortSignal()
         self.signal.on_abort(signal.abort)
+        self._attempt_signal = signal
+        self._reconnect_asked = False
+        self.timed_out = False
         settings = self.settings
         self.watch = StallWatch(settings.stall_notice_s, settings.stall_timeout_s, session.clock())
         attempt = asyncio.ensure_future(self._until_cancelled(stream_chat(
             session.transport, request, abort=signal, on_text=self._on_text, clock=session.clock,
-            timings=self.timings, on_response=self._on_response, on_bytes=self._on_bytes,
+            timings=timings or self.timings, on_response=self._on_response, on_bytes=self._on_bytes,
+            stream=self.assembly,
         )))
         watcher = asyncio.ensure_future(self._watch(attempt, signal))
         try:
@@ -192,6 +287,138 @@ class ChatRequest:
             if not attempt.done():  # this request itself was cancelled
                 attempt.cancel()
             self.watch = None
+            self._attempt_signal = None
+
+    # ---- a lost stream, taken up again -------------------------------------------------
+
+    def reconnect(self) -> None:
+        """The page's `chat.reconnect`: its connection may be dead (the page was frozen)
+        or the network is back. An attempt in flight is dropped and resumed; a wait for
+        the next try ends now. Nothing happens without a stream to resume."""
+        if self.stream_id is None or self.signal.aborted:
+            return
+        self._nudge.set()
+        if self._attempt_signal is not None:
+            self._reconnect_asked = True
+            self._attempt_signal.abort()
+
+    def _lost(self, exc: FirstTokenError) -> bool:
+        """Whether `exc` lost a connection whose answer the gateway still runs."""
+        if self.stream_id is None or self.signal.aborted:
+            return False
+        if isinstance(exc, Aborted):
+            return self._reconnect_asked  # dropped on the page's word, not Stop
+        return isinstance(exc, (TransportError, TruncatedStream))
+
+    async def _resumed(self, lost: FirstTokenError | None) -> Completion:
+        """Take the answer's stream up from the last event taken until it ends: at once,
+        then after `RESUME_BACKOFF_S`; offline, on `chat.reconnect`. Raises `StreamGone`
+        when the gateway no longer has it, and the network error once the backoff is
+        spent (both keep the whole `partial`)."""
+        assert self.stream_id is not None and self.assembly is not None
+        assembly = self.assembly
+        tries = 0  # consecutive failures while online
+        progress_at_timeout = -1
+        while True:
+            if lost is not None:
+                if isinstance(lost, StallTimeout):
+                    # Silent for the whole timeout: a dead connection (a network switch
+                    # leaves no reset behind) or a stalled server. Resumed once per
+                    # event reached; silent again at the same place, it was the server.
+                    if progress_at_timeout == assembly.last_event:
+                        lost.partial = assembly.partial
+                        raise lost
+                    progress_at_timeout = assembly.last_event
+                offline = isinstance(lost, Offline)
+                if offline:
+                    wait = OFFLINE_RETRY_S
+                elif isinstance(lost, Aborted):
+                    wait = 0.0  # the page asked: the network is back or the page awake
+                else:
+                    if tries >= len(RESUME_BACKOFF_S):
+                        lost.partial = assembly.partial
+                        raise lost
+                    wait = RESUME_BACKOFF_S[tries]
+                    tries += 1
+                self.session.pacer.flush(self.id)  # the text before the loss goes first
+                self.session.post_event(ChatReconnecting(
+                    id=self.id, after=assembly.last_event, attempt=tries or 1, wait_s=wait, reason=lost.code,
+                ))
+                await self._wait_or_nudge(wait)
+            self.signal.raise_if_aborted(assembly.partial)
+            self._nudge.clear()
+            request = self._resume_request(assembly.last_event)
+            timings = Timings()
+            before = assembly.last_event
+            try:
+                completion = await self._watched(request, timings)
+            except HTTPStatusError as exc:
+                code = str(exc.error.get("code") or "")
+                if exc.status in (400, 404, 409, 410) or code in GONE_CODES:
+                    raise StreamGone(
+                        "The answer was cut short, and the server no longer has the rest of it.",
+                        status=exc.status, partial=assembly.partial,
+                    ) from exc
+                if self.signal.aborted:
+                    raise
+                lost = exc if exc.status >= 500 or exc.status == 429 else None
+                if lost is None:
+                    raise  # 401, 403: the key no longer works; the user must act
+                continue
+            except FirstTokenError as exc:
+                if not self._lost(exc):
+                    raise
+                if assembly.last_event > before:
+                    tries = 0  # it got further: the backoff starts over
+                lost = exc
+                continue
+            self.timings.done = timings.done
+            self.timings.bytes += timings.bytes
+            return completion
+
+    def _resume_request(self, after: int) -> HTTPRequest:
+        """The resume: the same credentials and client id as the request that started
+        the stream (the gateway gives a stream only to whoever made it)."""
+        assert self.stream_id is not None
+        headers = {**self._stream_headers(), "accept": "text/event-stream"}
+        return HTTPRequest("GET", events_url(self.settings.base_url, self.stream_id, after), headers, b"")
+
+    def _stream_headers(self) -> dict[str, str]:
+        settings = self.settings
+        headers = dict(settings.headers)
+        if self._client_id is not None:
+            headers[CLIENT_HEADER] = self._client_id
+        if settings.api_key:
+            headers["authorization"] = f"Bearer {settings.api_key}"
+        return headers
+
+    async def _wait_or_nudge(self, seconds: float) -> None:
+        """Wait `seconds`, or until `chat.reconnect`, or Stop (in short steps)."""
+        deadline = self.session.clock() + seconds * 1000.0
+        while not self.signal.aborted and not self._nudge.is_set():
+            left = (deadline - self.session.clock()) / 1000.0
+            if left <= 0:
+                break
+            await self.session.sleep(min(left, 0.1))
+
+    def _cancel_stream(self) -> None:
+        """Stop: the gateway stops generating (and aborts its upstream request), beside
+        the request's end; a cancel that fails leaves a stream the gateway reaps."""
+        assert self.stream_id is not None
+        request = HTTPRequest("POST", cancel_url(self.settings.base_url, self.stream_id),
+                              {**self._stream_headers(), "content-type": "application/json"}, b"{}")
+
+        async def cancel() -> None:
+            signal = AbortSignal()
+            try:
+                response = await asyncio.wait_for(self.session.transport.send(request, signal), CANCEL_TIMEOUT_S)
+                await response.read(4096)
+            except (FirstTokenError, asyncio.TimeoutError):
+                signal.abort()
+
+        task = asyncio.ensure_future(cancel())
+        _cancels.add(task)
+        task.add_done_callback(_cancels.discard)
 
     async def _until_cancelled(self, attempt: Awaitable[Completion]) -> Completion:
         # The watch cancels an attempt only after a timeout: that ends it as a timeout
@@ -243,20 +470,27 @@ class ChatRequest:
         `firsttoken.cache.refs` allows (never to a server not known to take them);
         `full`: none (the re-send after an unknown reference)."""
         session, base_url = self.session, self.settings.base_url
-        client_id = None
-        if session.cache is not None and session.refs.identifies(base_url):
-            client_id = await session.cache.client_id()
+        client_id = await self._identity()
         self.plan = session.refs.plan(base_url, lead, client_id, full=full)
+        self._client_id = self.plan.headers.get(CLIENT_HEADER)
         return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers)
 
-    def _on_text(self, text: str, reasoning: str, sent_ms: list[float]) -> None:
+    def _on_text(self, text: str, reasoning: str, sent_ms: list[float], event: int) -> None:
         self.seq += 1
-        delta = ChatDelta(id=self.id, seq=self.seq, text=text, t=self.session.clock(), reasoning=reasoning, stamps=sent_ms)
+        delta = ChatDelta(id=self.id, seq=self.seq, text=text, t=self.session.clock(), reasoning=reasoning,
+                          stamps=sent_ms, event=event)
         self.session.pacer.delta(delta)
 
     def _on_response(self, status: int, headers: Mapping[str, str]) -> None:
+        if self.stream_id is not None:
+            return  # a resume: its headers are the gateway's, not the model's
         self.governor.observe(status, headers, self._now())
         self.session.refs.observe(self.settings.base_url, status, headers, self.plan)
+        if 200 <= status < 300:
+            stream_id = stream_id_of(headers)
+            if stream_id is not None:
+                self.stream_id = stream_id
+                self.session.post_event(ChatStreamed(id=self.id, stream=stream_id))
 
     def _now(self) -> float:
         return self.session.clock() / 1000.0

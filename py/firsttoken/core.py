@@ -31,6 +31,7 @@ from .prepare import ConversationMemory, Prepared, prepare
 from .protocol import (
     PROTOCOL_VERSION,
     ChatAbort,
+    ChatReconnect,
     ChatSend,
     DeltaAck,
     ErrorEvent,
@@ -46,7 +47,7 @@ from .protocol import (
 )
 from .ratelimit import Governor
 from .session import Session
-from .stream.client import AbortSignal, ChatSettings, Transport
+from .stream.client import ChatSettings, Transport
 from .tokens import budget_for, estimate_tokens
 
 __all__ = ["Core"]
@@ -96,7 +97,7 @@ class Core:
         self.pacer = DeltaPacer(self.post_event)
         self._new_governor = governor
         self._governors: dict[str, Governor] = {}
-        self._active: dict[str, AbortSignal] = {}
+        self._active: dict[str, ChatRequest] = {}
         #: What each chat request is given of this core (firsttoken.session).
         self.session = Session(
             transport=transport, clock=clock, sleep=sleep, post_event=self.post_event, pacer=self.pacer,
@@ -120,9 +121,13 @@ class Core:
             elif isinstance(msg, Ping):
                 self.post_event(Pong(id=msg.id, t=self.clock()))
             elif isinstance(msg, ChatAbort):
-                signal = self._active.get(msg.id)
-                if signal is not None:
-                    signal.abort()
+                request = self._active.get(msg.id)
+                if request is not None:
+                    request.signal.abort()
+            elif isinstance(msg, ChatReconnect):
+                request = self._active.get(msg.id)
+                if request is not None:
+                    request.reconnect()
             elif isinstance(msg, ChatSend):
                 await self._chat(msg)
             elif isinstance(msg, TokensCount):
@@ -153,7 +158,7 @@ class Core:
         if msg.id in self._active:
             raise InvalidMessage(f"request {msg.id!r} is already running")
         request = ChatRequest(self.session, msg)
-        self._active[msg.id] = request.signal
+        self._active[msg.id] = request
         try:
             await request.run()
         finally:

@@ -17,6 +17,7 @@ at the adapter boundary, in one place each, never deeper.
     ├── TransportError               the network failed (connect, reset, timeout)
     │   ├── StallTimeout             the server sent nothing for the stall limit
     │   └── Offline                  it failed while the device says it is offline
+    ├── StreamGone                   a lost stream cannot be resumed: the gateway no longer has it
     ├── Aborted                      the user (or the page) stopped the request
     ├── LocalProtocolError           we were asked to do something invalid
     │   ├── InvalidMessage           a bridge/protocol message that does not validate
@@ -44,6 +45,7 @@ __all__ = [
     "TransportError",
     "StallTimeout",
     "Offline",
+    "StreamGone",
     "Aborted",
     "LocalProtocolError",
     "InvalidMessage",
@@ -195,6 +197,23 @@ class Offline(TransportError):
     the page keeps the prompt until the `online` event instead (README, "Offline")."""
 
     code = "offline"
+
+
+class StreamGone(FirstTokenError):
+    """The answer's stream was lost and the gateway no longer has it to resume (it
+    expired, the gateway restarted, it was cancelled): the answer ends here, with what
+    arrived, and only the user's Retry sends the prompt again (bridge/PROTOCOL.md,
+    "Resumable streams"). `status` is the gateway's answer to the resume (404, 409,
+    400), or None when it could not be reached in time."""
+
+    code = "stream_gone"
+
+    def __init__(self, message: str = "", *, status: int | None = None, partial: str = "") -> None:
+        super().__init__(message, partial=partial)
+        self.status = status
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "status": self.status}
 
 
 class Aborted(FirstTokenError):

@@ -11,7 +11,7 @@ with no added wait. A page that never says `flow` gets every delta as it comes
 
 Held text is bounded: past `DeltaPacer.HOLD_LIMIT` characters it goes out without
 waiting. `t` of a merged delta is that of its first part (when the oldest text in it was
-parsed), so the page's latency figures count the holding; its `seq` is the last's.
+parsed), so the page's latency figures count the holding; its `seq` and `event` are the last's.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ class _Held:
     """The deltas of one request held since the last ack, merged. Text is kept as parts
     and joined once, when it goes out."""
 
-    __slots__ = ("request_id", "t", "seq", "text", "reasoning", "stamps", "chars")
+    __slots__ = ("request_id", "t", "seq", "event", "text", "reasoning", "stamps", "chars")
 
     def __init__(self, first: ChatDelta) -> None:
         self.request_id = first.id
         self.t = first.t
         self.seq = first.seq
+        self.event = first.event
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.stamps: list[float] = []
@@ -41,6 +42,7 @@ class _Held:
     def add(self, delta: ChatDelta) -> int:
         """Merge `delta`; returns the characters it added."""
         self.seq = delta.seq
+        self.event = delta.event
         self.text.append(delta.text)
         if delta.reasoning:
             self.reasoning.append(delta.reasoning)
@@ -57,6 +59,7 @@ class _Held:
             t=self.t,
             reasoning="".join(self.reasoning),
             stamps=self.stamps,
+            event=self.event,
         )
 
 

@@ -42,7 +42,9 @@ __all__ = [
     "DeltaAck",
     "ChatSend",
     "ChatAbort",
+    "ChatReconnect",
     "TokensCount",
+    "ResumeFrom",
     # events
     "Ready",
     "Pong",
@@ -55,6 +57,8 @@ __all__ = [
     "ChatDelta",
     "ChatStall",
     "ChatResume",
+    "ChatStreamed",
+    "ChatReconnecting",
     "ChatDone",
     "ChatError",
     # functions
@@ -164,23 +168,64 @@ class DeltaAck(Request):
     """The page took the last `chat.delta` (only with flow control)."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeFrom:
+    """`chat.send.resume`: take up an answer whose stream a firsttoken gateway still
+    runs (`stream`, from `chat.stream`), after event `after` (the last one the page
+    painted, from `chat.delta.event`); `text` is what the page shows of it so far.
+    Nothing is prepared and nothing is sent again: the prompt was billed once."""
+
+    stream: str
+    after: int
+    text: str
+
+    #: Longest stream id taken (the gateway's are about 30 characters).
+    MAX_STREAM_ID = 128
+
+    @classmethod
+    def from_field(cls, value: Any) -> "ResumeFrom":
+        if not isinstance(value, dict):
+            raise InvalidMessage("'resume' must be an object")
+        stream, after, text = value.get("stream"), value.get("after", 0), value.get("text", "")
+        if not isinstance(stream, str) or not 0 < len(stream) <= cls.MAX_STREAM_ID or not stream.isascii():
+            raise InvalidMessage("'resume.stream' must be a stream id")
+        if type(after) is not int or after < 0:
+            raise InvalidMessage("'resume.after' must be a non-negative integer")
+        if not isinstance(text, str):
+            raise InvalidMessage("'resume.text' must be a string")
+        return cls(stream=stream, after=after, text=text)
+
+
 @_message("chat.send")
 class ChatSend(Request):
     """Send a conversation; answered by `chat.prepared`, `chat.delta`*, then `chat.done`
-    or `chat.error` (with `chat.wait`, `chat.retry` and `notice` as they happen)."""
+    or `chat.error` (with `chat.wait`, `chat.retry`, `chat.stream`, `chat.reconnecting`
+    and `notice` as they happen). With `resume`, take up an answer already streaming on
+    the gateway instead (no `chat.prepared`)."""
 
     id: str
     messages: list[JSON]
     settings: ChatSettings
+    resume: ResumeFrom | None = None
 
     @classmethod
     def from_fields(cls, msg: JSON) -> "ChatSend":
-        return cls(id=msg["id"], messages=_messages(msg), settings=_settings(msg))
+        resume = msg.get("resume")
+        return cls(id=msg["id"], messages=_messages(msg), settings=_settings(msg),
+                   resume=None if resume is None else ResumeFrom.from_field(resume))
 
 
 @_message("chat.abort")
 class ChatAbort(Request):
-    """Stop the running `chat.send` with the same `id`."""
+    """Stop the running `chat.send` with the same `id` (and its stream on the gateway)."""
+
+    id: str
+
+
+@_message("chat.reconnect")
+class ChatReconnect(Request):
+    """The connection of the running `chat.send` with the same `id` may be dead (the
+    page was frozen, the device came back online): resume its stream now."""
 
     id: str
 
@@ -346,13 +391,16 @@ class ChatRetry(Event):
 class ChatDelta(Event):
     """Answer text (and reasoning) from one network chunk, or several merged (flow control)."""
 
-    OMIT_EMPTY = frozenset({"reasoning", "stamps"})
+    OMIT_EMPTY = frozenset({"reasoning", "stamps", "event"})
 
     seq: int
     text: str
     t: float
     reasoning: str = ""
     stamps: Sequence[float] = ()
+    #: The last stream event this text completes (a resumable stream's `id`; 0: none):
+    #: the page keeps it with the text, and a resume asks for what comes after it.
+    event: int = 0
 
 
 @_message("chat.stall")
@@ -370,6 +418,25 @@ class ChatResume(Event):
     """Bytes arrive again after a `chat.stall`, which lasted `stalled_s` seconds."""
 
     stalled_s: float
+
+
+@_message("chat.stream")
+class ChatStreamed(Event):
+    """The answer runs on the gateway as resumable stream `stream`
+    (`firsttoken.stream.resume`): if the connection is lost, it goes on there."""
+
+    stream: str
+
+
+@_message("chat.reconnecting")
+class ChatReconnecting(Event):
+    """The answer's connection was lost (`reason`: an error code); its stream is taken
+    up again after event `after` in `wait_s` seconds, or at once on `chat.reconnect`."""
+
+    after: int
+    attempt: int
+    wait_s: float
+    reason: str
 
 
 @_message("chat.done")

@@ -68,7 +68,7 @@ def test_stop_during_a_wait_ends_it_at_once_and_sends_nothing() -> None:
     core_box = {}
 
     def stop_on_first_sleep():
-        core_box["core"]._active["a"].abort()
+        core_box["core"]._active["a"].signal.abort()
 
     t.on_sleep = stop_on_first_sleep
     events: list[dict] = []

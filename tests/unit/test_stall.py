@@ -241,7 +241,7 @@ def test_stop_during_a_stall_is_a_stop_not_a_timeout() -> None:
 
     def stop_at_12(core: Core, event: dict) -> None:
         if event["type"] == "chat.stall" and event["waiting_s"] == 12:
-            core._active["a"].abort()
+            core._active["a"].signal.abort()
 
     events = chat(t, transport, on_event=stop_at_12)
     assert events[-1]["type"] == "chat.error" and events[-1]["error"]["code"] == "aborted"

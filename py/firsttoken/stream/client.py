@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
 from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
 from ..ratelimit import parse_retry_after_headers
+from .resume import stream_id_of
 
 __all__ = [
     "AbortSignal",
@@ -197,8 +198,10 @@ async def _status_error(response: HTTPResponse, now: float) -> HTTPStatusError:
     )
 
 
-# (content_text, reasoning_text, server_sent_ms) of one network chunk
-OnText = Callable[[str, str, list[float]], None]
+# (content_text, reasoning_text, server_sent_ms, last_event) of one network chunk;
+# `last_event` is the number of the last stream event taken (0 unless the stream is
+# numbered by a firsttoken gateway: `firsttoken.stream.resume`).
+OnText = Callable[[str, str, list[float], int], None]
 
 # The built-in model can stamp each chunk with the moment it was sent (`stamp=1`), so
 # that benchmarks measure chunk-to-paint latency end to end. The stamps are picked out of
@@ -224,19 +227,25 @@ async def stream_chat(
     timings: Timings | None = None,
     on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
     on_bytes: Callable[[], Any] | None = None,
+    stream: ChatStream | None = None,
 ) -> Completion:
     """Send `request`, call `on_text` once per network chunk that carried text, and
     return the assembled completion. Errors are firsttoken errors carrying `partial`,
     the answer so far as `ChatStream` assembled it. `clock`: milliseconds since the
     epoch (an HTTP-date in `retry-after` is measured against it when the response has
     no `Date`). `on_bytes` is called whenever bytes arrived (headers, then each
-    network chunk, keep-alive comments included), for `firsttoken.stall`.
+    network chunk, keep-alive comments included), for `firsttoken.stall`. `stream`:
+    the answer this response continues (a resumed stream: `firsttoken.stream.resume`);
+    by default a new one.
     """
     timings = timings if timings is not None else Timings()
     timings.send = clock()
     # The answer is assembled by `stream` alone; here only what went out is counted.
-    stream = ChatStream()
-    delivered = 0  # characters of choice 0's text passed to on_text
+    if stream is None:
+        stream = ChatStream()
+    else:
+        stream.reconnect()
+    delivered = len(stream.partial)  # characters of choice 0's text passed to on_text
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
@@ -246,6 +255,8 @@ async def stream_chat(
             on_response(response.status, response.headers)
         if not 200 <= response.status < 300:
             raise await _status_error(response, clock() / 1000.0)
+        if stream_id_of(response.headers) is not None:
+            stream.sequenced = True  # numbered events: each is taken once
         content_type = {k.lower(): v for k, v in response.headers.items()}.get("content-type", "")
         if "text/event-stream" not in content_type:
             # Some servers ignore stream=true; a JSON body is the same answer in one piece.
@@ -253,7 +264,7 @@ async def stream_chat(
             timings.first_byte = timings.first_delta = clock()
             completion = parse_completion(body)
             if completion.content:
-                on_text(completion.content, completion.reasoning or "", [])
+                on_text(completion.content, completion.reasoning or "", [], 0)
             timings.done = clock()
             return completion
         async for chunk in response.chunks():
@@ -273,7 +284,7 @@ async def stream_chat(
                 # the page, so that what the server sent before failing stays on screen.
                 missing = stream.partial[delivered:]
                 if missing:
-                    on_text(missing, "", sent_stamps(chunk))
+                    on_text(missing, "", sent_stamps(chunk), stream.last_event)
                 raise
             for update in updates:
                 if isinstance(update, ContentDelta) and update.index == 0:
@@ -285,7 +296,7 @@ async def stream_chat(
                     timings.first_delta = clock()
                 text = "".join(content)
                 delivered += len(text)
-                on_text(text, "".join(reasoning), sent_stamps(chunk))
+                on_text(text, "".join(reasoning), sent_stamps(chunk), stream.last_event)
         if abort.aborted:
             raise Aborted("stopped", partial=stream.partial)
         completion = stream.close()

@@ -170,6 +170,14 @@ class _Assembler:
         state = self.choices.get(0)
         return state.content.value() if state else ""
 
+    def seed(self, text: str) -> None:
+        """Choice 0's content starts with `text` (what a resumed stream had shown)."""
+        self._count(text)
+        state = self.choices.get(0)
+        if state is None:
+            state = self.choices[0] = _ChoiceState()
+        state.content.append(text)
+
     def _count(self, text: str) -> None:
         self.chars += len(text)
         if self.chars > self.max_chars:
@@ -319,6 +327,13 @@ class _Assembler:
         )
 
 
+def _event_number(event_id: str) -> int | None:
+    # A gateway's event number: ASCII digits only (int() would take " 7", "٧" or "7_0").
+    if event_id and len(event_id) <= 18 and event_id.isascii() and event_id.isdigit():
+        return int(event_id)
+    return None
+
+
 def _loads(data: str | bytes) -> Any:
     try:
         return json.loads(data)
@@ -344,10 +359,35 @@ class ChatStream:
         max_chars: int = DEFAULT_MAX_CHARS,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        prefix: str = "",
+        after: int = 0,
     ) -> None:
         self._decoder = SSEDecoder(max_line_bytes, max_event_bytes)
         self._assembler = _Assembler(max_chars)
         self._done = False
+        #: Whether events are numbered by a firsttoken gateway (`id: n`, consecutive
+        #: from 1: bridge/PROTOCOL.md, "Resumable streams"). Only then is an event whose
+        #: number was taken already skipped: a plain server's ids mean nothing to us,
+        #: and per the SSE spec an event without an `id:` line repeats the last one.
+        self.sequenced = after > 0
+        self._taken = after
+        if prefix:
+            # A stream resumed in a new core (a reload): the text before `after` was
+            # painted already, and `partial` must still be the whole answer.
+            self._assembler.seed(prefix)
+
+    @property
+    def last_event(self) -> int:
+        """The number of the last event taken (0: none, or not `sequenced`)."""
+        return self._taken
+
+    def reconnect(self) -> None:
+        """A new response body continues this answer (a resumed stream): the SSE
+        decoder starts afresh, as for a new connection (WHATWG HTML §9.2.3: a
+        reconnection is a new stream); what was assembled, and the last event taken,
+        stay, so each numbered event is taken once."""
+        decoder = self._decoder
+        self._decoder = SSEDecoder(decoder.max_line_bytes, decoder.max_event_bytes)
 
     @property
     def partial(self) -> str:
@@ -382,6 +422,12 @@ class ChatStream:
             raise
 
     def _feed_event(self, event: ServerSentEvent) -> list[Update]:
+        if self.sequenced:
+            number = _event_number(event.id)
+            if number is not None:
+                if number <= self._taken:
+                    return []  # replayed after a resume: taken already
+                self._taken = number
         if self._done:
             return []  # a few proxies append keep-alives or junk after [DONE]
         if event.event == "error":
