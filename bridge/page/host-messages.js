@@ -30,6 +30,7 @@ const REQUESTS = {
   'settings.set': { id: 'optional', settings: 'required' },
   'chat.send': { id: 'required', messages: 'required', settings: 'optional' },
   'chat.abort': { id: 'required' },
+  'chat.reconnect': { id: 'required' },
   'tokens.count': { id: 'optional', messages: 'required', settings: 'optional' },
 };
 export const HOST_REQUEST_TYPES = Object.freeze(Object.keys(REQUESTS));

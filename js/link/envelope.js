@@ -11,7 +11,8 @@ export const PROTOCOL_VERSION = 1;
  * the snapshot maker (`boot.progress`). */
 export const EVENT_TYPES = Object.freeze([
   'ready', 'pong', 'boot.progress',
-  'chat.prepared', 'chat.wait', 'chat.retry', 'chat.stall', 'chat.resume', 'chat.delta', 'chat.done', 'chat.error',
+  'chat.prepared', 'chat.wait', 'chat.retry', 'chat.stream', 'chat.stall', 'chat.resume', 'chat.reconnecting',
+  'chat.delta', 'chat.done', 'chat.error',
   'tokens.counted', 'notice', 'error',
 ]);
 const KNOWN = new Set(EVENT_TYPES);

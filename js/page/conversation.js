@@ -4,13 +4,17 @@
 // answer entry, whatever became of it. An answer entry says how it ended in `state`:
 //
 //   queued       in the outbox (outbox.js): sent while offline, waiting for a connection
-//   streaming    sent; its text arrives (or Python is still starting)
+//   streaming    sent; its text arrives (or Python is still starting). With `stream`
+//                ({id, base_url, after}: a firsttoken gateway runs it as a resumable
+//                stream, and `after` is the last event painted), a page that went away
+//                takes it up again when it shows the conversation (replies.js)
 //   done         finished
 //   error        failed: `error` ({code, message, status?, timeout_s?}) says why; its
 //                `content` is whatever text arrived before (possibly none)
 //   stopped      the user pressed Stop
 //   interrupted  the page went away while it streamed (a reload, a WebView killed or
-//                suspended in the background): never sent again by itself
+//                suspended in the background) and it could not be resumed: never sent
+//                again by itself
 //
 // Keeping every answer entry, failed or empty, is what makes the conversation well
 // formed after any failure and reload: the prompt keeps its answer (with its error and
@@ -60,7 +64,8 @@ const turn = ({ role, content }) => ({ role, content });
  * anything changed: every user message gets an answer entry (an orphan from older
  * versions gets an `interrupted` one, so it can be retried); an answer that was on its
  * way when the page went away (`streaming`, or an older version's `incomplete`)
- * becomes `interrupted`, unless it is in `inFlight` (still streaming in this page).
+ * becomes `interrupted`, unless it is in `inFlight` (still streaming in this page, or
+ * about to be resumed from its stream).
  * `queued` answers stay: the outbox decides about them. */
 export function wellFormed(entries, inFlight = new Set()) {
   let changed = false;

@@ -139,6 +139,13 @@ export class History extends EventTarget {
       if (entry.content.length < (into.content ?? '').length) continue;
       into.content = entry.content;
       into.state = entry.state;
+      // The stream and its last painted event go with the text they describe.
+      const { stream } = entry;
+      if (stream && typeof stream.id === 'string' && typeof stream.base_url === 'string' && Number.isSafeInteger(stream.after)) {
+        into.stream = { id: stream.id, base_url: stream.base_url, after: stream.after };
+      } else {
+        delete into.stream;
+      }
       this.touched.add(c);
     }
     if (!changed) return;

@@ -30,11 +30,15 @@
 //
 // The page going away: the text so far is saved on `pagehide`, `freeze` and when the
 // page is hidden (a phone's WebView may be killed in the background with no other
-// warning); an answer still `streaming` in what was saved is shown `interrupted` on the
-// next visit, with Retry. A page that comes back from being suspended (`resume`, or the
-// back/forward cache) stops its answers in flight and marks them interrupted too: their
-// connection did not survive, and before any text the core would otherwise send the
-// request again by itself.
+// warning), with the answer's resumable stream and the last event painted (`stream`,
+// from `chat.stream` and `chat.delta.event`: bridge/PROTOCOL.md, "Resumable streams").
+// The answer goes on on the gateway meanwhile. On the next visit (a reload, a WebView
+// the OS or a host restarted) it is taken up from there when its conversation is shown:
+// the rest streams in place, nothing doubled, nothing sent again. A page that comes
+// back from being frozen (`resume`, or the back/forward cache), or a device back
+// `online`, asks the core to reconnect its answers in flight (`chat.reconnect`). Only
+// an answer the gateway no longer has (`stream_gone`), or one with no stream (another
+// server), is shown `interrupted`, with Retry: never sent again by itself.
 
 import { copyText } from '../render/clipboard.js';
 import { showCompressionNote } from '../render/compression-note.js';
@@ -43,7 +47,7 @@ import { SETTLED, conversation, newEntryId, promptOf, wellFormed } from './conve
 import { FramePacer, copied, detailsAction, editInPlace, note, removeNote, setActions } from './messages.js';
 import { Outbox } from './outbox.js';
 import { Reply } from './reply.js';
-import { describeError, preparedText, quotaText, retryText, stallText, waitText } from './status-text.js';
+import { describeError, preparedText, quotaText, reconnectingText, retryText, stallText, waitText } from './status-text.js';
 
 const now = () => performance.timeOrigin + performance.now();
 const WAITING = 'Waiting for a connection…';
@@ -67,6 +71,7 @@ export class Replies {
     this.held = false;
     connection?.addEventListener('online', () => {
       this.held = false;
+      this.reconnectAll({ interrupt: false });
       this.flush();
     });
     // Saved while the page can still save: `pagehide` (reload, navigation, bfcache),
@@ -79,9 +84,9 @@ export class Replies {
     win.document.addEventListener('visibilitychange', () => {
       if (win.document.visibilityState === 'hidden') save();
     });
-    win.document.addEventListener('resume', () => this.interruptAll());
+    win.document.addEventListener('resume', () => this.reconnectAll());
     win.addEventListener('pageshow', (e) => {
-      if (e.persisted) this.interruptAll();
+      if (e.persisted) this.reconnectAll();
     });
   }
 
@@ -111,10 +116,17 @@ export class Replies {
   show(history = this.history) {
     this.history = history;
     const streaming = new Map([...this.live.values()].map((r) => [r.reply.entry, r]));
-    if (wellFormed(history.entries, new Set(streaming.keys()))) history.save();
+    // Answers that were streaming when the page went away, and that the gateway may
+    // still run: taken up again below, if they can go where they were going.
+    const resumable = new Set(history.entries.filter((e) => this.resumable(e) && !streaming.has(e)));
+    if (wellFormed(history.entries, new Set([...streaming.keys(), ...resumable]))) history.save();
     this.view.clear();
     this.elements.clear();
     for (const entry of history.entries) {
+      if (resumable.has(entry)) {
+        this.resumeStream(entry);
+        continue;
+      }
       const r = streaming.get(entry);
       if (r) {
         // Still on its way (shown again after another conversation): the element it
@@ -187,6 +199,38 @@ export class Replies {
     this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
   }
 
+  /** Whether `entry` is an answer that was streaming, on a resumable stream of the
+   * endpoint the page talks to now (a stream is asked for where it was made). */
+  resumable(entry) {
+    const { stream } = entry;
+    return entry.role === 'assistant' && entry.state === 'streaming' && stream && typeof stream.id === 'string'
+      && Number.isSafeInteger(stream.after) && stream.after >= 0 && stream.base_url === this.target().base_url;
+  }
+
+  /** Take up the answer `entry` (streaming when the page went away) from its stream:
+   * its text so far is painted at once, and the rest follows in place. */
+  resumeStream(entry) {
+    const userEntry = promptOf(this.history.entries, entry);
+    const id = `r${Date.now().toString(36)}${(this.counter++).toString(36)}`;
+    const { li, stream } = this.view.addStreaming(id);
+    this.elements.set(entry, li);
+    const reply = new Reply(id, entry);
+    if (entry.content) stream.append(entry.content);
+    li.dataset.resumed = 'true';
+    note(li, 'note', 'Reconnecting…');
+    const metrics = new ReplyMetrics(id, now());
+    this.live.set(id, {
+      reply, li, userLi: this.elements.get(userEntry), userEntry, stream, metrics, history: this.history,
+      conversation: this.shown, target: this.target(),
+    });
+    const messages = conversation(this.settings.system, this.history.upTo(userEntry ?? entry));
+    const { id: streamId, after } = entry.stream;
+    this.link.send({
+      type: 'chat.send', id, messages: messages.length ? messages : [{ role: 'user', content: '' }],
+      settings: this.settings.forRequest(), resume: { stream: streamId, after, text: entry.content },
+    });
+  }
+
   /** Regenerate or Retry the answer `entry`: the same turn goes out again as a new
    * answer in its place; what follows stays. Only ever on the user's word. */
   again(entry) {
@@ -253,7 +297,7 @@ export class Replies {
       case 'chat.delta':
         removeNote(r.li, 'note');
         removeNote(r.li, 'stall');
-        r.reply.take(msg.text);
+        r.reply.take(msg.text, msg.event);
         r.metrics.arrived(msg);
         this.frames.request();
         break;
@@ -280,6 +324,19 @@ export class Replies {
       case 'chat.resume':
         removeNote(r.li, 'stall');
         break;
+      case 'chat.stream': {
+        // Kept with the answer from now on: after a reload, the rest is asked for.
+        const entry = r.reply.entry;
+        if (typeof msg.stream === 'string') {
+          entry.stream = { id: msg.stream, base_url: r.target.base_url, after: 0 };
+          r.history.save(entry);
+        }
+        break;
+      }
+      case 'chat.reconnecting':
+        removeNote(r.li, 'stall');
+        note(r.li, 'note', reconnectingText(msg));
+        break;
       case 'notice': // not an error, but worth knowing (e.g. the prompt cache fell back to memory)
         note(r.li, 'notice', msg.message).dataset.code = msg.code;
         break;
@@ -288,7 +345,8 @@ export class Replies {
         break;
       case 'chat.error': {
         const code = msg.error?.code;
-        this.finish(r, code === 'aborted' ? (r.interrupted ? 'interrupted' : 'stopped') : 'error', msg);
+        const interrupted = (code === 'aborted' && r.interrupted) || code === 'stream_gone';
+        this.finish(r, interrupted ? 'interrupted' : code === 'aborted' ? 'stopped' : 'error', msg);
         break;
       }
       case 'error':
@@ -334,6 +392,7 @@ export class Replies {
       entry.state = state;
       if (state === 'error') entry.error = storedError(msg.error);
     }
+    delete entry.stream; // settled: nothing left to resume
     r.history.save(entry);
     r.li.dataset.state = entry.state;
     if (r.conversation === this.shown) this.showEnding(entry, r.li, msg.error);
@@ -474,11 +533,19 @@ export class Replies {
     }
   }
 
-  /** The page was suspended and came back: its answers in flight are interrupted. */
-  interruptAll() {
+  /** The page was frozen and came back, or the device is back online: the connections
+   * of its answers in flight may be dead. Those on a resumable stream reconnect (the
+   * core resumes after the last event it took); the others, unless `interrupt` is
+   * false, are stopped and shown interrupted (their connection did not survive, and
+   * before any text the core would otherwise send the request again by itself). */
+  reconnectAll({ interrupt = true } = {}) {
     for (const [id, r] of this.live) {
-      r.interrupted = true;
-      this.link.send({ type: 'chat.abort', id });
+      if (r.reply.entry.stream) {
+        this.link.send({ type: 'chat.reconnect', id });
+      } else if (interrupt) {
+        r.interrupted = true;
+        this.link.send({ type: 'chat.abort', id });
+      }
     }
   }
 

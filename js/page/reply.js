@@ -13,6 +13,7 @@ export class Reply {
     this.id = id;
     this.entry = entry;
     this.pending = ''; // received, not yet painted
+    this.pendingEvent = 0; // the last stream event the pending text completes
   }
 
   /** The text painted so far. */
@@ -20,9 +21,10 @@ export class Reply {
     return this.entry.content;
   }
 
-  /** A `chat.delta`'s text arrived. */
-  take(text) {
+  /** A `chat.delta`'s text arrived; `event`: the last stream event it completes. */
+  take(text, event = 0) {
     if (typeof text === 'string') this.pending += text;
+    if (Number.isSafeInteger(event) && event > this.pendingEvent) this.pendingEvent = event;
   }
 
   /** Whatever the core received that the page has not: the tail of `partial` (all the
@@ -34,11 +36,15 @@ export class Reply {
     }
   }
 
-  /** The received text not yet painted, now counted as painted. */
+  /** The received text not yet painted, now counted as painted: a resumable answer's
+   * entry keeps, with its text, the last stream event painted (`stream.after`), so
+   * that a resume after a reload asks for exactly what is not on screen. */
   flush() {
     const text = this.pending;
     this.entry.content += text;
     this.pending = '';
+    const { stream } = this.entry;
+    if (stream && this.pendingEvent > stream.after) stream.after = this.pendingEvent;
     return text;
   }
 }

@@ -18,6 +18,7 @@ export function describeError(error, { baseUrl = '' } = {}) {
     case 'truncated': return 'The answer was cut off: the connection ended early.';
     // (With no text yet the prompt waits in the outbox instead, and this is never shown.)
     case 'offline': return 'This device went offline, so the answer stopped here. Retry once you are back online.';
+    case 'stream_gone': return 'This answer was interrupted, and the server no longer has the rest of it.';
     default: return error.message || error.code;
   }
 }
@@ -41,6 +42,12 @@ export function statusText(status, message = '') {
 /** A `chat.stall`: the server has sent nothing for `waiting_s` seconds. */
 export function stallText(msg) {
   return `still waiting for the server, ${Math.round(msg.waiting_s)} s`;
+}
+
+/** A `chat.reconnecting`: the connection was lost; the answer goes on on the server. */
+export function reconnectingText(msg) {
+  if (msg.reason === 'offline') return 'Offline: the answer goes on on the server, and continues here once you are back online…';
+  return msg.wait_s > 0 ? `Connection lost: reconnecting in ${seconds(msg.wait_s)}…` : 'Connection lost: reconnecting…';
 }
 
 export function waitText(msg) {
