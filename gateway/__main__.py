@@ -8,16 +8,16 @@ import os
 import socket
 import sys
 
-import uvicorn
-
 from .app import GatewayConfig, create_app
 from .flow import FlowLimits
-from .server import ServerLimits, raise_fd_limit, uvicorn_config
+from .server import GatewayServer, ServerLimits, raise_fd_limit, uvicorn_config
 from .simulator import DropConnection, SimParams
+from .streams import ResumeLimits
 
 _SIM = SimParams()
 _FLOW = FlowLimits()
 _SERVER = ServerLimits()
+_RESUME = ResumeLimits()
 
 
 class _QuietDrops(logging.Filter):
@@ -106,6 +106,25 @@ def main(argv: list[str] | None = None) -> None:
                       help="redis:// URL shared by gateway processes (limits, cache references); default: memory")
     flow.add_argument("--redis-fail", choices=("open", "closed"), default=None,
                       help="Redis down: admit without limits, or answer 503 (default: closed with --upstream, else open)")
+    resume = p.add_argument_group(
+        "resumable streams",
+        "a firsttoken client's streamed answer runs on when its connection drops, to be resumed, "
+        "polled or cancelled (gateway/streams); other clients are not affected")
+    resume.add_argument("--no-resume", dest="resume", action="store_false",
+                        help="stream every answer over its own connection only, as other clients get it")
+    resume.add_argument("--resume-ttl-s", type=float, default=_RESUME.ttl_s,
+                        help="seconds an ended stream's events are kept for a resume")
+    resume.add_argument("--resume-max-s", type=float, default=_RESUME.max_s,
+                        help="seconds a generation may run before it is stopped, as a cancel")
+    resume.add_argument("--resume-stream-bytes", type=int, default=_RESUME.stream_bytes,
+                        help="bytes of events one stream may hold; past it the answer stops and the stream "
+                             "fails with a stream_too_large error event")
+    resume.add_argument("--resume-streams-per-client", type=int, default=_RESUME.streams_per_client,
+                        help="streams kept per client, live and ended; a new one drops the oldest ended first, "
+                             "and is served without resume when all are live")
+    resume.add_argument("--resume-total-bytes", type=int, default=_RESUME.total_bytes,
+                        help="bytes all streams may hold in this process's memory (with --redis, the live ones); "
+                             "a new stream drops the oldest ended first, and is served without resume if still full")
     p.add_argument("--connect-src", default=GatewayConfig.connect_src,
                    help="CSP connect-src: where the page may send requests")
     p.add_argument("--frame-ancestors", default=GatewayConfig.frame_ancestors,
@@ -127,6 +146,14 @@ def main(argv: list[str] | None = None) -> None:
             p.exit(2, f"firsttoken gateway: --client-key-env {args.client_key_env}: the variable is "
                       "unset or empty; set it to the key clients must present, or drop the flag.\n")
 
+    try:
+        resume_limits = ResumeLimits(
+            ttl_s=args.resume_ttl_s, max_s=args.resume_max_s, stream_bytes=args.resume_stream_bytes,
+            streams_per_client=args.resume_streams_per_client, total_bytes=args.resume_total_bytes,
+        )
+    except ValueError as exc:
+        p.error(f"--resume-*: {exc}")
+
     config = GatewayConfig(
         sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
         upstream=args.upstream,
@@ -147,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         allowed_hosts=(args.host, *args.allowed_host),
         allow_origins=tuple(args.allow_origin),
         streams_per_client=args.streams_per_client,
+        resume=resume_limits if args.resume else None,
         **({} if args.precompressed else {"precompressed": None}),
     )
     limits = ServerLimits(
@@ -170,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     backend = f"upstream {config.upstream}" if config.upstream else "built-in model"
     print(f"firsttoken gateway ({backend}) listening on http://{shown}:{port}/", flush=True)
 
-    server = uvicorn.Server(uvicorn_config(create_app(config), limits, log_level=args.log_level))
+    app = create_app(config)
+    server = GatewayServer(uvicorn_config(app, limits, log_level=args.log_level), begin_shutdown=app.state.begin_shutdown)
     # After uvicorn configured logging (Config() does), so the filters stay.
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
     logging.getLogger("uvicorn.error").addFilter(_OneLinePerFailure())

@@ -31,6 +31,7 @@ from .report import report_routes
 from .server import StreamsPerClient
 from .shared import SharedState
 from .simulator import MODEL_IDS, DropConnection, SIM_HEADER, SimParams, Simulator
+from .streams import ResumeLimits, Streams, stream_routes
 from .upstream import Upstream
 from .validation import ChatRequest, parse_chat_request, read_body
 
@@ -72,6 +73,8 @@ class GatewayConfig:
     precompressed: Path | None = static.ROOT / "build" / "encoded"
     #: The last benchmark report (`make report`), served at /report/ (gateway/report.py); None: not served.
     report_dir: Path | None = static.ROOT / "build" / "report"
+    #: Resumable streams for firsttoken clients (gateway/streams): their bounds; None: off.
+    resume: ResumeLimits | None = field(default_factory=ResumeLimits)
 
 
 # Prompts larger than this are counted, and bodies larger than this parsed, in the worker
@@ -115,6 +118,15 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     refs: RefStore | SharedRefStore | None = None
     if config.cache_refs:
         refs = SharedRefStore(shared, config.ref_limits) if shared else RefStore(config.ref_limits)
+    # Redis down: closed by default in front of an upstream (its quota costs money),
+    # open for the built-in model (nothing to protect but this process).
+    limits = config.limits
+    if limits.fail_open is None:
+        limits = replace(limits, fail_open=config.upstream is None)
+    streams = (
+        Streams(config.resume, fail_open=bool(limits.fail_open), shared=shared, redis_url=config.redis)
+        if config.resume is not None else None
+    )
 
     def authorize(request: Request) -> None:
         if not config.client_key:
@@ -136,21 +148,27 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # Parsing and validating a body of megabytes is CPU work: off the loop.
         chat = await offload.run(parse, body)
         if upstream is not None:
-            return await upstream.forward(
+            response = await upstream.forward(
                 "/chat/completions", body, request.headers.get("authorization"), request.headers.get(SIM_HEADER)
             )
-        params = simulator.params(request.headers.get(SIM_HEADER))
-        simulator.check_status(params)
-        simulator.check_request(chat)
-        answer = await offload.run(simulator.prepare, chat, params)
-        if not chat.stream:
-            content = await offload.run(simulator.complete, chat, answer)
-            return Response(content, media_type="application/json")
-        return StreamingResponse(
-            simulator.stream(chat, params, answer),
-            media_type="text/event-stream; charset=utf-8",
-            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
-        )
+        else:
+            params = simulator.params(request.headers.get(SIM_HEADER))
+            simulator.check_status(params)
+            simulator.check_request(chat)
+            answer = await offload.run(simulator.prepare, chat, params)
+            if not chat.stream:
+                content = await offload.run(simulator.complete, chat, answer)
+                return Response(content, media_type="application/json")
+            response = StreamingResponse(
+                simulator.stream(chat, params, answer),
+                media_type="text/event-stream; charset=utf-8",
+                headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+            )
+        # A firsttoken client's streamed answer runs apart from its connection, to be
+        # resumed (gateway/streams); any other answer goes out as it is.
+        if streams is not None and chat.stream:
+            return await streams.detach(request, response)
+        return response
 
     def model_object(model_id: str, created: int) -> dict:
         return {"id": model_id, "object": "model", "created": created, "owned_by": "firsttoken"}
@@ -196,6 +214,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         try:
             yield
         finally:
+            if streams is not None:
+                await streams.aclose()
             await flow.aclose()
             offload.close()
             if upstream is not None:
@@ -208,6 +228,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            *(stream_routes(streams, authorize) if streams is not None else []),
             Route("/healthz", health, methods=["GET"]),
             *(report_routes(config.report_dir) if config.report_dir is not None else []),
             *static.routes(snapshot_measure_link=config.snapshot_measure_link),
@@ -222,11 +243,6 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     # counts what the model will read); flow control; the precompressed variants of the
     # static files (innermost: it asks the router again, as a HEAD, what it would serve).
     starlette_auth = lambda scope: authorize(Request(scope))  # noqa: E731
-    # Redis down: closed by default in front of an upstream (its quota costs money),
-    # open for the built-in model (nothing to protect but this process).
-    limits = config.limits
-    if limits.fail_open is None:
-        limits = replace(limits, fail_open=config.upstream is None)
     if config.precompressed is not None:
         app.add_middleware(Precompressed, directory=config.precompressed)
     flow = Flow(
@@ -247,4 +263,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     app.add_middleware(ErrorBoundary, passthrough=(DropConnection,))
     csp = content_security_policy(config.connect_src, config.frame_ancestors)
     app.add_middleware(SecurityHeaders, csp=csp, isolation=config.isolation)
+    # For the server, as it starts to stop (gateway/server.py, GatewayServer): ASGI's
+    # lifespan says "shutdown" only after every open request has ended.
+    app.state.begin_shutdown = streams.begin_shutdown if streams is not None else (lambda: None)
     return app

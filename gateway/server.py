@@ -17,6 +17,11 @@ h11 protocol (`LimitedH11Protocol`), and an ASGI middleware (`StreamsPerClient`)
 - **concurrent chat completions per client** (`StreamsPerClient`): past the limit, a 429
   with `retry-after`.
 
+`GatewayServer` tells the app when shutting down begins (`begin_shutdown`): uvicorn
+waits for every running request before the ASGI lifespan hears "shutdown", and a
+resumable stream's POST runs until its answer ends, even with its client gone
+(gateway/streams), so the app must learn of it earlier, to stop what nobody reads.
+
 It also sets `TCP_NODELAY` on every connection. asyncio does so only for sockets whose
 `proto` is `IPPROTO_TCP`, and a listening socket made with `socket.socket()` (proto 0,
 as `__main__` and uvicorn's `sockets=` path have it) passes proto 0 on to what it
@@ -34,15 +39,16 @@ import resource
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import h11
+import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .errors import APIError
 
-__all__ = ["ServerLimits", "LimitedH11Protocol", "StreamsPerClient", "uvicorn_config", "raise_fd_limit"]
+__all__ = ["GatewayServer", "ServerLimits", "LimitedH11Protocol", "StreamsPerClient", "uvicorn_config", "raise_fd_limit"]
 
 log = logging.getLogger("firsttoken.gateway.server")
 
@@ -142,8 +148,6 @@ class LimitedH11Protocol(H11Protocol):
 
 
 def uvicorn_config(app: ASGIApp, limits: ServerLimits, *, log_level: str | int = "warning") -> Any:
-    import uvicorn
-
     protocol = type("GatewayH11Protocol", (LimitedH11Protocol,), {"limits": limits})
     return uvicorn.Config(
         app,
@@ -155,6 +159,21 @@ def uvicorn_config(app: ASGIApp, limits: ServerLimits, *, log_level: str | int =
         h11_max_incomplete_event_size=limits.max_head_bytes,
         backlog=1024,
     )
+
+
+class GatewayServer(uvicorn.Server):
+    """uvicorn's server, calling `begin_shutdown()` first thing when it shuts down."""
+
+    def __init__(self, config: Any, *, begin_shutdown: Callable[[], None] = lambda: None) -> None:
+        super().__init__(config)
+        self._begin_shutdown = begin_shutdown
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        try:
+            self._begin_shutdown()
+        except Exception:  # noqa: BLE001 - the server must still stop
+            log.exception("begin_shutdown failed")
+        await super().shutdown(sockets)
 
 
 def raise_fd_limit(wanted: int) -> int:
