@@ -51,15 +51,21 @@ def serve_app(app: Any) -> Iterator[str]:
 
 
 class Gateway(str):
-    """The base URL (no trailing slash), with everything the process printed in `log`."""
+    """The base URL (no trailing slash), with everything the process printed in `log`;
+    `kill()` ends the process at once, as a crash or the OS would (no graceful end)."""
 
     log: list[str]
+    proc: subprocess.Popen
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 @contextmanager
-def _process(argv: list[str], ready: Callable[[str], Any], name: str, **popen: Any) -> Iterator[tuple[Any, list[str]]]:
+def _process(argv: list[str], ready: Callable[[str], Any], name: str, **popen: Any) -> Iterator[tuple[Any, list[str], subprocess.Popen]]:
     """Run `argv` until the block ends; yield (what `ready` found in its first matching
-    output line, every line so far). Readiness is a line the program prints, never a
+    output line, every line so far, the process). Readiness is a line the program prints, never a
     delay. Its output is drained on a thread for as long as it runs (a full pipe would
     block it) into that list, so tests can check what it logged."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
@@ -76,7 +82,7 @@ def _process(argv: list[str], ready: Callable[[str], Any], name: str, **popen: A
             raise RuntimeError(f"{name} exited before it was ready:\n" + "".join(seen))
         drain = threading.Thread(target=lambda: seen.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
         drain.start()
-        yield found, seen
+        yield found, seen, proc
     finally:
         proc.terminate()
         try:
@@ -102,9 +108,10 @@ def gateway(*args: str, env: dict[str, str] | None = None, root: Path = ROOT,
     with _process(
         [sys.executable, "-m", "gateway", "--port", "0", *flags, *args], READY.search, "gateway",
         cwd=root, env={**os.environ, "PYTHONPATH": f"{root / 'py'}{os.pathsep}{root}", **(env or {})},
-    ) as (match, seen):
+    ) as (match, seen, proc):
         url = Gateway(match.group(1))
         url.log = seen
+        url.proc = proc
         yield url
 
 

@@ -18,6 +18,7 @@ from tests.e2e.conftest import (
 )
 from tests.e2e.stored import stored_messages
 from tests.e2e.native_host import as_host, host_answer, host_message, post
+from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e
 
@@ -391,12 +392,22 @@ def test_an_outbox_prompt_whose_model_or_endpoint_changed_is_not_sent_without_as
 
 
 # ---- a reply cut by the page going away ------------------------------------------------
+# From a server that cannot resume its answers (any API but a firsttoken gateway's; here
+# the gateway with `--no-resume`). Against one that can, the answer goes on instead:
+# tests/e2e/test_resume.py.
+
+
+@pytest.fixture(scope="module")
+def plain_gateway() -> Iterator[str]:
+    with gateway("--no-resume", "--ttft-ms", "50", "--tps", "200") as url:
+        yield url
 
 
 def test_a_reply_cut_by_a_reload_comes_back_interrupted_with_retry_and_is_not_sent_again(
-    device_page: Page, gateway_url: str
+    device_page: Page, plain_gateway: str
 ) -> None:
     page = device_page
+    gateway_url = plain_gateway
     steer(page, "ttft_ms=0,tps=30,tokens=2000")
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
@@ -419,8 +430,9 @@ def test_a_reply_cut_by_a_reload_comes_back_interrupted_with_retry_and_is_not_se
 
 
 def test_a_page_suspended_mid_answer_comes_back_with_it_interrupted_and_nothing_sent_again(
-    page: Page, gateway_url: str
+    page: Page, plain_gateway: str
 ) -> None:
+    gateway_url = plain_gateway
     steer(page, "ttft_ms=0,tps=30,tokens=2000")
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")

@@ -82,16 +82,16 @@ class FetchTransport:
     async def send(self, request: HTTPRequest, abort: AbortSignal) -> FetchResponse:
         controller = js.AbortController.new()
         abort.on_abort(lambda: controller.abort())
-        init = to_js(
-            {
-                "method": request.method,
-                "headers": request.headers,
-                "body": request.body.decode(),
-                "signal": controller.signal,
-                "cache": "no-store",
-            },
-            dict_converter=js.Object.fromEntries,
-        )
+        fields: dict[str, Any] = {
+            "method": request.method,
+            "headers": request.headers,
+            "signal": controller.signal,
+            "cache": "no-store",
+        }
+        if request.method not in ("GET", "HEAD"):
+            # Fetch refuses a body on GET or HEAD (a resume is a GET): Fetch §5.4, step 34.
+            fields["body"] = request.body.decode()
+        init = to_js(fields, dict_converter=js.Object.fromEntries)
         try:
             response = await js.fetch(request.url, init)
         except JsException as exc:

@@ -1,0 +1,57 @@
+"""An answer that survives its WebView in WebKitGTK (the engine of iOS's WKWebView): the
+OS kills the app mid-answer, the user opens it again (a new web view on the same
+profile), and the answer goes on where it was, to the same last character as if
+nothing had happened (bridge/PROTOCOL.md, "Resumable streams")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.webkit.conftest import assert_clean_console, boot, wait
+from tests.webkit_host import WebKitHost, Xvfb
+
+pytestmark = pytest.mark.e2e
+
+SIM = "ttft_ms=0,tps=40,tokens=240"
+PROMPT = "the app is killed"
+#: The page's settings with the built-in model slowed down (settings.headers: no UI).
+SETTINGS = json.dumps({"headers": {"x-firsttoken-sim": SIM}})
+ANSWER = "document.querySelector('.msg[data-role=\"assistant\"]')"
+
+
+def test_a_web_view_killed_mid_answer_finishes_it_in_the_next_one(xvfb: Xvfb, gateway_url: str, tmp_path: Path) -> None:
+    profile = tmp_path / "profile"
+    with WebKitHost(gateway_url + "/", display=xvfb.display, profile=profile) as first:
+        boot(first)
+        first.eval(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(SETTINGS)})")
+        seen = len(first.messages)
+        first.load(gateway_url + "/")
+        first.wait_for(lambda m: m.get("type") == "ready", 120, start=seen)
+        first.eval(f"(() => {{ const p = document.getElementById('prompt'); p.value = {json.dumps(PROMPT)};"
+                   " document.getElementById('send').click(); return true; })()")
+        # Mid-answer, with the stream kept in IndexedDB: then the process is killed, as
+        # the OS kills a backgrounded app (no pagehide, nothing saved on the way out).
+        assert wait(first, f"+({ANSWER}?.dataset.paints || 0) >= 3")
+        assert wait(first, "document.getElementById('conversations').dataset.pending === '0'")
+        first.proc.kill()
+        first.proc.wait()
+
+    with WebKitHost(gateway_url + "/", display=xvfb.display, profile=profile) as second:
+        boot(second)
+        assert wait(second, f"{ANSWER}?.dataset.resumed === 'true'")
+        assert wait(second, f"{ANSWER}?.dataset.state === 'done'")
+        wait(second, "document.getElementById('conversations').dataset.pending === '0'")
+        shown = second.eval(
+            "(async () => { const r = indexedDB.open('firsttoken-conversations'); await new Promise((ok) => r.onsuccess = ok);"
+            " const tx = r.result.transaction('messages'); const all = tx.objectStore('messages').getAll();"
+            " await new Promise((ok) => tx.oncomplete = ok); r.result.close();"
+            " return all.result[0].messages.filter((m) => m.role === 'assistant').map((m) => m.content); })()"
+        )
+        body = {"model": "firsttoken-sim", "messages": [{"role": "user", "content": PROMPT}], "stream": False}
+        full = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": SIM}, json=body, timeout=60)
+        assert shown == [full.json()["choices"][0]["message"]["content"]]
+        assert_clean_console(second)
