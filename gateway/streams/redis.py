@@ -13,7 +13,8 @@ no id a reader of its keys could resume with, and it needs the owner's client ke
   per-client bound (a new stream drops that client's oldest ended ones first).
 
 Every write is one Lua script (create, put, cancel), so processes never race between
-round trips. Keys live `max_s + ttl_s` while the stream is live (renewed by each put)
+round trips. The create script reads the client's other streams by keys it builds
+itself (to drop the oldest ended ones): fine on one Redis, not on a Redis Cluster. Keys live `max_s + ttl_s` while the stream is live (renewed by each put)
 and `ttl_s` once it ended.
 
 Writes: the owning process keeps the stream's log in memory while it is live
