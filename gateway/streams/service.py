@@ -31,6 +31,8 @@ from typing import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from firsttoken.stream.resume import STREAM_HEADER  # the wire name, defined once
+
 from ..cache_refs import CLIENT_HEADER, client_key
 from ..errors import APIError
 from ..shared import SharedState, SharedStateDown
@@ -43,7 +45,6 @@ from .response import SSE_HEADERS, EventStreamResponse
 
 __all__ = ["STREAM_HEADER", "Streams", "is_stream_id", "new_stream_id", "owner_of", "store_down"]
 
-STREAM_HEADER = "x-firsttoken-stream"
 _ID = re.compile(r"fts_[A-Za-z0-9_-]{22}\Z")
 
 

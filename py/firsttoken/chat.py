@@ -72,7 +72,7 @@ from .protocol import (
 from .stall import Stalled, StallWatch, TimedOut
 from .stream.client import AbortSignal, HTTPRequest, Timings, build_request, stream_chat
 from .stream.completions import ChatStream, Completion
-from .stream.resume import GONE_CODES, cancel_url, events_url, stream_id_of
+from .stream.resume import GONE_CODES, cancel_url, events_url, status_url, stream_id_of
 from .tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -490,7 +490,10 @@ class ChatRequest:
             stream_id = stream_id_of(headers)
             if stream_id is not None:
                 self.stream_id = stream_id
-                self.session.post_event(ChatStreamed(id=self.id, stream=stream_id))
+                self.session.post_event(ChatStreamed(
+                    id=self.id, stream=stream_id, status_url=status_url(self.settings.base_url, stream_id),
+                    client=self._client_id or "",
+                ))
 
     def _now(self) -> float:
         return self.session.clock() / 1000.0

@@ -423,9 +423,15 @@ class ChatResume(Event):
 @_message("chat.stream")
 class ChatStreamed(Event):
     """The answer runs on the gateway as resumable stream `stream`
-    (`firsttoken.stream.resume`): if the connection is lost, it goes on there."""
+    (`firsttoken.stream.resume`): if the connection is lost, it goes on there.
+    `status_url` and `client` (the `x-firsttoken-client` id it belongs to) let a native
+    host poll its status while its WebView is suspended."""
+
+    OMIT_EMPTY = frozenset({"client"})
 
     stream: str
+    status_url: str
+    client: str = ""
 
 
 @_message("chat.reconnecting")

@@ -12,4 +12,6 @@ android {
 
 dependencies {
     implementation("androidx.webkit:webkit:1.12.1") // WebViewAssetLoader, addWebMessageListener
+    implementation("androidx.core:core-ktx:1.13.1") // NotificationCompat (ReplyWatch)
+    implementation("org.jetbrains.kotlinx:kotlinx-coroutines-android:1.8.1") // ReplyWatch's polling
 }
