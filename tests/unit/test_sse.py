@@ -461,6 +461,38 @@ def test_property_chat_streams_take_the_fast_path_correctly(stream: bytes, cuts:
     assert events == reference_decode(stream)[0]
 
 
+# The firsttoken gateway's numbered events (a resumable stream): `id: n` as the last
+# field of each, mixed with the shapes the fast path must hand to the line loop.
+_numbered = st.lists(
+    st.one_of(
+        st.builds(
+            lambda t, n: b"data: " + json.dumps(t, ensure_ascii=False).encode() + b"\nid: " + n + b"\n\n",
+            st.text(max_size=12), st.sampled_from([b"1", b"2", b"17", b"007", b" 3", b"x", b"1\x002", b""]),
+        ),
+        st.sampled_from([b": keep-alive\nid: 9\n\n", b"data: [DONE]\nid: 40\n\n", b"data: a\n\n", b"id: 3\n", b"\n"]),
+    ),
+    max_size=20,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=_numbered, cuts=st.lists(st.integers(min_value=0), max_size=6))
+def test_property_numbered_streams_take_the_fast_path_correctly(stream: bytes, cuts: list[int]) -> None:
+    expected, last_id, _ = reference_decode(stream)
+    for chunks in ([stream], _random_cuts(stream, cuts)):
+        decoder = SSEDecoder()
+        events = [e for c in chunks for e in decoder.feed(c)]
+        assert events == expected
+        assert decoder.last_event_id == last_id
+
+
+def test_numbered_events_carry_their_number_and_it_stays() -> None:
+    decoder = SSEDecoder()
+    events = decoder.feed(b"data: a\nid: 1\n\ndata: b\nid: 2\n\n")
+    assert [(e.data, e.id) for e in events] == [("a", "1"), ("b", "2")]
+    assert [(e.data, e.id) for e in decoder.feed(b"data: c\n\n")] == [("c", "2")]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     data=st.lists(st.binary(max_size=40), max_size=10),

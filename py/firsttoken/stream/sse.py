@@ -296,7 +296,21 @@ class SSEDecoder:
             _EventBuilder("message", text, event_id, None) for text in parts if "\n" not in text
         ]
         if len(events) != len(parts):
-            return False
+            if "\nid: " not in parts[0]:
+                return False
+            # The firsttoken gateway's numbered events (bridge/PROTOCOL.md, "Resumable
+            # streams"): "data: P\nid: N\n\n" each, N its number in ASCII digits. An
+            # `id` field sets the last event ID buffer (§9.2.6), which the event then
+            # carries and which stays for the events after it.
+            events = []
+            for text in parts:
+                if "\n" in text:
+                    text, found, number = text.rpartition("\nid: ")
+                    if not found or "\n" in text or not (number.isascii() and number.isdigit()):
+                        return False
+                    event_id = number
+                events.append(_EventBuilder("message", text, event_id, None))
+            self._id_buffer = event_id
         out.extend(events)  # type: ignore[arg-type]
         self._last_event_id = event_id
         return True
