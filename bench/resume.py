@@ -56,8 +56,9 @@ from netem import Profile, ShapingProxy, shaping_proxy  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
 SLOW_4G = Profile(down_mbps=4.0, up_mbps=1.0, rtt_ms=150)
-#: The built-in model at its default first-token time, streaming at a phone-readable pace.
-SIM = "tps=40,tokens=200"
+#: The built-in model at its default first-token time, streaming at a phone-readable pace,
+#: an answer long enough (15 s) to outlast every interruption.
+SIM = "tps=40,tokens=600"
 ANSWER = '.msg[data-role="assistant"]'
 KINDS = ("offline", "frozen", "reload")
 PROMPT = (ROOT / "tests" / "corpus" / "compress" / "code-python-02.md").read_text()
@@ -141,7 +142,9 @@ def interrupt(page: Page, proxy: ShapingProxy, kind: str, peer: bool) -> float:
         cdp.send("Page.setWebLifecycleState", {"state": "frozen"})
         time.sleep(5.0)  # the scenario's length: the app sits in the background
         cdp.send("Page.setWebLifecycleState", {"state": "active"})
-        back = page.evaluate(NOW)
+        # Taken here, not in the page: once active, the page runs what it queued while
+        # frozen (deltas a live connection brought) before it would answer an evaluate.
+        back = time.time() * 1000.0
         page.evaluate("() => document.dispatchEvent(new Event('resume'))")
         cdp.detach()
         return back
