@@ -366,6 +366,11 @@ class ChatRequest:
                     raise  # 401, 403: the key no longer works; the user must act
                 continue
             except FirstTokenError as exc:
+                if isinstance(exc, TruncatedStream):
+                    # A resume that ends cleanly without the answer's end: the gateway's
+                    # stream itself ended so (its source failed); asking again would get
+                    # the same. A cut connection is a network error, not this.
+                    raise
                 if not self._lost(exc):
                     raise
                 if assembly.last_event > before:

@@ -302,3 +302,15 @@ def test_a_plain_server_s_dropped_connection_is_not_resumed() -> None:
     events = run(transport, t, send())
     assert events[-1]["type"] == "chat.error" and events[-1]["error"]["code"] == "network"
     assert "chat.reconnecting" not in [e["type"] for e in events]
+
+
+def test_a_stream_that_failed_on_the_gateway_ends_truncated_without_a_minute_of_retries() -> None:
+    # The gateway's stream itself ended without the answer's end (its source broke):
+    # the resume replays what is left and ends cleanly; asking again would get the same.
+    t = FakeTime()
+    transport = Script(Broken(STREAM, event(1, "One"), TransportError("reset")),
+                       Canned(200, STREAM, event(1, "One") + event(2, " two")))
+    events = run(transport, t, send())
+    assert events[-1]["type"] == "chat.error" and events[-1]["error"]["code"] == "truncated"
+    assert events[-1]["error"]["partial"] == "One two"
+    assert [r.method for r in transport.sent] == ["POST", "GET"]
