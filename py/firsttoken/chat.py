@@ -152,21 +152,7 @@ class ChatRequest:
             if prompt_tokens is None:
                 prompt_tokens = estimate_tokens(messages, self.settings.model)
             completion, request = await self._send(request, messages, lead, prompt_tokens + (self.settings.max_tokens or 0))
-            await self._settle()
-            session.pacer.flush(self.id)
-            actual = (completion.usage or {}).get("prompt_tokens")
-            session.post_event(
-                ChatDone(
-                    id=self.id,
-                    finish_reason=completion.finish_reason,
-                    usage=completion.usage,
-                    timings=self.timings.to_dict(),
-                    quota=self._quota(),
-                    attempts=self.attempt,
-                    prompt=session.calibration.compare(self.settings.model, event.prompt_tokens, actual),
-                    request_bytes=len(request.body),
-                )
-            )
+            await self._done(completion, event.prompt_tokens, len(request.body))
         except FirstTokenError as exc:
             if self.signal.aborted and self.stream_id is not None:
                 self._cancel_stream()
@@ -189,11 +175,15 @@ class ChatRequest:
         """A `chat.send` with `resume`: the answer a previous core started (before a
         reload) goes on from its stream; nothing is prepared or sent again."""
         self._client_id = await self._identity()
-        completion = await self._resumed(None)
+        await self._done(await self._resumed(None), None, 0)
+
+    async def _done(self, completion: Completion, estimate: int | None, request_bytes: int) -> None:
+        """`chat.done`, once background work ended and the held text went out."""
+        session = self.session
         await self._settle()
-        self.session.pacer.flush(self.id)
+        session.pacer.flush(self.id)
         actual = (completion.usage or {}).get("prompt_tokens")
-        self.session.post_event(
+        session.post_event(
             ChatDone(
                 id=self.id,
                 finish_reason=completion.finish_reason,
@@ -201,8 +191,8 @@ class ChatRequest:
                 timings=self.timings.to_dict(),
                 quota=self._quota(),
                 attempts=self.attempt,
-                prompt=self.session.calibration.compare(self.settings.model, None, actual),
-                request_bytes=0,
+                prompt=session.calibration.compare(self.settings.model, estimate, actual),
+                request_bytes=request_bytes,
             )
         )
 

@@ -38,6 +38,14 @@ def uninterrupted(gateway_url: str, body: dict[str, Any]) -> str:
     return r.json()["choices"][0]["message"]["content"]
 
 
+def mid_answer(page: Page, url: str, prompt: str) -> None:
+    """Open the page at `url`, send `prompt`, and return once its answer is mid-way."""
+    page.goto(url + "/")
+    wait_ready(page)
+    send(page, prompt)
+    expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+
+
 def resumes(page: Page) -> list[str]:
     """The URLs of the stream resumes the page makes, as it makes them."""
     seen: list[str] = []
@@ -50,10 +58,7 @@ def test_a_network_lost_mid_answer_goes_on_once_the_device_is_back_online(page: 
     bodies = chat_bodies(page)
     resumed = resumes(page)
     with shaping_proxy(gateway_url) as (url, link):
-        page.goto(url + "/")
-        wait_ready(page)
-        send(page, "a long walk into a tunnel")
-        expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+        mid_answer(page, url, "a long walk into a tunnel")
         # The phone loses its network: the device says so, and the link is gone.
         page.context.set_offline(True)
         link.cut()
@@ -75,10 +80,7 @@ def test_a_connection_dropped_on_a_working_network_is_resumed_by_itself(page: Pa
     steer(page, SIM)
     bodies = chat_bodies(page)
     with shaping_proxy(gateway_url) as (url, link):
-        page.goto(url + "/")
-        wait_ready(page)
-        send(page, "switching networks")
-        expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+        mid_answer(page, url, "switching networks")
         link.cut()
         # Tried at once and refused (the link is still down), then again after a wait.
         expect(answer(page).locator(".note")).to_contain_text("Connection lost: reconnecting in")
@@ -92,10 +94,7 @@ def test_a_reload_mid_answer_takes_the_answer_up_where_it_was(page: Page, gatewa
     steer(page, SIM)
     bodies = chat_bodies(page)
     resumed = resumes(page)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    send(page, "reload me")
-    expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+    mid_answer(page, gateway_url, "reload me")
     page.reload()
     # The text saved as the page went is there at once, and the rest streams in place.
     expect(answer(page)).to_have_attribute("data-resumed", "true")
@@ -109,10 +108,7 @@ def test_a_page_frozen_mid_answer_reconnects_when_it_wakes(page: Page, gateway_u
     steer(page, SIM)
     bodies = chat_bodies(page)
     resumed = resumes(page)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    send(page, "put the phone away")
-    expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+    mid_answer(page, gateway_url, "put the phone away")
     cdp = page.context.new_cdp_session(page)
     # As a phone does with a backgrounded WebView (Page Lifecycle: freeze, then resume).
     # Headless Chromium's Page.setWebLifecycleState freezes the page without firing the
@@ -128,10 +124,7 @@ def test_a_page_frozen_mid_answer_reconnects_when_it_wakes(page: Page, gateway_u
 
 def test_stop_cancels_the_answer_on_the_gateway(page: Page, gateway_url: str) -> None:
     steer(page, SIM)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    send(page, "never mind")
-    expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+    mid_answer(page, gateway_url, "never mind")
     with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/cancel")) as cancelled:
         page.get_by_role("button", name="Stop", exact=True).click()
     assert cancelled.value.status == 200 and cancelled.value.json()["status"] == "cancelled"
@@ -149,10 +142,7 @@ def test_a_gateway_that_died_mid_answer_leaves_it_interrupted_with_retry_and_not
     bodies = chat_bodies(page)
     port = _free_port()
     with gateway("--port", str(port)) as first:
-        page.goto(first + "/")
-        wait_ready(page)
-        send(page, "the server restarts")
-        expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+        mid_answer(page, first, "the server restarts")
         first.kill()  # a crash: no graceful end that would let the answer finish first
     # Gone with its streams (kept in its memory); the page keeps trying to reconnect.
     expect(answer(page).locator(".note")).to_contain_text("Connection lost")
