@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Frame, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Frame, Page, expect, sync_playwright
 
 from tests.e2e.stored import stored_messages
 from tests.servers import CHROMIUM, CHROMIUM_ARGS as ARGS  # noqa: F401 - re-exported for tests and benches
@@ -38,8 +39,78 @@ BOOT_TIMEOUT_MS = 90_000
 def browser() -> Iterator[Browser]:
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        _POOLS[b] = WarmContexts(b)
         yield b
+        _POOLS.pop(b).close()
         b.close()
+
+
+class WarmContexts:
+    """Boot once, test many: one browser context per set of options (a device profile,
+    a colour scheme), handed to test after test with its storage cleared.
+
+    A test that asks for a page gets a new page in a context whose every origin was
+    wiped (`Storage.clearDataForOrigin`, all types: localStorage, IndexedDB, the
+    service worker and its Cache Storage, cookies), whose routes, offline switch and
+    permissions were reset: to the page, a first visit. What stays is the browser's own
+    HTTP cache and, with it, V8's cache of the compiled interpreter (WebAssembly code
+    caching), so Python is ready in about two thirds of a cold start's time. Tests of
+    what a first visit downloads or how a cold boot goes (test_boot, test_network,
+    test_compressed, test_sw_policy) make their own fresh contexts.
+    """
+
+    def __init__(self, browser: Browser) -> None:
+        self.browser = browser
+        self.idle: dict[str, tuple[BrowserContext, set[str]]] = {}
+
+    def page(self, options: dict[str, Any]) -> tuple[Page, Callable[[], None]]:
+        """A page on a clean context with `options`, and how to give it back."""
+        key = json.dumps(options, sort_keys=True, default=str)
+        context, origins = self.idle.pop(key, (None, set()))
+        if context is None:
+            context = self.browser.new_context(**options)
+            context.on("request", lambda r: origins.add(_origin(r.url)))
+        page = context.new_page()
+        if origins:
+            cdp = context.new_cdp_session(page)
+            for origin in sorted(o for o in origins if o):
+                cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+            cdp.detach()
+
+        def give_back() -> None:
+            try:
+                for p in context.pages:
+                    p.close()
+                context.unroute_all(behavior="ignoreErrors")
+                context.set_offline(False)
+                context.clear_permissions()
+                context.clear_cookies()
+            except Exception:  # the test closed or broke it: the next one gets a new context
+                _close_quietly(context)
+                return
+            self.idle[key] = (context, origins)
+
+        return page, give_back
+
+    def close(self) -> None:
+        for context, _ in self.idle.values():
+            _close_quietly(context)
+        self.idle.clear()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else ""
+
+
+def _close_quietly(context: BrowserContext) -> None:
+    try:
+        context.close()
+    except Exception:
+        pass
+
+
+_POOLS: dict[Browser, WarmContexts] = {}
 
 
 class Console:
@@ -61,15 +132,15 @@ def console() -> Console:
     return Console()
 
 
-def watched_page(browser: Browser, console: Console, **context_options: object) -> Iterator[Page]:
-    """A page in a fresh context (`context_options`: a device profile, say) whose console
-    is kept; once the test is done, it fails on an uncaught error or a CSP violation."""
-    context = browser.new_context(**context_options)
-    p = context.new_page()
+def watched_page(browser: Browser, console: Console, **context_options: Any) -> Iterator[Page]:
+    """A page as on a first visit, in a warm context (`context_options`: a device
+    profile, say; `WarmContexts`), whose console is kept; once the test is done, it
+    fails on an uncaught error or a CSP violation."""
+    p, give_back = _POOLS[browser].page(context_options)
     p.on("console", console.on_console)
     p.on("pageerror", console.on_error)
     yield p
-    context.close()
+    give_back()
     # Shown by pytest when the test failed: what the page said, in order.
     print("\n".join(["--- page console ---", *console.messages]))
     assert not console.page_errors, f"uncaught errors in the page: {console.page_errors}"
