@@ -9,7 +9,7 @@ Pieces, each one idea, composed in `app.create_app`:
 - `simulator`  the built-in deterministic model, with pacing and fault injection
 - `upstream`   a proxy to a real OpenAI-compatible API
 - `streams`    resumable streams: a firsttoken client's answer outlives its connection
-- `flow`       rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
+- `limits`     rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
 - `cache_refs` system messages sent once, then named by hash (memory or Redis)
 - `shared`     the Redis connection gateway processes share (`--redis`)
 - `redact`     secrets cut out of whatever an upstream sends back

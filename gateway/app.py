@@ -24,7 +24,7 @@ from .cache_refs import AdvertiseRefs, ExpandRefs, RefLimits, RefStore, SharedRe
 from .errors import APIError
 from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
-from .flow import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
+from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
 from .precompressed import Precompressed
 from .report import report_routes
@@ -43,7 +43,7 @@ class GatewayConfig:
     upstream: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
     max_body_bytes: int = 4 * 1024 * 1024
-    #: Flow control (gateway/flow): limits per client and for the gateway, the queue.
+    #: Flow control (gateway/limits): limits per client and for the gateway, the queue.
     limits: FlowLimits = field(default_factory=FlowLimits)
     #: Redis shared by gateway processes (rate buckets, cache references); None: memory.
     redis: str | None = None

@@ -46,7 +46,7 @@ from .usage import UsageMeter
 
 __all__ = ["ADMITTED_HEADER", "Flow", "FlowLimits", "FlowControl", "limit_key"]
 
-log = logging.getLogger("firsttoken.gateway.flow")
+log = logging.getLogger("firsttoken.gateway.limits")
 
 ADMITTED_HEADER = "x-firsttoken-admitted-at"
 

@@ -13,8 +13,8 @@ import pytest
 
 from gateway.app import GatewayConfig, create_app
 from gateway.cache_refs import CLIENT_HEADER, RefLimits, SharedRefStore
-from gateway.flow import FlowLimits, RedisBuckets
-from gateway.flow.gcra import Rate, decide
+from gateway.limits import FlowLimits, RedisBuckets
+from gateway.limits.gcra import Rate, decide
 from gateway.shared import SharedState
 from gateway.simulator import SimParams
 from tests.servers import gateway

@@ -1,4 +1,4 @@
-"""Flow control: rate limits enforced at the gateway, per client and for the whole gateway.
+"""Rate limits of the gateway (its flow control), per client and for the whole gateway.
 
 Each decision lives in one module:
 
