@@ -49,6 +49,8 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .conditional import none_match
+
 log = logging.getLogger("gateway.precompressed")
 
 INDEX = "index.json"
@@ -149,14 +151,6 @@ def read_index(directory: Path) -> dict[str, Entry]:
         return {}
 
 
-def _matches(etags: str | None, etag: str) -> bool:
-    """If-None-Match (RFC 9110 §13.1.2): weak comparison, or `*`."""
-    if not etags:
-        return False
-    strip = lambda tag: tag.strip().removeprefix("W/")  # noqa: E731
-    return any(t.strip() == "*" or strip(t) == strip(etag) for t in etags.split(","))
-
-
 class Precompressed:
     """ASGI middleware: a recorded variant when the request accepts it, else the app's
     identity response with `Vary: Accept-Encoding` on paths that have variants."""
@@ -243,7 +237,7 @@ class Precompressed:
         replaced = {b"content-length", b"content-encoding", b"etag", b"accept-ranges", b"vary"}
         headers = [(k, v) for k, v in started[0]["headers"] if k.lower() not in replaced]
         headers += [(b"vary", b"accept-encoding"), (b"etag", etag.encode("latin-1"))]
-        if _matches(request.get("if-none-match"), etag):
+        if none_match(request.get("if-none-match"), etag):
             await send({"type": "http.response.start", "status": 304,
                         "headers": [(k, v) for k, v in headers if k.lower() != b"content-type"]})
             await send({"type": "http.response.body", "body": b""})

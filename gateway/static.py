@@ -11,7 +11,6 @@ revalidate with a cheap 304 and never run a stale runtime after an upgrade.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import zipfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .conditional import cached_response, etag_of
 from .offline import OfflineManifest
 from .snapshot import ServedSnapshot
 from .stdlib import URL_PATH as STDLIB_PATH, StoredStdlib
@@ -85,7 +85,7 @@ class PackageZip:
         key = tuple((str(p), p.stat().st_mtime_ns) for p in sorted(self.package_dir.rglob("*.py")))
         if key != self._key:
             self._zip = build_package_zip(self.package_dir)
-            self._etag = '"' + hashlib.sha256(self._zip).hexdigest()[:32] + '"'
+            self._etag = etag_of(self._zip)
             self._key = key
         return self._zip, self._etag
 
@@ -97,10 +97,7 @@ class PackageZip:
 
     async def endpoint(self, request: Request) -> Response:
         data, etag = self._current()
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(data, media_type="application/zip", headers=headers)
+        return cached_response(request, data, media_type="application/zip", etag=etag)
 
 
 class CommonJSModule:
@@ -122,16 +119,13 @@ class CommonJSModule:
                 + source
                 + b"\nexport default module.exports;\n"
             )
-            self._etag = '"' + hashlib.sha256(self._body).hexdigest()[:32] + '"'
+            self._etag = etag_of(self._body)
             self._key = key
         return self._body, self._etag
 
     async def endpoint(self, request: Request) -> Response:
         body, etag = self._current()
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type="text/javascript; charset=utf-8", headers=headers)
+        return cached_response(request, body, media_type="text/javascript; charset=utf-8", etag=etag)
 
 
 def page_file(name: str, media_type: str):

@@ -20,13 +20,14 @@ against exactly these bytes (gateway/bake.py passes them to Node).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import zipfile
 from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from .conditional import cached_response, etag_of
 
 #: Where Pyodide fetches it (its indexURL + this name: pyodide.mjs, `stdLibURL`).
 URL_PATH = "/vendor/pyodide/python_stdlib.zip"
@@ -60,7 +61,7 @@ class StoredStdlib:
         key = (st.st_size, st.st_mtime_ns)
         if key != self._key:
             self._zip = repack_stored(self.source.read_bytes())
-            self._etag = '"' + hashlib.sha256(self._zip).hexdigest()[:32] + '"'
+            self._etag = etag_of(self._zip)
             self._key = key
         return self._zip, self._etag
 
@@ -72,7 +73,4 @@ class StoredStdlib:
             data, etag = self._current()
         except (OSError, zipfile.BadZipFile):
             return Response(status_code=404, headers={"cache-control": "no-store"})
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(data, media_type="application/zip", headers=headers)
+        return cached_response(request, data, media_type="application/zip", etag=etag)

@@ -24,7 +24,6 @@ lists it among the files of a first visit.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from pathlib import Path
 
@@ -33,6 +32,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from firsttoken.tokens.bpe_data import load_encoding_data
+
+from .conditional import cached_response, etag_of
 
 __all__ = ["ENCODINGS", "FORMAT", "URL_PATTERN", "PageVocabularies", "page_vocabulary", "url_path"]
 
@@ -105,7 +106,7 @@ class PageVocabularies:
         built = self._built.get(name)
         if built is None or built[0] != key:
             body = page_vocabulary(name, self.directory)
-            built = (key, body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+            built = (key, body, etag_of(body))
             self._built[name] = built
         return built[1], built[2]
 
@@ -115,7 +116,4 @@ class PageVocabularies:
             return Response("no such vocabulary", status_code=404, media_type="text/plain")
         # Built off the event loop: the first build takes a CPU second or so.
         body, etag = await run_in_threadpool(self._current, name)
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type="application/json", headers=headers)
+        return cached_response(request, body, media_type="application/json", etag=etag)
