@@ -68,7 +68,7 @@ class GatewayConfig:
     #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
     cache_refs: bool = True
     ref_limits: RefLimits = field(default_factory=RefLimits)
-    #: Where `make` wrote the brotli/gzip variants of the runtime (gateway/encode.py);
+    #: Where `make` wrote the brotli/gzip variants of the runtime (gateway/build/encode.py);
     #: None serves identity only.
     precompressed: Path | None = static.ROOT / "build" / "encoded"
     #: The last benchmark report (`make report`), served at /report/ (gateway/report.py); None: not served.
@@ -168,7 +168,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         Middleware(FlowControl, flow=flow),
         # The precompressed variants of the static files (innermost: it asks the router
         # again, as a HEAD, what it would serve).
-        *([Middleware(Precompressed, directory=config.precompressed)] if config.precompressed is not None else []),
+        *([Middleware(Precompressed, directory=config.precompressed, run=offload.run)]
+          if config.precompressed is not None else []),
     ]
     app = Starlette(
         routes=[
@@ -178,7 +179,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             *(stream_routes(streams) if streams is not None else []),
             Route("/healthz", health, methods=["GET"]),
             *(report_routes(config.report_dir) if config.report_dir is not None else []),
-            *static.routes(snapshot_measure_link=config.snapshot_measure_link),
+            *static.routes(snapshot_measure_link=config.snapshot_measure_link, run=offload.run),
         ],
         middleware=middleware,
         exception_handlers={APIError: api_error, HTTPException: http_error},

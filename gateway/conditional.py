@@ -9,17 +9,46 @@ revalidate each time and a revalidation that finds nothing new costs one 304.
 from __future__ import annotations
 
 import hashlib
-from typing import Mapping
+from pathlib import Path
+from typing import Callable, Hashable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["cached_response", "etag_of", "none_match"]
+__all__ = ["BuiltBody", "cached_response", "etag_of", "file_version", "none_match"]
 
 
 def etag_of(body: bytes) -> str:
     """A strong entity tag for `body`: 128 bits of its SHA-256, quoted (§8.8.3)."""
     return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def file_version(path: Path) -> tuple[int, int]:
+    """What changes when a file does, for a stat: its size and modification time."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+class BuiltBody:
+    """A body made from files (`build()`), with its ETag, made again only when
+    `version()` (a cheap stat of its sources) changes."""
+
+    __slots__ = ("version", "build", "_version", "_body", "_etag")
+
+    def __init__(self, version: Callable[[], Hashable], build: Callable[[], bytes]) -> None:
+        self.version = version
+        self.build = build
+        self._version: Hashable = None
+        self._body = b""
+        self._etag = ""
+
+    def current(self) -> tuple[bytes, str]:
+        version = self.version()
+        if version != self._version or not self._etag:
+            self._body = self.build()
+            self._etag = etag_of(self._body)
+            self._version = version
+        return self._body, self._etag
 
 
 def none_match(if_none_match: str | None, etag: str) -> bool:

@@ -3,7 +3,7 @@
 A first visit downloads Pyodide's wasm, its standard library, the snapshot, the JS and
 the vocabularies: ~32 MB as they are, a fraction of that as brotli. Compressing on the
 fly would cost seconds of CPU per visit (brotli's best quality runs at ~1 MB/s), so
-`python -m gateway.encode` (`make`) compresses each file once into `build/encoded/`,
+`python -m gateway.build.encode` (`make`) compresses each file once into `build/encoded/`,
 and this middleware only chooses and sends bytes.
 
 One place for every static route: the middleware sits around the router and knows
@@ -50,6 +50,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .conditional import none_match
+from .offload import Run, in_thread
 
 log = logging.getLogger("gateway.precompressed")
 
@@ -155,9 +156,10 @@ class Precompressed:
     """ASGI middleware: a recorded variant when the request accepts it, else the app's
     identity response with `Vary: Accept-Encoding` on paths that have variants."""
 
-    def __init__(self, app: ASGIApp, *, directory: Path) -> None:
+    def __init__(self, app: ASGIApp, *, directory: Path, run: Run = in_thread) -> None:
         self.app = app
         self.directory = directory
+        self._run = run
         self._index_key: tuple | None = None
         self._index: dict[str, Entry] = {}
         # (file, size, mtime) → whether its SHA-256 is the recorded one.
@@ -201,7 +203,7 @@ class Precompressed:
         if st.st_size != variant.length:
             return self._refuse(key, f"{path} has {st.st_size} bytes, the build wrote {variant.length}")
         if key not in self._verified:
-            digest = await anyio.to_thread.run_sync(_sha256, path)
+            digest = await self._run(_sha256, path)
             self._verified[key] = digest == variant.sha256
             if digest != variant.sha256:
                 log.warning("precompressed: %s is not the file the build wrote (SHA-256); serving identity", path)
