@@ -27,19 +27,19 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# The install-time snapshot of the interpreter (gateway/bake.py): a first visit restores
+# The install-time snapshot of the interpreter (gateway/build/bake.py): a first visit restores
 # it instead of booting Python. Baked again when the package, the snapshot code or the
 # npm packages change; the gateway serves it only while it matches the package.
 SNAPSHOT_INPUTS := $(shell find py/firsttoken -name '*.py') js/boot/make-snapshot.js js/boot/bake-snapshot.js js/boot/snapshot.js gateway/static.py gateway/stdlib.py
 build/snapshot/firsttoken.snapshot.json: $(VENV)/.stamp node_modules/.package-lock.json $(SNAPSHOT_INPUTS)
-	$(PY) -m gateway.bake
+	$(PY) -m gateway.build.bake
 
-# Brotli and gzip variants of what a first visit downloads (gateway/encode.py), served
+# Brotli and gzip variants of what a first visit downloads (gateway/build/encode.py), served
 # by gateway/precompressed.py when a browser accepts them. Incremental: only files whose
 # served bytes changed are compressed again (the snapshot takes ~1 min at brotli 11).
-ENCODED_INPUTS := $(SNAPSHOT_INPUTS) index.html pyscript.toml py/boot.py $(shell find js bridge/page -type f) gateway/encode.py gateway/precompressed.py
+ENCODED_INPUTS := $(SNAPSHOT_INPUTS) index.html pyscript.toml py/boot.py $(shell find js bridge/page -type f) gateway/build/encode.py gateway/build/bundle.py gateway/precompressed.py
 build/encoded/index.json: $(VENV)/.stamp node_modules/.package-lock.json build/snapshot/firsttoken.snapshot.json $(ENCODED_INPUTS)
-	$(PY) -m gateway.encode
+	$(PY) -m gateway.build.encode
 
 deps: $(VENV)/.stamp node_modules/.package-lock.json build/snapshot/firsttoken.snapshot.json build/encoded/index.json
 
@@ -89,9 +89,9 @@ test: deps browser redis webkit
 test-fast: deps redis
 	$(PY) -m pytest tests/unit tests/gateway -q --durations=10
 
-# The page as one folder for an app to ship (gateway/bundle.py, README "Embedding").
+# The page as one folder for an app to ship (gateway/build/bundle.py, README "Embedding").
 bundle: deps
-	$(PY) -m gateway.bundle --out build/bundle
+	$(PY) -m gateway.build.bundle --out build/bundle
 
 # The README's screenshots: tests/e2e/test_shell.py saves each state it checks with
 # axe-core to build/screenshots/; a phone's and a desktop's answer are kept in docs/.

@@ -117,7 +117,7 @@ def frozen_gateway(*, baked: bool) -> Iterator[str]:
             ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
         (copy / "node_modules").symlink_to(ROOT / "node_modules")
         if baked:
-            subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
+            subprocess.run([sys.executable, "-m", "gateway.build.bake", "--root", str(copy)], cwd=copy, check=True,
                            env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"}, stdout=subprocess.DEVNULL)
         with gateway("--log-level", "error", root=copy) as url:
             yield url

@@ -134,7 +134,7 @@ def webkit_chats(host: WebKitHost) -> dict[str, Any]:
 
 def webkit_bundle_boots(display: str, runs: int) -> dict[str, Any]:
     """Python ready in WebKitGTK from the bundle (firsttoken://app/), cold then warm."""
-    from gateway.bundle import build_bundle
+    from gateway.build.bundle import build_bundle
 
     with tempfile.TemporaryDirectory() as tmp:
         bundle = Path(tmp) / "bundle"

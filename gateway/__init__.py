@@ -1,22 +1,29 @@
 """The firsttoken gateway: serves the page and an OpenAI-compatible endpoint.
 
-Pieces, each one idea, composed in `app.create_app`:
+Pieces, each one idea, composed in `app.create_app` (the middleware from the outside in):
 
-- `static`     the page and its runtime assets (Pyodide, PyScript, tokenizer data), locally
-- `headers`    COOP/COEP/CSP and friends on every response (an ASGI middleware)
-- `validation` reading and validating chat-completion requests (bounded body, typed errors)
-- `errors`     OpenAI-style error objects
-- `simulator`  the built-in deterministic model, with pacing and fault injection
-- `upstream`   a proxy to a real OpenAI-compatible API
-- `streams`    resumable streams: a firsttoken client's answer outlives its connection
-- `flow`       rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
-- `cache_refs` system messages sent once, then named by hash (memory or Redis)
-- `shared`     the Redis connection gateway processes share (`--redis`)
-- `redact`     secrets cut out of whatever an upstream sends back
-- `guard`      who may ask from a browser: Host, Origin and Content-Type checks
-- `boundary`   anything that escapes: one log line and a JSON 500
-- `offload`    CPU work off the event loop (bounded threads, one worker process)
-- `server`     uvicorn with header/body timeouts, a connection cap, streams per client
+- `static`      the page and its runtime assets (Pyodide, PyScript, tokenizer data), locally;
+                its table of URLs is what the offline manifest, bundle and build derive from
+- `conditional` ETags and 304s (RFC 9110 §13) for every body the gateway builds
+- `headers`     COOP/COEP/CSP and friends on every response (an ASGI middleware)
+- `boundary`    anything that escapes: one log line and a JSON 500
+- `guard`       who may ask from a browser: Host, Origin and Content-Type checks
+- `access`      the gateway's key, and who the client is, decided once per request
+- `chat_body`   the chat body read, parsed and its references expanded, once per request
+- `validation`  reading and validating chat-completion requests (bounded body, typed errors)
+- `cache_refs`  system messages sent once, then named by hash (memory or Redis)
+- `limits`      rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
+- `backends`    what answers: the built-in model (`simulator`) or an `upstream` API
+- `simulator`   the built-in deterministic model, with pacing and fault injection
+- `upstream`    a proxy to a real OpenAI-compatible API
+- `redact`      secrets cut out of whatever an upstream sends back
+- `streams`     resumable streams: a firsttoken client's answer outlives its connection
+- `errors`      OpenAI-style error objects
+- `shared`      the Redis connection gateway processes share (`--redis`)
+- `offload`     CPU work off the event loop (bounded threads, one worker process)
+- `server`      uvicorn with header/body timeouts, a connection cap, streams per client
+- `build`       what `make` runs: the snapshot (`bake`), compressed variants (`encode`),
+                the page as one folder (`bundle`)
 """
 
 from .app import GatewayConfig, create_app

@@ -9,7 +9,7 @@ import socket
 import sys
 
 from .app import GatewayConfig, create_app
-from .flow import FlowLimits
+from .limits import FlowLimits
 from .server import GatewayServer, ServerLimits, raise_fd_limit, uvicorn_config
 from .simulator import DropConnection, SimParams
 from .streams import ResumeLimits

@@ -10,12 +10,12 @@ The extension (bridge/PROTOCOL.md, "Cache references"):
   keyed by SHA-256 of its UTF-8 text.
 * Such a client may then send ``{"role": "system", "x_firsttoken_ref": "sha256:<hex>"}``
   (no content). `expand_refs` replaces it with the stored text before the request is
-  validated or forwarded, so neither the validation nor an upstream ever sees the
+  validated or forwarded (gateway/chat_body.py runs it, once per request), so neither the validation nor an upstream ever sees the
   extension. A reference the store does not hold is answered 409 with code
   ``cache_ref_unknown``; the client then sends the text again, in full.
 
-Isolation: entries are kept per client key, SHA-256 over (the Authorization header,
-the client id), so a reference resolves only for the client that sent the text. Knowing
+Isolation: entries are kept per client, its `owner` (gateway/access.py: SHA-256 over
+the Authorization header and the client id), so a reference resolves only for the client that sent the text. Knowing
 or guessing a hash gives nothing to anyone else. The store is bounded per client
 (entries, bytes) and in all (bytes), least recently used first out.
 """
@@ -23,22 +23,18 @@ or guessing a hash gives nothing to anyone else. The store is bounded per client
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Mapping, Protocol
 
-from starlette.datastructures import Headers, MutableHeaders
-from starlette.requests import Request
+from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from firsttoken.cache.refs import ADVERTISED, CLIENT_HEADER, GATEWAY_HEADER, REF_FIELD, UNKNOWN_REF_CODE
 
 from .errors import APIError, invalid
 from .shared import SharedState, SharedStateDown
-from .validation import parse_chat_request, read_body, replay_body
 
 __all__ = [
     "CLIENT_HEADER",
@@ -49,15 +45,16 @@ __all__ = [
     "RefLimits",
     "RefStore",
     "AdvertiseRefs",
-    "ExpandRefs",
+    "Entry",
+    "entry_of",
+    "RefStores",
     "SharedRefStore",
-    "client_key",
     "expand_refs",
-    "remember_system_messages",
+    "referenced",
+    "system_entries",
 ]
 
 _REF = re.compile(r"sha256:([0-9a-f]{64})\Z")
-_CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{16,128}\Z")
 _ROLES = frozenset({"system", "developer"})
 
 
@@ -81,14 +78,6 @@ class RefLimits:
     client_overhead: int = 1_200
     #: How long a client's references live in Redis after their last use.
     ttl_s: float = 24 * 3600.0
-
-
-def client_key(authorization: str | None, client_id: str | None) -> str | None:
-    """Whose store a request uses, or None when it names no valid client id."""
-    if not client_id or not _CLIENT_ID.match(client_id):
-        return None
-    material = json.dumps(["firsttoken.refs/1", authorization or "", client_id]).encode()
-    return hashlib.sha256(material).hexdigest()
 
 
 class RefStore:
@@ -125,17 +114,20 @@ class RefStore:
     def put(self, client: str, text: str) -> str | None:
         """Store `text` for `client`; returns its digest, or None if it cannot be kept
         (not valid UTF-8, or larger than a client's whole share)."""
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
+        entry = entry_of(text)
+        if entry is None or not self.keep(client, *entry):
             return None
+        return entry[0]
+
+    def keep(self, client: str, digest: str, data: bytes) -> bool:
+        """Store `data` (UTF-8 text whose SHA-256 is `digest`) for `client`; False when
+        it is larger than a client's whole share."""
         limits = self.limits
         size = len(data) + limits.entry_overhead
         if size + limits.client_overhead > min(limits.bytes_per_client, limits.total_bytes):
-            return None
-        digest = hashlib.sha256(data).hexdigest()
+            return False
         if self.get(client, digest) is not None:
-            return digest
+            return True
         texts = self._clients.get(client)
         if texts is None:
             while len(self._clients) >= max(1, limits.max_clients):
@@ -151,7 +143,17 @@ class RefStore:
             self._remove(client, next(iter(texts)))
         while self.total_bytes > limits.total_bytes and self._all:
             self._remove(*next(iter(self._all)))
-        return digest
+        return True
+
+    # The face the request path uses, the same as `SharedRefStore`'s. Called on the
+    # event loop only (dictionary work; the hashing was done off it), so no lock.
+
+    async def get_many(self, client: str, digests: list[str]) -> dict[str, str]:
+        return {d: text for d in digests if (text := self.get(client, d)) is not None}
+
+    async def remember(self, client: str, entries: list[Entry]) -> None:
+        for digest, data in entries:
+            self.keep(client, digest, data)
 
     def _drop_client(self, client: str) -> None:
         for digest in list(self._clients[client]):
@@ -177,23 +179,40 @@ def _unknown(i: int) -> APIError:
     )
 
 
-class RefLookup(Protocol):
-    def get(self, client: str, digest: str) -> str | None: ...
+#: A system text ready to store: its SHA-256 (hex) and its UTF-8 bytes.
+Entry = tuple[str, bytes]
 
 
-def expand_refs(body: bytes, store: RefLookup, client: str | None) -> bytes:
-    """`body` with every `x_firsttoken_ref` message replaced by its stored text (the
-    body unchanged when it has none). Raises `APIError`: 400 for a malformed reference,
-    409 `cache_ref_unknown` for one this client's store does not hold."""
-    if REF_FIELD.encode() not in body:
-        return body  # the common case costs one scan
+def entry_of(text: str) -> Entry | None:
+    """`text` as an `Entry`, or None when it is not valid UTF-8 (a lone surrogate)."""
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return body  # validation reports it
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def referenced(data: Any) -> list[str]:
+    """The digests a decoded body refers to (well-formed references only; `expand_refs`
+    judges the rest)."""
+    messages = data.get("messages") if isinstance(data, dict) else None
+    found = []
+    for message in messages if isinstance(messages, list) else ():
+        ref = message.get(REF_FIELD) if isinstance(message, dict) else None
+        match = _REF.match(ref) if isinstance(ref, str) else None
+        if match:
+            found.append(match.group(1))
+    return found
+
+
+def expand_refs(data: Any, texts: Mapping[str, str]) -> bool:
+    """Replace, in the decoded body `data`, every `x_firsttoken_ref` message by its text
+    from `texts` (what the client's store holds, by digest); True if any was. Raises
+    `APIError`: 400 for a malformed reference, 409 `cache_ref_unknown` for one `texts`
+    lacks."""
     messages = data.get("messages") if isinstance(data, dict) else None
     if not isinstance(messages, list):
-        return body
+        return False  # validation reports it
     changed = False
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or REF_FIELD not in message:
@@ -209,28 +228,33 @@ def expand_refs(body: bytes, store: RefLookup, client: str | None) -> bytes:
         if message.get("content") not in (None, ""):
             raise invalid(f"'messages[{i}]' has both content and a reference.",
                           param=f"messages[{i}].content", code="invalid_value")
-        text = store.get(client, match.group(1)) if client else None
+        text = texts.get(match.group(1))
         if text is None:
             raise _unknown(i)
         del message[REF_FIELD]
         message["content"] = text
         changed = True
-    if not changed:
-        return body
-    try:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
-    except UnicodeEncodeError:  # lone surrogates from \u escapes: keep them escaped
-        return json.dumps(data, separators=(",", ":")).encode()
+    return changed
 
 
-def remember_system_messages(messages: list[dict[str, Any]], store: RefStore, client: str | None) -> None:
-    """Store the system/developer texts of a valid request from an identified client."""
-    if client is None:
-        return
+def system_entries(messages: list[dict[str, Any]]) -> list[Entry]:
+    """The system/developer texts of a valid request, hashed (CPU work: off the loop)."""
+    entries = []
     for message in messages:
         content = message.get("content")
         if isinstance(message.get("role"), str) and message["role"] in _ROLES and isinstance(content, str) and content:
-            store.put(client, content)
+            entry = entry_of(content)
+            if entry is not None:
+                entries.append(entry)
+    return entries
+
+
+class RefStores(Protocol):
+    """What the request path asks of a store, in memory or in Redis."""
+
+    async def get_many(self, client: str, digests: list[str]) -> dict[str, str]: ...
+
+    async def remember(self, client: str, entries: list[Entry]) -> None: ...
 
 
 class AdvertiseRefs:
@@ -336,116 +360,13 @@ class SharedRefStore:
                     continue
         return found
 
-    async def put(self, client: str, text: str) -> str | None:
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            return None
+    async def remember(self, client: str, entries: list[Entry]) -> None:
         limits = self.limits
-        if len(data) + limits.entry_overhead > limits.bytes_per_client:
-            return None
-        digest = hashlib.sha256(data).hexdigest()
-        args = [digest, data, limits.entries_per_client, limits.bytes_per_client, self._ttl_ms(), limits.entry_overhead]
-        try:
-            await self.shared.run("refs_put", [self.prefix + client], args)
-        except SharedStateDown:
-            return None
-        return digest
-
-
-class _Prefetched:
-    def __init__(self, texts: dict[str, str]) -> None:
-        self.texts = texts
-
-    def get(self, client: str, digest: str) -> str | None:
-        return self.texts.get(digest)
-
-
-def _referenced(body: bytes) -> list[str]:
-    """The digests a body refers to (well-formed references only; `expand_refs` judges
-    the rest)."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return []
-    messages = data.get("messages") if isinstance(data, dict) else None
-    found = []
-    for message in messages if isinstance(messages, list) else ():
-        ref = message.get(REF_FIELD) if isinstance(message, dict) else None
-        match = _REF.match(ref) if isinstance(ref, str) else None
-        if match:
-            found.append(match.group(1))
-    return found
-
-
-class ExpandRefs:
-    """ASGI middleware: on `POST /v1/chat/completions`, references become text before
-    anything else sees the body (flow control counts the expanded prompt; validation,
-    the simulator and an upstream only ever see plain OpenAI requests), and the system
-    texts of a valid request from an identified client are remembered."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        store: RefStore | SharedRefStore,
-        max_body_bytes: int,
-        authorize: Callable[[Scope], None] | None = None,
-        path: str = "/v1/chat/completions",
-        run: Callable[..., Awaitable[Any]] | None = None,
-    ) -> None:
-        self.app = app
-        self.store = store
-        self.max_body_bytes = max_body_bytes
-        self.authorize = authorize
-        self.path = path
-        # Expanding and parsing a body of megabytes is CPU work: `run` takes it off the
-        # event loop (gateway/offload.py). The in-memory store is then used from pool
-        # threads, so every use of it holds `_lock`.
-        self._run = run or _call
-        self._lock = threading.Lock()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        client = client_key(headers.get("authorization"), headers.get(CLIENT_HEADER))
-        try:
-            if self.authorize is not None:
-                self.authorize(scope)
-            body = await read_body(Request(scope, receive), self.max_body_bytes)
-            if isinstance(self.store, SharedRefStore):
-                texts = await self.store.get_many(client, _referenced(body)) if client else {}
-                body = await self._run(expand_refs, body, _Prefetched(texts), client)
-            else:
-                body = await self._run(self._expand_locked, body, client)
-        except APIError as error:
-            await error.response()(scope, receive, send)
-            return
-        if client is not None:
+        for digest, data in entries:
+            if len(data) + limits.entry_overhead > limits.bytes_per_client:
+                continue
+            args = [digest, data, limits.entries_per_client, limits.bytes_per_client, self._ttl_ms(), limits.entry_overhead]
             try:
-                chat = await self._run(parse_chat_request, body)
-            except APIError:
-                pass  # answered by the app, with the same error
-            else:
-                await self._remember(chat.messages, client)
-        await self.app(scope, replay_body(body, receive), send)
-
-    def _expand_locked(self, body: bytes, client: str | None) -> bytes:
-        with self._lock:
-            return expand_refs(body, self.store, client)
-
-    async def _remember(self, messages: list[dict[str, Any]], client: str) -> None:
-        if isinstance(self.store, RefStore):
-            with self._lock:
-                remember_system_messages(messages, self.store, client)
-            return
-        for message in messages:
-            content = message.get("content")
-            if message.get("role") in _ROLES and isinstance(content, str) and content:
-                await self.store.put(client, content)
-
-
-async def _call(function: Callable[..., Any], *args: Any) -> Any:
-    return function(*args)
+                await self.shared.run("refs_put", [self.prefix + client], args)
+            except SharedStateDown:
+                return

@@ -34,6 +34,7 @@ from typing import Callable, Mapping
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .conditional import cached_response
 from .headers import POLICY_SCOPE_KEY
 
 # Fetched by Pyodide itself (pyodide.mjs computes these URLs), so no import names them.
@@ -169,11 +170,7 @@ class OfflineManifest:
         policy = request.scope.get(POLICY_SCOPE_KEY)
         prelude = "self.FIRSTTOKEN_BUILD = " + json.dumps(self.manifest(policy), separators=(",", ":")) + ";\n"
         body = prelude + (self.root / "sw.js").read_text(encoding="utf-8")
-        etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:32] + '"'
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type="text/javascript; charset=utf-8", headers=headers)
+        return cached_response(request, body.encode(), media_type="text/javascript; charset=utf-8")
 
 
 def _stat(path: Path | None) -> tuple:

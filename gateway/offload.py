@@ -28,11 +28,21 @@ import signal
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
-__all__ = ["Offload"]
+__all__ = ["Offload", "Run", "in_thread"]
 
 T = TypeVar("T")
+
+#: How a piece runs CPU or file work off the loop: `await run(fn, *args)`. The gateway
+#: passes every piece its one `Offload.run`.
+Run = Callable[..., Awaitable[Any]]
+
+
+async def in_thread(fn: Callable[..., T], *args: object) -> T:
+    """The default `Run` of a piece used on its own, outside a gateway (a test, a
+    benchmark): the event loop's default thread pool."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
 class Offload:

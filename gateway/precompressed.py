@@ -3,7 +3,7 @@
 A first visit downloads Pyodide's wasm, its standard library, the snapshot, the JS and
 the vocabularies: ~32 MB as they are, a fraction of that as brotli. Compressing on the
 fly would cost seconds of CPU per visit (brotli's best quality runs at ~1 MB/s), so
-`python -m gateway.encode` (`make`) compresses each file once into `build/encoded/`,
+`python -m gateway.build.encode` (`make`) compresses each file once into `build/encoded/`,
 and this middleware only chooses and sends bytes.
 
 One place for every static route: the middleware sits around the router and knows
@@ -48,6 +48,9 @@ from typing import Mapping, Sequence
 import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .conditional import none_match
+from .offload import Run, in_thread
 
 log = logging.getLogger("gateway.precompressed")
 
@@ -149,21 +152,14 @@ def read_index(directory: Path) -> dict[str, Entry]:
         return {}
 
 
-def _matches(etags: str | None, etag: str) -> bool:
-    """If-None-Match (RFC 9110 §13.1.2): weak comparison, or `*`."""
-    if not etags:
-        return False
-    strip = lambda tag: tag.strip().removeprefix("W/")  # noqa: E731
-    return any(t.strip() == "*" or strip(t) == strip(etag) for t in etags.split(","))
-
-
 class Precompressed:
     """ASGI middleware: a recorded variant when the request accepts it, else the app's
     identity response with `Vary: Accept-Encoding` on paths that have variants."""
 
-    def __init__(self, app: ASGIApp, *, directory: Path) -> None:
+    def __init__(self, app: ASGIApp, *, directory: Path, run: Run = in_thread) -> None:
         self.app = app
         self.directory = directory
+        self._run = run
         self._index_key: tuple | None = None
         self._index: dict[str, Entry] = {}
         # (file, size, mtime) → whether its SHA-256 is the recorded one.
@@ -207,7 +203,7 @@ class Precompressed:
         if st.st_size != variant.length:
             return self._refuse(key, f"{path} has {st.st_size} bytes, the build wrote {variant.length}")
         if key not in self._verified:
-            digest = await anyio.to_thread.run_sync(_sha256, path)
+            digest = await self._run(_sha256, path)
             self._verified[key] = digest == variant.sha256
             if digest != variant.sha256:
                 log.warning("precompressed: %s is not the file the build wrote (SHA-256); serving identity", path)
@@ -243,7 +239,7 @@ class Precompressed:
         replaced = {b"content-length", b"content-encoding", b"etag", b"accept-ranges", b"vary"}
         headers = [(k, v) for k, v in started[0]["headers"] if k.lower() not in replaced]
         headers += [(b"vary", b"accept-encoding"), (b"etag", etag.encode("latin-1"))]
-        if _matches(request.get("if-none-match"), etag):
+        if none_match(request.get("if-none-match"), etag):
             await send({"type": "http.response.start", "status": 304,
                         "headers": [(k, v) for k, v in headers if k.lower() != b"content-type"]})
             await send({"type": "http.response.body", "body": b""})

@@ -33,7 +33,6 @@ the option), and as much per streamed chunk.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import resource
 import socket
@@ -46,6 +45,7 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .access import client_of
 from .errors import APIError
 
 __all__ = ["GatewayServer", "ServerLimits", "LimitedH11Protocol", "StreamsPerClient", "uvicorn_config", "raise_fd_limit"]
@@ -191,7 +191,8 @@ def raise_fd_limit(wanted: int) -> int:
 
 class StreamsPerClient:
     """ASGI middleware: at most `limit` chat completions in flight per client (its
-    Authorization header, else its address); past it, 429 with `retry-after`."""
+    `Client.account`, gateway/access.py: its Authorization, else its address, which a
+    client cannot shed by naming itself anew); past it, 429 with `retry-after`."""
 
     def __init__(self, app: ASGIApp, *, limit: int, path: str = "/v1/chat/completions") -> None:
         self.app = app
@@ -203,8 +204,7 @@ class StreamsPerClient:
         if scope["type"] != "http" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
-        who = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-        key = hashlib.sha256(who).hexdigest()[:32] if who else f"addr:{(scope.get('client') or ('?',))[0]}"
+        key = client_of(scope).account
         if self._open.get(key, 0) >= self.limit:
             error = APIError(
                 429, f"Too many concurrent requests: at most {self.limit} at a time per client.",

@@ -1,7 +1,7 @@
 """The Redis connection that gateway processes share (`--redis URL`), and its health.
 
 Everything kept in Redis is written by one atomic Lua script per operation (the rate
-buckets in `gateway/flow/buckets.py`, the cache references in `gateway/cache_refs.py`),
+buckets in `gateway/limits/buckets.py`, the cache references in `gateway/cache_refs.py`),
 so processes never read-modify-write across round trips. Failures are reported as
 `SharedStateDown`, one type, which callers turn into their fail-open or fail-closed
 answer; nothing here lets a Redis error reach the server as a crash.

@@ -240,7 +240,7 @@ class Simulator:
         if params.status is None:
             return
         headers: dict[str, str] = {}
-        # Flow control (gateway/flow) adds the rate-limit headers a 429 implies.
+        # Flow control (gateway/limits) adds the rate-limit headers a 429 implies.
         if params.status in (429, 503):
             headers["retry-after"] = f"{params.retry_after:g}"
             headers["retry-after-ms"] = str(int(params.retry_after * 1000))

@@ -5,7 +5,7 @@ boot Python normally, which takes seconds. If the gateway has a snapshot for exa
 the package it serves, the page restores that one instead (js/boot/pyodide-loader.js),
 then keeps it in its own Cache Storage for later visits.
 
-`python -m gateway.bake` bakes it (gateway/bake.py; `make` runs it) into
+`python -m gateway.build.bake` bakes it (gateway/build/bake.py; `make` runs it) into
 build/snapshot/: `firsttoken.snapshot` and its label `firsttoken.snapshot.json`
 ({pyodide, format, package, length, stored, sha256}).
 

@@ -11,7 +11,6 @@ revalidate with a cheap 304 and never run a stale runtime after an upgrade.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import zipfile
 from pathlib import Path
@@ -21,10 +20,12 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .conditional import BuiltBody, cached_response, file_version
 from .offline import OfflineManifest
+from .offload import Run, in_thread
 from .snapshot import ServedSnapshot
 from .stdlib import URL_PATH as STDLIB_PATH, StoredStdlib
-from .vocabulary import URL_PATTERN, PageVocabularies
+from .vocabulary import ENCODINGS, URL_PATTERN, PageVocabularies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,17 +78,11 @@ class PackageZip:
 
     def __init__(self, package_dir: Path) -> None:
         self.package_dir = package_dir
-        self._key: tuple | None = None
-        self._zip = b""
-        self._etag = ""
-
-    def _current(self) -> tuple[bytes, str]:
-        key = tuple((str(p), p.stat().st_mtime_ns) for p in sorted(self.package_dir.rglob("*.py")))
-        if key != self._key:
-            self._zip = build_package_zip(self.package_dir)
-            self._etag = '"' + hashlib.sha256(self._zip).hexdigest()[:32] + '"'
-            self._key = key
-        return self._zip, self._etag
+        self._built = BuiltBody(
+            lambda: tuple((str(p), p.stat().st_mtime_ns) for p in sorted(package_dir.rglob("*.py"))),
+            lambda: build_package_zip(package_dir),
+        )
+        self._current = self._built.current
 
     def etag(self) -> str:
         return self._current()[1]
@@ -97,10 +92,7 @@ class PackageZip:
 
     async def endpoint(self, request: Request) -> Response:
         data, etag = self._current()
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(data, media_type="application/zip", headers=headers)
+        return cached_response(request, data, media_type="application/zip", etag=etag)
 
 
 class CommonJSModule:
@@ -108,30 +100,14 @@ class CommonJSModule:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._key: tuple | None = None
-        self._body = b""
-        self._etag = ""
+        self._current = BuiltBody(lambda: file_version(path), self._build).current
 
-    def _current(self) -> tuple[bytes, str]:
-        st = self.path.stat()
-        key = (st.st_size, st.st_mtime_ns)
-        if key != self._key:
-            source = self.path.read_bytes()
-            self._body = (
-                b"const module = { exports: {} };\n"
-                + source
-                + b"\nexport default module.exports;\n"
-            )
-            self._etag = '"' + hashlib.sha256(self._body).hexdigest()[:32] + '"'
-            self._key = key
-        return self._body, self._etag
+    def _build(self) -> bytes:
+        return b"const module = { exports: {} };\n" + self.path.read_bytes() + b"\nexport default module.exports;\n"
 
     async def endpoint(self, request: Request) -> Response:
         body, etag = self._current()
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type="text/javascript; charset=utf-8", headers=headers)
+        return cached_response(request, body, media_type="text/javascript; charset=utf-8", etag=etag)
 
 
 def page_file(name: str, media_type: str):
@@ -143,42 +119,77 @@ def page_file(name: str, media_type: str):
     return endpoint
 
 
-def routes(node_modules: Path | None = None, *, snapshot_measure_link: bool = True) -> list[BaseRoute]:
+# ---- the URL space: one table ------------------------------------------------------
+# Every URL path served from the checkout, page-relative. `routes` serves it, the
+# offline manifest (gateway/offline.py) keeps what the page needs of it, and the
+# bundle and the precompression step (gateway/build/) take `first_visit_paths`.
+
+#: The page's own files: URL path → media type (the file is ROOT / path).
+PAGE_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "pyscript.toml": "application/toml",
+    "py/boot.py": "text/x-python; charset=utf-8",
+}
+PACKAGE_PATH = "py/firsttoken.zip"
+SERVICE_WORKER_PATH = "sw.js"
+SNAPSHOT_PATH = "py/firsttoken.snapshot"
+#: Fetched on demand by the page's tokenizer (js/tokenizer/data.js): not found by
+#: following imports, since their names are computed.
+VOCABULARY_PATHS = tuple(URL_PATTERN.format(name=name).removeprefix("/") for name in ENCODINGS)
+
+
+def folders(node_modules: Path) -> dict[str, Path]:
+    """URL path prefix → the directory served under it."""
+    return {
+        "js": ROOT / "js",
+        # The page's side of the host bridge (bridge/PROTOCOL.md, "Hosts").
+        "bridge/page": ROOT / "bridge" / "page",
+        **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()},
+    }
+
+
+def routes(node_modules: Path | None = None, *, snapshot_measure_link: bool = True, run: Run = in_thread) -> list[BaseRoute]:
+    """The routes of the URL space; `run` builds bodies off the loop (gateway/offload.py)."""
     node_modules = node_modules or ROOT / "node_modules"
     package = PackageZip(ROOT / "py" / "firsttoken")
-    result: list[BaseRoute] = [
-        Route("/", page_file("index.html", "text/html; charset=utf-8")),
-        Route("/index.html", page_file("index.html", "text/html; charset=utf-8")),
-        Route("/pyscript.toml", page_file("pyscript.toml", "application/toml")),
-        Route("/py/boot.py", page_file("py/boot.py", "text/x-python; charset=utf-8")),
-        Route("/py/firsttoken.zip", package.endpoint),
-        Mount("/js", app=Assets(directory=ROOT / "js"), name="js"),
-        # The page's side of the host bridge (bridge/PROTOCOL.md, "Hosts").
-        Mount("/bridge/page", app=Assets(directory=ROOT / "bridge" / "page"), name="bridge"),
+    return [
+        Route("/", page_file("index.html", PAGE_FILES["index.html"])),
+        *(Route("/" + path, page_file(path, media_type)) for path, media_type in PAGE_FILES.items()),
+        Route("/" + PACKAGE_PATH, package.endpoint),
+        # Built bodies inside mounted folders, ahead of the mounts.
         Route("/" + HIGHLIGHT_CORE[0], CommonJSModule(node_modules / HIGHLIGHT_CORE[1]).endpoint),
+        # Pyodide's standard library, its entries stored: brotli then saves 0.9 MB (gateway/stdlib.py).
+        Route(STDLIB_PATH, StoredStdlib(node_modules / "pyodide" / "python_stdlib.zip").endpoint),
+        # The tokenizer's vocabularies as the page reads them (gateway/vocabulary.py),
+        # beside tiktoken's own files.
+        Route(URL_PATTERN, PageVocabularies(node_modules / VENDOR["tiktoken"], run).endpoint),
+        *(Mount("/" + prefix, app=Assets(directory=directory, check_dir=False), name=prefix.replace("/", "-"))
+          for prefix, directory in folders(node_modules).items()),
+        Route("/" + SERVICE_WORKER_PATH, offline_manifest(node_modules, package).service_worker),
+        # The install-time snapshot of the interpreter, while it matches the package (gateway/snapshot.py).
+        Route("/" + SNAPSHOT_PATH, ServedSnapshot(ROOT / "build" / "snapshot", package.data, measure_link=snapshot_measure_link).endpoint),
     ]
-    # Pyodide's standard library, its entries stored: brotli then saves 0.9 MB (gateway/stdlib.py).
-    result.append(Route(STDLIB_PATH, StoredStdlib(node_modules / "pyodide" / "python_stdlib.zip").endpoint))
-    # The tokenizer's vocabularies as the page reads them (gateway/vocabulary.py), ahead
-    # of the mount that serves tiktoken's own files beside them.
-    result.append(Route(URL_PATTERN, PageVocabularies(node_modules / VENDOR["tiktoken"]).endpoint))
-    for name, sub in VENDOR.items():
-        result.append(Mount(f"/vendor/{name}", app=Assets(directory=node_modules / sub, check_dir=False), name=f"vendor-{name}"))
-    result.append(Route("/sw.js", offline_manifest(node_modules, package).service_worker))
-    # The install-time snapshot of the interpreter, while it matches the package (gateway/snapshot.py).
-    result.append(Route("/py/firsttoken.snapshot", ServedSnapshot(ROOT / "build" / "snapshot", package.data, measure_link=snapshot_measure_link).endpoint))
-    return result
 
 
 def offline_manifest(node_modules: Path, package: PackageZip) -> OfflineManifest:
-    """What the service worker keeps, over the same URL space as the routes above."""
+    """What the service worker keeps, over the URL space of `routes`."""
     return OfflineManifest(
         ROOT,
         files={
-            **{name: ROOT / name for name in ("index.html", "pyscript.toml", "py/boot.py")},
+            **{path: ROOT / path for path in PAGE_FILES},
             # (Its source, for the build id: what is served is made from it.)
             HIGHLIGHT_CORE[0]: node_modules / HIGHLIGHT_CORE[1],
         },
-        mounts={"js": ROOT / "js", "bridge/page": ROOT / "bridge" / "page", **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()}},
-        package=("py/firsttoken.zip", package.etag),
+        mounts=folders(node_modules),
+        package=(PACKAGE_PATH, package.etag),
     )
+
+
+def first_visit_paths(node_modules: Path | None = None) -> list[str]:
+    """Page-relative paths of everything a first visit may download, the page first:
+    what the service worker keeps, the worker itself, the vocabularies, the snapshot
+    (served only while it matches the package)."""
+    node_modules = node_modules or ROOT / "node_modules"
+    manifest = offline_manifest(node_modules, PackageZip(ROOT / "py" / "firsttoken"))
+    kept = ["index.html" if a == "./" else a for a in manifest.assets()]
+    return [*kept, SERVICE_WORKER_PATH, *VOCABULARY_PATHS, SNAPSHOT_PATH]

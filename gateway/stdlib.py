@@ -15,18 +15,19 @@ compression changes, so what `import` finds is byte for byte what Pyodide ships.
 deterministic (same input, same bytes), which matters twice: its ETag is stable across
 gateway restarts, and a memory snapshot remembers the zip's directory (zipimport's
 cache of entry offsets lives in the heap), so the install-time snapshot must be baked
-against exactly these bytes (gateway/bake.py passes them to Node).
+against exactly these bytes (gateway/build/bake.py passes them to Node).
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import zipfile
 from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from .conditional import BuiltBody, cached_response, file_version
 
 #: Where Pyodide fetches it (its indexURL + this name: pyodide.mjs, `stdLibURL`).
 URL_PATH = "/vendor/pyodide/python_stdlib.zip"
@@ -51,18 +52,7 @@ class StoredStdlib:
 
     def __init__(self, source: Path) -> None:
         self.source = source
-        self._key: tuple | None = None
-        self._zip = b""
-        self._etag = ""
-
-    def _current(self) -> tuple[bytes, str]:
-        st = self.source.stat()
-        key = (st.st_size, st.st_mtime_ns)
-        if key != self._key:
-            self._zip = repack_stored(self.source.read_bytes())
-            self._etag = '"' + hashlib.sha256(self._zip).hexdigest()[:32] + '"'
-            self._key = key
-        return self._zip, self._etag
+        self._current = BuiltBody(lambda: file_version(source), lambda: repack_stored(source.read_bytes())).current
 
     def data(self) -> bytes:
         return self._current()[0]
@@ -72,7 +62,4 @@ class StoredStdlib:
             data, etag = self._current()
         except (OSError, zipfile.BadZipFile):
             return Response(status_code=404, headers={"cache-control": "no-store"})
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(data, media_type="application/zip", headers=headers)
+        return cached_response(request, data, media_type="application/zip", etag=etag)

@@ -17,22 +17,23 @@ the rule the page applied itself before (a lone continuation byte, say, stays by
 
 Built from the same data tiktoken is built from, through `firsttoken.tokens.bpe_data`,
 which checks it against its pinned hash; once per version of the file, and served like
-the other static files (an ETag, `no-cache`). `make` precompresses it: gateway/bundle.py
+the other static files (an ETag, `no-cache`). `make` precompresses it: gateway/build/bundle.py
 lists it among the files of a first visit.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from pathlib import Path
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from firsttoken.tokens.bpe_data import load_encoding_data
+
+from .conditional import BuiltBody, cached_response, file_version
+from .offload import Run, in_thread
 
 __all__ = ["ENCODINGS", "FORMAT", "URL_PATTERN", "PageVocabularies", "page_vocabulary", "url_path"]
 
@@ -95,27 +96,22 @@ def page_vocabulary(name: str, directory: Path) -> bytes:
 class PageVocabularies:
     """Serves `page_vocabulary` for ENCODINGS, rebuilt when its source file changes."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, run: Run = in_thread) -> None:
         self.directory = directory
-        self._built: dict[str, tuple[tuple[int, int], bytes, str]] = {}
+        self._run = run
+        self._built = {
+            name: BuiltBody(lambda name=name: file_version(directory / f"{name}.json"),
+                            lambda name=name: page_vocabulary(name, directory))
+            for name in ENCODINGS
+        }
 
     def _current(self, name: str) -> tuple[bytes, str]:
-        st = (self.directory / f"{name}.json").stat()
-        key = (st.st_size, st.st_mtime_ns)
-        built = self._built.get(name)
-        if built is None or built[0] != key:
-            body = page_vocabulary(name, self.directory)
-            built = (key, body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
-            self._built[name] = built
-        return built[1], built[2]
+        return self._built[name].current()
 
     async def endpoint(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in ENCODINGS:
             return Response("no such vocabulary", status_code=404, media_type="text/plain")
         # Built off the event loop: the first build takes a CPU second or so.
-        body, etag = await run_in_threadpool(self._current, name)
-        headers = {"etag": etag, "cache-control": "no-cache"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type="application/json", headers=headers)
+        body, etag = await self._run(self._current, name)
+        return cached_response(request, body, media_type="application/json", etag=etag)

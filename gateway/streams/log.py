@@ -82,7 +82,7 @@ class StreamLog:
         mirrored: bool = False,
     ) -> None:
         self.id = stream_id
-        #: `cache_refs.client_key` of the client that started it: only it may read it.
+        #: `access.Client.owner` of the client that started it: only it may read it.
         self.owner = owner
         self.created_at = created_at
         self.ended_at: float | None = None

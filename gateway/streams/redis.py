@@ -4,7 +4,7 @@ polled and cancelled on any other.
 Keys (a stream's id never appears raw: keys name `sha256(id)`, `h` below; Redis holds
 no id a reader of its keys could resume with, and it needs the owner's client key too):
 
-- `ft:st:<h>:m` a hash: owner (the `cache_refs.client_key`), status, last_event,
+- `ft:st:<h>:m` a hash: owner (the `access.Client.owner`), status, last_event,
   characters, finish_reason, bytes, created_at, ended_at;
 - `ft:st:<h>:e` a Redis stream: event n is entry `n-0`, field `d`, the event as sent
   (stamped), so a replay after n is `XRANGE key n+1 +` and following is `XREAD BLOCK`

@@ -7,7 +7,7 @@ Two ways to treat a client that goes away (ASGI `http.disconnect`):
   nothing once its client is gone (uvicorn/protocols/http/h11_impl.py, `send`: "if
   self.disconnected: return"), but the middlewares around this response see every
   byte as before: flow control meters the answer's usage from `send`
-  (gateway/flow/middleware.py), and `StreamsPerClient` counts the request until it
+  (gateway/limits/middleware.py), and `StreamsPerClient` counts the request until it
   ends. Starlette's `StreamingResponse` is not used: it stops at a disconnect.
 - A resume (`outlive_client=False`) stops reading at once: nothing is metered on it.
 

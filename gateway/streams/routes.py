@@ -5,7 +5,7 @@
     POST /v1/streams/{id}/cancel           stop the generation; status after
 
 Only the client that started a stream may use it: the same `x-firsttoken-client` id
-and the same Authorization as its POST (`cache_refs.client_key`). Anyone else, an id
+and the same Authorization as its POST (`access.Client.owner`). Anyone else, an id
 that never was, and one that expired all get the same 404, so ids cannot be probed.
 
 Where to resume: `after` in the query, else the `Last-Event-ID` header, which an
@@ -17,8 +17,6 @@ when both are there, 0 when neither is. Errors are OpenAI-style objects.
 from __future__ import annotations
 
 import re
-from typing import Callable
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -53,9 +51,10 @@ def not_found() -> APIError:
                     param="id", code="stream_not_found")
 
 
-def stream_routes(streams: Streams, authorize: Callable[[Request], None]) -> list[Route]:
+def stream_routes(streams: Streams) -> list[Route]:
+    """The routes; `Access` (gateway/access.py) has authorised every request to them."""
+
     def who(request: Request) -> tuple[str, str]:
-        authorize(request)
         stream_id = request.path_params["stream_id"]
         owner = owner_of(request)
         if owner is None or not is_stream_id(stream_id):

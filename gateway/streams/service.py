@@ -2,7 +2,7 @@
 
 `Streams.detach` is called with every streamed chat answer. It makes the answer
 resumable only for a firsttoken client (a valid `x-firsttoken-client` header, so
-`cache_refs.client_key` names its owner) and only for a 2xx `text/event-stream`:
+`access.Client.owner` names its owner) and only for a 2xx `text/event-stream`:
 anything else (the official `openai` client, curl, errors) goes out untouched, byte
 for byte as before. A resumable answer runs as a generation of its own (`run`), and
 the POST's response follows its log from the first event (`response`), with the
@@ -33,7 +33,7 @@ from starlette.responses import Response, StreamingResponse
 
 from firsttoken.stream.resume import STREAM_HEADER  # the wire name, defined once
 
-from ..cache_refs import CLIENT_HEADER, client_key
+from ..access import client_of
 from ..errors import APIError
 from ..shared import SharedState, SharedStateDown
 from . import run
@@ -58,8 +58,8 @@ def is_stream_id(value: str) -> bool:
 
 
 def owner_of(request: Request) -> str | None:
-    """The client a request speaks for (its Authorization and client id), or None."""
-    return client_key(request.headers.get("authorization"), request.headers.get(CLIENT_HEADER))
+    """The firsttoken client a request speaks for (gateway/access.py), or None."""
+    return client_of(request.scope).owner
 
 
 def store_down() -> APIError:

@@ -240,7 +240,7 @@ def test_a_new_release_replaces_the_offline_copy_and_its_snapshot(visitor: Visit
 def baked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """A tree with its install-time snapshot baked (as `make` does), and its gateway."""
     copy = copy_tree(tmp_path_factory.mktemp("baked"))
-    subprocess.run([sys.executable, "-m", "gateway.bake", "--root", str(copy)], cwd=copy, check=True,
+    subprocess.run([sys.executable, "-m", "gateway.build.bake", "--root", str(copy)], cwd=copy, check=True,
                    env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"}, capture_output=True)
     with gateway_over(copy) as url:
         yield copy, url

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bundle import SNAPSHOT, VOCABULARIES, build_bundle
+from gateway.build.bundle import SNAPSHOT, VOCABULARIES, build_bundle
 
 # Relative module specifiers and worker URLs, as gateway/offline.py follows them.
 _SPECIFIER = re.compile(r"""(?:\bfrom|\bimport)\s*\(?\s*(["'])(\.{1,2}/[^"'\s]+?)\1""")

@@ -17,7 +17,8 @@ import pytest
 from firsttoken.cache import Cache, MemoryStore
 from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
-from gateway.cache_refs import RefLimits, RefStore, client_key, expand_refs
+from gateway.access import client_key
+from gateway.cache_refs import RefLimits, RefStore, expand_refs, referenced
 from gateway.errors import APIError
 from tests.socket_transport import run_core
 from tests.servers import gateway
@@ -89,13 +90,19 @@ def test_a_reference_resolves_only_for_the_client_that_sent_the_text() -> None:
     mine = client_key("Bearer k1", "client-0123456789abcdef")
     digest = store.put(mine, SYSTEM)
     assert digest == REF.split(":")[1]
+
+    def expand(owner: str | None) -> dict:
+        data = body(ref())
+        texts = {d: t for d in referenced(data) if owner and (t := store.get(owner, d)) is not None}
+        assert expand_refs(data, texts)
+        return data
+
     for other in (client_key("Bearer k2", "client-0123456789abcdef"), client_key("Bearer k1", "client-fedcba9876543210"),
                   client_key(None, "client-0123456789abcdef")):
         with pytest.raises(APIError) as caught:
-            expand_refs(json.dumps(body(ref())).encode(), store, other)
+            expand(other)
         assert caught.value.status == 409 and caught.value.code == "cache_ref_unknown"
-    expanded = json.loads(expand_refs(json.dumps(body(ref())).encode(), store, mine))
-    assert expanded["messages"][0] == full()
+    assert expand(mine)["messages"][0] == full()
     assert client_key("Bearer k1", "short") is None and client_key("Bearer k1", None) is None
 
 

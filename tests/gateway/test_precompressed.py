@@ -1,4 +1,4 @@
-"""Precompressed variants (gateway/encode.py builds them, gateway/precompressed.py serves
+"""Precompressed variants (gateway/build/encode.py builds them, gateway/precompressed.py serves
 them): Accept-Encoding negotiated, the headers that describe each variant, 304s, and
 identity whenever a variant cannot be trusted (truncated, corrupt, stale) or cannot
 apply (a Range, a coding not offered)."""
@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.testclient import TestClient
 
 from gateway.app import GatewayConfig, create_app
-from gateway.encode import encode
+from gateway.build.encode import encode
 from gateway.precompressed import Precompressed, negotiate, read_index, variant_etag
 
 RUNTIME = b"".join(b"def f%d(x):\n    return x * %d\n" % (i, i % 7) for i in range(3_000))

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.flow.answers import go_duration, rate_headers
-from gateway.flow.fairqueue import FairQueue
-from gateway.flow.gcra import Rate, decide, reconcile, view
-from gateway.flow.usage import UsageMeter
+from gateway.limits.answers import go_duration, rate_headers
+from gateway.limits.fairqueue import FairQueue
+from gateway.limits.gcra import Rate, decide, reconcile, view
+from gateway.limits.usage import UsageMeter
 from firsttoken.ratelimit import parse_duration, parse_rate_limit_headers
 
 

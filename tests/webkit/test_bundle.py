@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from gateway.bundle import build_bundle
+from gateway.build.bundle import build_bundle
 from tests.servers import gateway
 from tests.webkit.conftest import assert_clean_console, boot, of, reply
 from tests.webkit_host import WebKitHost, Xvfb

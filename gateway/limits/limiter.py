@@ -24,7 +24,7 @@ from .gcra import Rate, Verdict
 
 __all__ = ["Ask", "Limiter", "Refused"]
 
-log = logging.getLogger("firsttoken.gateway.flow")
+log = logging.getLogger("firsttoken.gateway.limits")
 
 
 @dataclass(eq=False, slots=True)

@@ -14,7 +14,7 @@ refilled at `limit / period_s`, exact, in O(1) state, without a timer.
 A request spends several buckets (requests per minute, tokens per minute, per client and
 for the whole gateway): it is admitted only when every bucket conforms, and then all of
 them move together; otherwise none moves and the answer says how long until all conform.
-`gateway/flow/buckets.py` runs the same arithmetic in memory or as one Redis script.
+`gateway/limits/buckets.py` runs the same arithmetic in memory or as one Redis script.
 """
 
 from __future__ import annotations

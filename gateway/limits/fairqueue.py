@@ -1,5 +1,5 @@
 """Requests waiting for their buckets: FIFO within a key, round-robin across keys,
-bounded. Pure: no clock, no I/O; the adapter (`gateway/flow/middleware.py`) asks the
+bounded. Pure: no clock, no I/O; the adapter (`gateway/limits/middleware.py`) asks the
 buckets and sleeps.
 
 Why round-robin: with a limit shared by everyone (the gateway's own, `--gateway-rpm`),

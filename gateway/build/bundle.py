@@ -1,4 +1,4 @@
-"""`python -m gateway.bundle`: the page as one folder, for an app to ship with no server.
+"""`python -m gateway.build.bundle`: the page as one folder, for an app to ship with no server.
 
 A native app serves the folder itself, through a custom scheme (iOS `WKURLSchemeHandler`,
 WebKitGTK `register_uri_scheme`) or an intercepted origin (Android `WebViewAssetLoader`,
@@ -32,15 +32,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from .app import GatewayConfig, create_app
-from .static import ROOT, PackageZip, offline_manifest
-from .vocabulary import ENCODINGS, url_path
+from ..app import GatewayConfig, create_app
+from ..static import ROOT, SNAPSHOT_PATH as SNAPSHOT, VOCABULARY_PATHS as VOCABULARIES, first_visit_paths
 
-# Vocabularies the page's tokenizer fetches on demand (js/tokenizer/data.js), in the
-# form gateway/vocabulary.py serves: not found by following imports, since their names
-# are computed.
-VOCABULARIES = tuple(url_path(name).removeprefix("/") for name in ENCODINGS)
-SNAPSHOT = "py/firsttoken.snapshot"
+__all__ = ["SNAPSHOT", "VOCABULARIES", "BundleError", "build_bundle"]
 # Response headers that describe one transfer rather than the file. The files are asked
 # for as identity, so content-encoding is never there; dropped anyway, since a host
 # sending it with the decoded file would make the engine decode it again.
@@ -50,14 +45,6 @@ _TRANSFER = frozenset({"date", "etag", "last-modified", "cache-control", "conten
 
 class BundleError(Exception):
     """A file the page needs could not be bundled (the gateway did not serve it)."""
-
-
-def bundle_paths() -> list[str]:
-    """Page-relative paths of every file in the bundle, the page first."""
-    node_modules = ROOT / "node_modules"
-    manifest = offline_manifest(node_modules, PackageZip(ROOT / "py" / "firsttoken"))
-    paths = ["index.html" if a == "./" else a for a in manifest.assets()]
-    return [*paths, "sw.js", *VOCABULARIES]
 
 
 def build_bundle(out: Path, *, connect_src: str = GatewayConfig.connect_src) -> dict:
@@ -70,7 +57,7 @@ def build_bundle(out: Path, *, connect_src: str = GatewayConfig.connect_src) -> 
     out.mkdir(parents=True)
     files: dict[str, dict[str, str]] = {}
     with TestClient(app, base_url="http://127.0.0.1") as client:
-        for path in [*bundle_paths(), SNAPSHOT]:
+        for path in first_visit_paths():
             # Identity: the bundle holds the files themselves, not one transfer's encoding
             # of them (gateway/precompressed.py would otherwise send brotli).
             response = client.get("/" + path, headers={"accept-encoding": "identity"})
@@ -99,7 +86,7 @@ def _build_of(sw: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m gateway.bundle", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gateway.build.bundle", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "bundle")
     p.add_argument("--connect-src", default=GatewayConfig.connect_src,
                    help="CSP connect-src of the bundled page: where its API is")

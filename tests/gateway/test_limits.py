@@ -15,9 +15,9 @@ from firsttoken import tokens
 from firsttoken.ratelimit import Governor, parse_rate_limit_headers
 from gateway.app import GatewayConfig, create_app
 from gateway.cache_refs import CLIENT_HEADER
-from gateway.flow import FlowLimits, MemoryBuckets
-from gateway.flow.gcra import Rate
-from gateway.flow.limiter import Ask, Limiter, Refused
+from gateway.limits import FlowLimits, MemoryBuckets
+from gateway.limits.gcra import Rate
+from gateway.limits.limiter import Ask, Limiter, Refused
 from gateway.simulator import SimParams
 
 FAST = SimParams(ttft_ms=0, tps=1_000_000, tokens=20)
@@ -314,17 +314,20 @@ def test_an_upstream_is_limited_the_same_way() -> None:
 
 
 def test_the_public_surface_is_what_all_says() -> None:
-    import gateway.flow as flow
+    import gateway.limits as limits
 
-    assert sorted(flow.__all__) == sorted(n for n in dir(flow) if not n.startswith("_") and n[0].isupper() or n == "limit_key")
-    for name in flow.__all__:
-        assert hasattr(flow, name), name
+    assert sorted(limits.__all__) == sorted(n for n in dir(limits) if not n.startswith("_") and n[0].isupper())
+    for name in limits.__all__:
+        assert hasattr(limits, name), name
 
 
 def test_whose_buckets_client_id_then_key_then_peer_never_raw() -> None:
     from starlette.datastructures import Headers
 
-    from gateway.flow import limit_key
+    from gateway.access import identify
+
+    def limit_key(headers: Headers, peer: str) -> str:
+        return identify(headers, peer).limit_key
 
     ident = "client-0123456789abcdef"
     with_id = limit_key(Headers({"authorization": "Bearer sk-secret", CLIENT_HEADER: ident}), "10.0.0.1")

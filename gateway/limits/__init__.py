@@ -1,4 +1,4 @@
-"""Flow control: rate limits enforced at the gateway, per client and for the whole gateway.
+"""Rate limits of the gateway (its flow control), per client and for the whole gateway.
 
 Each decision lives in one module:
 
@@ -13,6 +13,6 @@ Each decision lives in one module:
 """
 
 from .buckets import MemoryBuckets, RedisBuckets
-from .middleware import Flow, FlowControl, FlowLimits, limit_key
+from .middleware import Flow, FlowControl, FlowLimits
 
-__all__ = ["Flow", "FlowControl", "FlowLimits", "MemoryBuckets", "RedisBuckets", "limit_key"]
+__all__ = ["Flow", "FlowControl", "FlowLimits", "MemoryBuckets", "RedisBuckets"]

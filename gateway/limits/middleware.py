@@ -2,41 +2,40 @@
 
 Per request:
 
-1. Who: `limit_key` (client id, else API key, else peer address).
+1. Who: the request's `Client.limit_key` (gateway/access.py: client id, else API key,
+   else peer address).
 2. Cost: one request, and for chat completions the prompt's exact tokens
-   (`firsttoken.tokens.count_chat`, in a bounded thread pool, off the event loop) plus
-   the completion reserved from `max_tokens` (or `reserve_tokens`).
+   (`firsttoken.tokens.count_chat`, off the event loop: gateway/offload.py) plus the
+   completion reserved from `max_tokens` (or `reserve_tokens`).
 3. `Limiter.admit`: now, after a wait in the fair queue, or a 429 saying when to come
    back. `?dry_run=true` stops before this and answers what would happen (`dryrun`).
 4. The answer goes out with OpenAI's `x-ratelimit-*` headers from the buckets; as it
    passes, `UsageMeter` reads what it really cost, and the tokens buckets are charged
    or refunded the difference once it ends.
 
-The body is read once here (bounded) and replayed to the app; a body the app would
-refuse is refused here with the app's own 4xx (`parse_chat_request`), so a dry run and
-a real request get the same answer, and a bad request spends nothing.
+The chat request is the one `ReadChat` (gateway/chat_body.py) parsed, in front of this:
+a body the app would refuse was refused there, so a dry run and a real request get the
+same answer, and a bad request spends nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
-from starlette.datastructures import Headers, MutableHeaders
-from starlette.requests import Request
+from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from firsttoken.ratelimit import parse_rate_limit_headers
 
-from ..cache_refs import CLIENT_HEADER, client_key
+from ..access import client_of
+from ..chat_body import chat_of
 from ..errors import APIError
 from ..shared import SharedState, SharedStateDown
-from ..validation import ChatRequest, parse_chat_request, read_body, replay_body
+from ..validation import ChatRequest
 from .answers import go_duration, rate_headers, retry_headers, too_large, too_many_requests
 from .buckets import Buckets
 from .gcra import BucketView, Rate, Verdict
@@ -44,9 +43,9 @@ from .dryrun import DryRun, wants_dry_run
 from .limiter import Ask, Limiter, Refused
 from .usage import UsageMeter
 
-__all__ = ["ADMITTED_HEADER", "Flow", "FlowLimits", "FlowControl", "limit_key"]
+__all__ = ["ADMITTED_HEADER", "Flow", "FlowLimits", "FlowControl"]
 
-log = logging.getLogger("firsttoken.gateway.flow")
+log = logging.getLogger("firsttoken.gateway.limits")
 
 ADMITTED_HEADER = "x-firsttoken-admitted-at"
 
@@ -85,21 +84,6 @@ class FlowLimits:
         return Rate(per_minute, 60.0, per_minute * self.burst_s / 60.0)
 
 
-def limit_key(headers: Headers, peer: str | None) -> str:
-    """Whose buckets a request spends, as an opaque hash (keys never appear raw in
-    memory dumps or Redis): the `x-firsttoken-client` id, scoped by the API key as for
-    cache references; else the API key; else the peer address. A client id is chosen by
-    the client, so per-key limits bind cooperating clients; `--gateway-rpm/-tpm` bind
-    everyone."""
-    authorization = headers.get("authorization")
-    scoped = client_key(authorization, headers.get(CLIENT_HEADER))
-    if scoped is not None:
-        return "c" + scoped[:32]
-    if authorization:
-        return "k" + hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
-    return "p" + (peer or "?")
-
-
 @dataclass(slots=True)
 class Claim:
     """What one request asks of the buckets, and what settling it needs."""
@@ -112,39 +96,32 @@ class Claim:
 
 
 class Flow:
-    """Flow control's state and work: the limiter, the counting pool, the settling of
+    """Flow control's state and work: the limiter, the counting, the settling of
     answers. One per gateway, shared by `FlowControl` (its ASGI face) and `/healthz`.
-    `authorize(scope)` runs first (raising `APIError`), so a request that may not use the
-    gateway spends no one's budget."""
+    `run(fn, *args)` runs CPU work (counting) off the event loop."""
 
     def __init__(
         self,
         *,
         limits: FlowLimits,
         buckets: Buckets,
-        max_body_bytes: int,
         count_chat: CountChat | None = None,
         count_text: CountText | None = None,
         context_window: Callable[[str], int] | None = None,
-        authorize: Callable[[Scope], None] | None = None,
+        run: Callable[..., Awaitable[Any]],
         shared: SharedState | None = None,
-        count_workers: int = 2,
         prefix: str = "/v1/",
     ) -> None:
         self.limits = limits
         self.limiter = Limiter(buckets, max_wait_s=limits.queue_wait_s, max_queue=limits.queue_max)
-        self.max_body_bytes = max_body_bytes
         default_chat, default_text, default_window = default_counters()
         self.count_chat = count_chat or default_chat
         self.count_text = count_text or default_text
         self.context_window = context_window or default_window
-        self.authorize = authorize
         self.shared = shared
         self.prefix = prefix
-        # Counting is CPU-bound (a 4 MiB prompt takes seconds): a small pool keeps it off
-        # the event loop, and the semaphore bounds how many wait for it.
-        self._pool = ThreadPoolExecutor(max_workers=count_workers, thread_name_prefix="flow-count")
-        self._pool_slots = asyncio.Semaphore(count_workers * 8)
+        # Counting is CPU-bound (a 4 MiB prompt takes seconds).
+        self._run = run
         self._settling: set[asyncio.Task[None]] = set()
 
     # ---- health --------------------------------------------------------------------
@@ -161,9 +138,7 @@ class Flow:
             await app(scope, receive, send)
             return
         try:
-            if self.authorize is not None:
-                self.authorize(scope)
-            claim, chat, receive = await self._claim(scope, receive)
+            claim, chat = await self._claim(scope)
             if chat is not None and wants_dry_run(scope):
                 await DryRun(
                     chat, ask=claim.ask, prompt_tokens=claim.prompt_tokens, window=self.context_window(chat.model),
@@ -177,19 +152,15 @@ class Flow:
             return
         await self._pass(app, scope, receive, send, claim, verdict)
 
-    async def _claim(self, scope: Scope, receive: Receive) -> tuple[Claim, ChatRequest | None, Receive]:
-        headers = Headers(scope=scope)
-        peer = scope.get("client")
-        key = limit_key(headers, peer[0] if peer else None)
+    async def _claim(self, scope: Scope) -> tuple[Claim, ChatRequest | None]:
+        key = client_of(scope).limit_key
         chat = None
         prompt = reserved = 0
         if scope["path"] == self.prefix + "chat/completions" and scope["method"] == "POST":
-            body = await read_body(Request(scope, receive), self.max_body_bytes)
-            receive = replay_body(body, receive)
-            chat = parse_chat_request(body)
+            chat = chat_of(scope).chat
             # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
             if self.limits.tpm or self.limits.gateway_tpm or wants_dry_run(scope):
-                prompt = await self._off_loop(_count_prompt, self.count_chat, chat)
+                prompt = await self._run(_count_prompt, self.count_chat, chat)
                 # For the app (`request.state.prompt_tokens`): a count it need not redo.
                 scope.setdefault("state", {})["prompt_tokens"] = prompt
             reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
@@ -208,11 +179,7 @@ class Flow:
                     costs.append(cost)
                     kinds.append(kind)
         ask = Ask(key, ids, rates, costs, frozenset(shared))
-        return Claim(ask, kinds, prompt, reserved, chat.model if chat else ""), chat, receive
-
-    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
-        async with self._pool_slots:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        return Claim(ask, kinds, prompt, reserved, chat.model if chat else ""), chat
 
     def _down(self) -> APIError | None:
         """What Redis being down means for a request: None (fail open) or a 503."""
@@ -303,7 +270,7 @@ class Flow:
                 spent = claim.prompt_tokens
             else:
                 count = lambda text: self.count_text(text, claim.model)  # noqa: E731
-                spent = (await self._off_loop(meter.settle, claim.prompt_tokens, count))["total_tokens"]
+                spent = (await self._run(meter.settle, claim.prompt_tokens, count))["total_tokens"]
             ask = claim.ask
             token_buckets = [i for i, k in enumerate(claim.kinds) if k == "tokens"]
             await self.limiter.buckets.adjust(
@@ -318,7 +285,6 @@ class Flow:
     async def aclose(self) -> None:
         if self._settling:
             await asyncio.gather(*self._settling, return_exceptions=True)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class FlowControl:

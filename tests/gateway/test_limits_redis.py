@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from gateway.app import GatewayConfig, create_app
-from gateway.cache_refs import CLIENT_HEADER, RefLimits, SharedRefStore
-from gateway.flow import FlowLimits, RedisBuckets
-from gateway.flow.gcra import Rate, decide
+from gateway.cache_refs import CLIENT_HEADER, RefLimits, SharedRefStore, entry_of
+from gateway.limits import FlowLimits, RedisBuckets
+from gateway.limits.gcra import Rate, decide
 from gateway.shared import SharedState
 from gateway.simulator import SimParams
 from tests.servers import gateway
@@ -94,11 +94,15 @@ def test_shared_reference_store_is_bounded_per_client_and_expires(redis: str) ->
     async def go() -> None:
         shared = SharedState(redis)
         store = SharedRefStore(shared, RefLimits(entries_per_client=2, bytes_per_client=10_000, ttl_s=60))
-        digests = [await store.put("c1", text) for text in ("one", "two", "three")]
-        found = await store.get_many("c1", digests)  # type: ignore[arg-type]
+        entries = [entry_of(text) for text in ("one", "two", "three")]
+        await store.remember("c1", entries)  # type: ignore[arg-type]
+        digests = [digest for digest, _ in entries]  # type: ignore[misc]
+        found = await store.get_many("c1", digests)
         assert found == {digests[1]: "two", digests[2]: "three"}  # the oldest went
-        assert await store.get_many("c2", digests) == {}  # type: ignore[arg-type]
-        assert await store.put("c1", "x" * 20_000) is None  # larger than a client's share
+        assert await store.get_many("c2", digests) == {}
+        large = entry_of("x" * 20_000)
+        await store.remember("c1", [large])  # type: ignore[list-item]
+        assert await store.get_many("c1", [large[0]]) == {}  # type: ignore[index]  # larger than a client's share
         import redis as redis_py
 
         with redis_py.Redis.from_url(redis) as r:

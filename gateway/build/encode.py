@@ -1,6 +1,6 @@
-"""`python -m gateway.encode`: brotli and gzip variants of the static runtime, made once.
+"""`python -m gateway.build.encode`: brotli and gzip variants of the static runtime, made once.
 
-What is compressed is what a first visit downloads (`gateway.bundle.bundle_paths`:
+What is compressed is what a first visit downloads (`gateway.static.first_visit_paths`:
 every file the service worker keeps, the tokenizer vocabularies, the install-time
 snapshot), fetched from the app itself in-process, as identity, exactly as the gateway
 serves it, so that the ETag and length recorded beside each variant are the ones
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .precompressed import INDEX, SUFFIX, file_name
+from ..precompressed import INDEX, SUFFIX, file_name
 
 #: A variant is kept only if it is at most this fraction of the identity length.
 KEEP_BELOW = 0.95
@@ -112,19 +112,20 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def runtime_paths() -> list[str]:
-    """URL paths of a first visit's files (the page under both its names)."""
-    from .bundle import SNAPSHOT, bundle_paths
+    """URL paths of a first visit's files (the page under both its names; not the
+    service worker, which is a few kilobytes made per request)."""
+    from ..static import SERVICE_WORKER_PATH, first_visit_paths
 
-    return ["/", *("/" + p for p in bundle_paths() if p != "sw.js"), "/" + SNAPSHOT]
+    return ["/", *("/" + p for p in first_visit_paths() if p != SERVICE_WORKER_PATH)]
 
 
 def main(argv: list[str] | None = None) -> None:
     from starlette.testclient import TestClient
 
-    from .app import GatewayConfig, create_app
-    from .static import ROOT
+    from ..app import GatewayConfig, create_app
+    from ..static import ROOT
 
-    p = argparse.ArgumentParser(prog="python -m gateway.encode", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gateway.build.encode", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "encoded")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)

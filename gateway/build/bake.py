@@ -1,6 +1,6 @@
 """Bake the install-time snapshot of the interpreter (served by gateway/snapshot.py).
 
-    python -m gateway.bake [--root DIR]
+    python -m gateway.build.bake [--root DIR]
 
 The package zip and the standard library exactly as the gateway serves them
 (`build_package_zip`, `gateway.stdlib.repack_stored`), then
@@ -18,9 +18,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .snapshot import NAME
-from .static import build_package_zip
-from .stdlib import repack_stored
+from ..snapshot import NAME
+from ..static import build_package_zip
+from ..stdlib import repack_stored
 
 
 def bake(root: Path, out: Path | None = None, node: str = "node") -> Path:
@@ -46,8 +46,8 @@ def bake(root: Path, out: Path | None = None, node: str = "node") -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m gateway.bake", description=__doc__.split("\n\n")[0])
-    p.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1], help="the checkout to bake for")
+    p = argparse.ArgumentParser(prog="python -m gateway.build.bake", description=__doc__.split("\n\n")[0])
+    p.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2], help="the checkout to bake for")
     p.add_argument("--node", default=shutil.which("node") or "node")
     args = p.parse_args(argv)
     path = bake(args.root.resolve(), node=args.node)

@@ -1,0 +1,108 @@
+"""The chat body, read and parsed once per request, off the event loop, into its state.
+
+`ReadChat` (an ASGI middleware on `POST /v1/chat/completions`) reads the body (bounded:
+`validation.read_body`), then, off the event loop (gateway/offload.py), decodes its
+JSON, expands its cache references (gateway/cache_refs.py) and validates it
+(`validation.check_chat`). What later layers need goes into the scope's state as one
+`ChatBody` (`chat_of`): flow control counts and admits it, the backend answers it.
+Nothing after this reads or parses the body again.
+
+A body that fails is answered here with its 4xx (the app's own error objects), so a
+dry run and a real request get the same answer, and a bad request spends no budget.
+The system texts of a valid request from an identified client are remembered, for
+its next requests to name by hash.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from firsttoken.cache.refs import REF_FIELD
+
+from .access import client_of
+from .cache_refs import Entry, RefStores, expand_refs, referenced, system_entries
+from .errors import APIError
+from .offload import Offload
+from .validation import ChatRequest, check_chat, decode_body, parse_chat_request, read_body, replay_body
+
+__all__ = ["ChatBody", "ReadChat", "chat_of"]
+
+_STATE_KEY = "chat"
+# Bodies larger than this are parsed in the worker process: `json.loads` of megabytes
+# holds the GIL for tens of ms in one call, which a thread cannot hide from the loop.
+_PARSE_IN_PROCESS_BYTES = 512 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ChatBody:
+    """A valid chat request, and its body as it goes on to an upstream (references
+    expanded: an upstream never sees the extension)."""
+
+    chat: ChatRequest
+    body: bytes
+
+
+def chat_of(scope: Scope) -> ChatBody:
+    """The request's `ChatBody`, as `ReadChat` left it."""
+    return scope["state"][_STATE_KEY]
+
+
+class ReadChat:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, offload: Offload, refs: RefStores | None = None,
+        path: str = "/v1/chat/completions",
+    ) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.offload = offload
+        self.refs = refs
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await read_body(Request(scope, receive), self.max_body_bytes)
+            read = await self._parse(scope, body)
+        except APIError as error:
+            await error.response()(scope, receive, send)
+            return
+        scope.setdefault("state", {})[_STATE_KEY] = read
+        await self.app(scope, replay_body(read.body, receive), send)
+
+    async def _parse(self, scope: Scope, body: bytes) -> ChatBody:
+        owner = client_of(scope).owner
+        remember = self.refs is not None and owner is not None
+        texts: dict[str, str] | None = None
+        data = None
+        if self.refs is not None and REF_FIELD.encode() in body:  # else this costs one scan
+            data = await self.offload.run(decode_body, body)
+            digests = referenced(data)
+            texts = await self.refs.get_many(owner, digests) if owner is not None and digests else {}
+        read, entries = await self.offload.run(self._read, body, data, texts, remember)
+        if entries and self.refs is not None and owner is not None:
+            await self.refs.remember(owner, entries)
+        return read
+
+    def _read(self, body: bytes, data: Any, texts: dict[str, str] | None, remember: bool) -> tuple[ChatBody, list[Entry]]:
+        """In a pool thread: decode (unless done), expand with `texts` (when references
+        are on), validate, and hash the system texts to remember. Without references
+        (`--no-cache-refs`) a reference is no message, and validation says so."""
+        if data is None and len(body) > _PARSE_IN_PROCESS_BYTES:
+            chat = self.offload.in_process(parse_chat_request, body)
+        else:
+            if data is None:
+                data = decode_body(body)
+            if texts is not None and expand_refs(data, texts):
+                try:
+                    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+                except UnicodeEncodeError:  # lone surrogates from \u escapes: keep them escaped
+                    body = json.dumps(data, separators=(",", ":")).encode()
+            chat = check_chat(data, body)
+        return ChatBody(chat, body), system_entries(chat.messages) if remember else []
