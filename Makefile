@@ -85,9 +85,10 @@ TEST_WORKERS ?= 3
 test: deps browser redis webkit
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
-# The inner loop: the pure Python core and the gateway, no browser (tests/unit, tests/gateway).
+# The inner loop: the pure Python core and the gateway, no browser (`-m "not e2e"`:
+# tests/unit, tests/gateway), on two workers.
 test-fast: deps redis
-	$(PY) -m pytest tests/unit tests/gateway -q --durations=10
+	$(PY) -m pytest -m "not e2e" -n 2 --dist loadfile -q --durations=10
 
 # The page as one folder for an app to ship (gateway/build/bundle.py, README "Embedding").
 bundle: deps

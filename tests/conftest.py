@@ -14,6 +14,17 @@ settings.register_profile("firsttoken", deadline=None)
 settings.load_profile("firsttoken")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow suites are marked by where they live: `-m "not e2e"` is the inner loop
+    (`make test-fast`), `-m webkit` the WebKitGTK suite alone."""
+    for item in items:
+        parts = item.path.parts
+        if "e2e" in parts or "webkit" in parts:
+            item.add_marker(pytest.mark.e2e)
+        if "webkit" in parts:
+            item.add_marker(pytest.mark.webkit)
+
+
 @pytest.fixture(scope="session")
 def gateway_url() -> Iterator[str]:
     """A gateway on the built-in model, on a real socket, for the whole session."""
