@@ -94,6 +94,11 @@ class Profile:
         self._running.close()
         self._running.enter_context(gateway(
             "--port", str(self.port), "--frame-ancestors", frame_ancestors, "--ttft-ms", "0", root=self.tree))
+        # The new process's first page costs what building its bodies costs; the worker
+        # waits PAGE_WAIT_MS (4 s) for the network before it answers from its copy, which
+        # a loaded machine's first response can outlast (a full run saw the old page
+        # framed). Paid here, the page the tests load is the policy's answer.
+        assert httpx.get(self.url + "/", timeout=60).status_code == 200
         self.frame_ancestors = frame_ancestors
 
     def hang(self) -> None:

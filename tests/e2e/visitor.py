@@ -36,8 +36,13 @@ WAIT_MARK = """([name, fail, timeout]) => new Promise((resolve, reject) => {
 def copy_tree(parent: Path) -> Path:
     """This working tree, without build products (so: no install-time snapshot)."""
     copy = parent / "tree"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
+    anywhere = shutil.ignore_patterns(".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        # The build products are the top-level build/; gateway/build/ is source.
+        return set(anywhere(folder, names)) | ({"build"} if Path(folder) == ROOT else set())
+
+    shutil.copytree(ROOT, copy, ignore=ignore)
     (copy / "node_modules").symlink_to(ROOT / "node_modules")
     return copy
 
