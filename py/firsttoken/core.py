@@ -47,7 +47,8 @@ from .protocol import (
 )
 from .ratelimit import Governor
 from .session import Session
-from .stream.client import ChatSettings, Transport
+from .settings import ChatSettings
+from .stream.client import Transport
 from .tokens import budget_for, estimate_tokens
 
 __all__ = ["Core"]

@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # types only: none of these imports this module
     from .notices import Notices
     from .protocol import Event
     from .ratelimit import Governor
-    from .stream.client import ChatSettings, Transport
+    from .settings import ChatSettings
+    from .stream.client import Transport
     from .tokens import Calibration
 
 __all__ = ["Prepare", "Session"]

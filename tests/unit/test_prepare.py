@@ -21,7 +21,7 @@ from firsttoken.compress import compress_messages
 from firsttoken.core import budget_for
 from firsttoken.errors import ContextBudgetExceeded
 from firsttoken.prepare import ConversationMemory, Prepared, leading_system_count, prepare
-from firsttoken.stream.client import ChatSettings
+from firsttoken.settings import ChatSettings
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "compress"
 CHATS = sorted(CORPUS.glob("*.chat.json"))

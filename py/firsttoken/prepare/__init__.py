@@ -56,7 +56,7 @@ from .. import tokens
 from ..cache import Cache, Entry
 from ..compress import RepeatState, Report, compress_messages
 from ..compress.report import sum_reports
-from ..stream.client import ChatSettings
+from ..settings import ChatSettings
 from .counts import TextCounts, texts_of
 from .lead import Lead, cache_keys, cached, compression_id, entry_for, leading_system_count
 from .memory import ConversationMemory, Point, prefix_digests
