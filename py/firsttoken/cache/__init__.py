@@ -43,14 +43,8 @@ Every store error is a `CacheError` (translated by the adapter, in one place). `
 never raises: on the first store failure it switches to a `MemoryStore` for the rest
 of the session and reports it once through `on_notice` (the page shows it), and every
 store call is bounded by a timeout, so a failing cache never blocks or breaks sending.
-
-    CacheError                     (firsttoken.errors)
-    ├── CacheCorrupt               a record did not verify (not a store failure)
-    ├── CacheUnavailable           storage cannot be opened or used (private mode, …)
-    │   └── CacheTimeout           an operation did not finish in time
-    ├── CacheQuotaExceeded         a write hit the storage quota
-    ├── CacheConnectionLost        the connection closed under us (reopened once first)
-    └── CacheVersionConflict       another tab opened a newer schema, or blocked ours
+The kinds of failure (`CacheCorrupt`, `CacheUnavailable`, …) are drawn with the rest of
+the error tree in `firsttoken.errors`, and re-exported here for store adapters.
 """
 
 from __future__ import annotations
@@ -61,44 +55,39 @@ import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Coroutine, Protocol, Sequence
 
-from .entries import (
-    KEY_SCHEME,
-    RECORD_MAGIC,
+from ..errors import (
     CacheConnectionLost,
     CacheCorrupt,
+    CacheError,
     CacheQuotaExceeded,
     CacheTimeout,
     CacheUnavailable,
     CacheVersionConflict,
-    Entry,
-    Meta,
-    cache_key,
-    decode_entry,
-    encode_entry,
-    plan_eviction,
-    text_digest,
 )
-from ..errors import CacheError
+from .entries import KEY_SCHEME, RECORD_MAGIC, Entry, Meta, cache_key, decode_entry, encode_entry, plan_eviction, text_digest
 
 __all__ = [
+    # the cache
+    "Cache",
+    "Store",
+    "MemoryStore",
+    # what it keeps (`firsttoken.cache.entries`)
+    "Entry",
+    "Meta",
     "KEY_SCHEME",
     "RECORD_MAGIC",
+    "cache_key",
+    "text_digest",
+    "encode_entry",
+    "decode_entry",
+    "plan_eviction",
+    # how a store fails (defined in `firsttoken.errors`, re-exported for store adapters)
     "CacheCorrupt",
     "CacheUnavailable",
     "CacheTimeout",
     "CacheQuotaExceeded",
     "CacheConnectionLost",
     "CacheVersionConflict",
-    "Entry",
-    "Meta",
-    "Store",
-    "MemoryStore",
-    "Cache",
-    "cache_key",
-    "text_digest",
-    "encode_entry",
-    "decode_entry",
-    "plan_eviction",
 ]
 
 # ---- stores ------------------------------------------------------------------------------
