@@ -6,10 +6,10 @@
    then `chat.prepared`;
 2. **request**: the HTTP request, its leading system messages sent as gateway
    references where `firsttoken.cache.refs` allows;
-3. **pacing**: wait out an exhausted rate-limit window here (`chat.wait`) rather than in
+3. **wait**: wait out an exhausted rate-limit window here (`chat.wait`) rather than in
    the server's queue (`firsttoken.ratelimit.Governor`);
 4. **stream**: send and stream the answer (`firsttoken.stream.client`), each network
-   chunk's text a `chat.delta` through the core's flow control (`firsttoken.flow`);
+   chunk's text a `chat.delta` through the core's delta pacing (`firsttoken.pacing`);
 5. **retry**: an attempt that failed before any text may be sent again: at once and in
    full when the gateway lost a reference, else after the governor's backoff
    (`chat.retry`); never one that failed `offline` (the device has no network: the
@@ -102,7 +102,7 @@ _cancels: set[asyncio.Future[Any]] = set()
 
 class ChatRequest:
     """One `chat.send`, run with `session` (the core's transport, clock, governors,
-    cache, notices, flow control and preparation: `firsttoken.session`). `signal` stops it."""
+    cache, notices, delta pacing and preparation: `firsttoken.session`). `signal` stops it."""
 
     def __init__(self, session: Session, send: ChatSend) -> None:
         self.session = session

@@ -9,8 +9,8 @@ that a `chat.abort` can arrive while a reply streams.
 
 What the core holds for the session, each used by every request: the transport and
 clock, one rate-limit governor per API (`firsttoken.ratelimit`), the prompt cache and
-what each gateway holds of it (`firsttoken.cache`), delta flow control
-(`firsttoken.flow`), pending notices (`firsttoken.notices`) and the calibration of
+what each gateway holds of it (`firsttoken.cache`), delta pacing
+(`firsttoken.pacing`), pending notices (`firsttoken.notices`) and the calibration of
 prompt counts (`firsttoken.tokens.Calibration`).
 """
 
@@ -25,7 +25,7 @@ from .cache import Cache, Entry
 from .cache.refs import GatewayRefs
 from .chat import ChatRequest
 from .errors import ContextBudgetExceeded, FirstTokenError, InvalidMessage
-from .flow import DeltaPacer
+from .pacing import DeltaPacer
 from .notices import Notices, counting_notice
 from .prepare import ConversationMemory, Prepared, prepare
 from .protocol import (

@@ -2,7 +2,7 @@
 
 `firsttoken.core.Core` dispatches the page's messages; each `chat.send` becomes a
 `firsttoken.chat.ChatRequest`, which needs the core's collaborators (its transport and
-clock, its flow control, what each gateway holds, the cache, the calibration, the
+clock, its delta pacing, what each gateway holds, the cache, the calibration, the
 governors, the notices) and its preparation. They are handed over as one `Session`, so
 that a request never reaches into the core, and `chat` does not import `core`.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 if TYPE_CHECKING:  # types only: none of these imports this module
     from .cache import Cache, Entry
     from .cache.refs import GatewayRefs
-    from .flow import DeltaPacer
+    from .pacing import DeltaPacer
     from .notices import Notices
     from .protocol import Event
     from .ratelimit import Governor
