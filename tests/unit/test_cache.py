@@ -26,6 +26,7 @@ from firsttoken.cache import (
     plan_eviction,
 )
 from firsttoken.errors import CacheError
+from firsttoken.notices import CacheDegraded
 from tests.unit.fakes import BrokenStore, entry
 
 PUBLIC_API = {
@@ -241,7 +242,7 @@ def test_a_corrupt_record_is_a_miss_and_is_deleted() -> None:
 @pytest.mark.parametrize("error", [CacheQuotaExceeded("full"), CacheConnectionLost("gone"), RuntimeError("a bug")])
 def test_a_failing_store_falls_back_to_memory_once_with_a_notice(error: Exception) -> None:
     async def main() -> None:
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         store = BrokenStore(error, {"put"})
         c = Cache(store, on_notice=notices.append)
         e = entry("prompt")
@@ -249,9 +250,9 @@ def test_a_failing_store_falls_back_to_memory_once_with_a_notice(error: Exceptio
         assert c.backend == "memory" and store.closed
         assert await c.get(e.key) == e
         await c.put(entry("another"))
-        assert len(notices) == 1 and notices[0]["code"] == "cache_degraded" and notices[0]["store"] == "memory"
+        assert len(notices) == 1 and notices[0].code == "cache_degraded" and notices[0].store == "memory"
         expected = error.code if isinstance(error, CacheError) else "cache_unavailable"
-        assert c.degraded == notices[0]["reason"] == expected
+        assert c.degraded == notices[0].reason == expected
 
     run(main())
 
@@ -265,10 +266,10 @@ def test_a_hanging_store_times_out_instead_of_blocking() -> None:
             return None
 
     async def main() -> None:
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         c = Cache(Hanging(), timeout_s=0.05, on_notice=notices.append)
         assert await c.get("k") is None
-        assert c.degraded == "cache_timeout" and notices[0]["reason"] == "cache_timeout"
+        assert c.degraded == "cache_timeout" and notices[0].reason == "cache_timeout"
 
     run(main())
 

@@ -64,6 +64,7 @@ from ..errors import (
     CacheUnavailable,
     CacheVersionConflict,
 )
+from ..notices import CacheDegraded
 from .entries import KEY_SCHEME, RECORD_MAGIC, Entry, Meta, cache_key, decode_entry, encode_entry, plan_eviction, text_digest
 
 __all__ = [
@@ -157,7 +158,8 @@ class MemoryStore:
 # ---- the cache -------------------------------------------------------------------------------
 
 
-Notice = Callable[[dict[str, Any]], Any]
+#: Told once, when the cache falls back to memory (the core hands it to `firsttoken.notices`).
+OnNotice = Callable[[CacheDegraded], Any]
 
 
 class Cache:
@@ -177,7 +179,7 @@ class Cache:
         timeout_s: float = 5.0,
         hot_entries: int = 8,
         clock: Callable[[], float] = time.time,
-        on_notice: Notice | None = None,
+        on_notice: OnNotice | None = None,
     ) -> None:
         self._store: Store = store if store is not None else MemoryStore()
         self.hot_entries = hot_entries
@@ -321,15 +323,13 @@ class Cache:
         self.degraded = error.code
         if self.on_notice is not None:
             self.on_notice(
-                {
-                    "code": "cache_degraded",
-                    "reason": error.code,
-                    "store": "memory",
-                    "message": f"Prompt cache: {old.kind} failed ({error.message or error.code}); "
+                CacheDegraded(
+                    reason=error.code,
+                    store="memory",
+                    message=f"Prompt cache: {old.kind} failed ({error.message or error.code}); "
                     "keeping prepared system messages in memory for this session.",
-                }
+                )
             )
-
 
 async def _bounded(work: Awaitable[Any], timeout_s: float) -> Any:
     return await asyncio.wait_for(work, timeout_s)
