@@ -143,16 +143,22 @@ class ChatRequest:
             if self.resume is not None:
                 await self._run_resumed()
                 return
-            messages, prepared, lead = await session.prepare(self.messages, self.settings)
+            prepared = await session.prepare(self.messages, self.settings)
+            messages, lead = prepared.messages, prepared.lead
             request = await self._request(messages, lead)
-            event = ChatPrepared(id=self.id, **prepared, request_bytes=len(request.body))
-            session.post_event(event)
+            session.post_event(ChatPrepared(
+                id=self.id, compression=prepared.compression, saved=prepared.saved,
+                saved_unit=prepared.saved_unit, budget=prepared.budget, window_known=prepared.window_known,
+                prompt_tokens=prepared.prompt_tokens, exact=prepared.exact, dropped=prepared.dropped,
+                truncated=prepared.truncated, cache=prepared.cache, prepare_ms=prepared.prepare_ms,
+                request_bytes=len(request.body),
+            ))
             self._post_notices()
-            prompt_tokens = event.prompt_tokens
+            prompt_tokens = prepared.prompt_tokens
             if prompt_tokens is None:
                 prompt_tokens = estimate_tokens(messages, self.settings.model)
             completion, request = await self._send(request, messages, lead, prompt_tokens + (self.settings.max_tokens or 0))
-            await self._done(completion, event.prompt_tokens, len(request.body))
+            await self._done(completion, prepared.prompt_tokens, len(request.body))
         except FirstTokenError as exc:
             if self.signal.aborted and self.stream_id is not None:
                 self._cancel_stream()

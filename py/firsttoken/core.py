@@ -21,7 +21,7 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from . import __version__, tokens
-from .cache import Cache, Entry
+from .cache import Cache
 from .cache.refs import GatewayRefs
 from .chat import ChatRequest
 from .errors import ContextBudgetExceeded, FirstTokenError, InvalidMessage
@@ -188,24 +188,13 @@ class Core:
             return None
         return lambda text: tokens.count(text, encoding)
 
-    async def _prepare(
-        self, messages: list[dict[str, Any]], settings: ChatSettings
-    ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
+    async def _prepare(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
         """Compress, count and fit the conversation before it leaves the device
-        (`firsttoken.prepare`). Also returns the cache entries of its leading system
-        messages (for references)."""
-        done = await self._prepared(messages, settings)
-        return done.messages, done.fields, done.lead
-
-    async def _prepared(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
-        counter = await self._counter(settings.model)
-        budget, window_known = budget_for(settings)
-        done = await prepare(
-            messages, settings, budget=budget, counter=counter, clock=self.clock,
+        (`firsttoken.prepare`), with this session's counter, cache and memory."""
+        return await prepare(
+            messages, settings, counter=await self._counter(settings.model), clock=self.clock,
             cache=self.cache, memory=self.memory, live=live,
         )
-        done.fields.update(budget=budget, window_known=window_known)
-        return done
 
     async def _count(self, msg: TokensCount) -> None:
         """Live count for the composer: the conversation plus the draft as it would be
@@ -215,7 +204,7 @@ class Core:
         budget, _ = budget_for(settings)
         dropped: list[int] = []
         try:
-            done = await self._prepared(msg.messages, settings, live=True)
+            done = await self._prepare(msg.messages, settings, live=True)
         except ContextBudgetExceeded as exc:
             # Even fitted it does not fit: the least it needs, which is over the budget.
             count, exact, uncompressed = exc.required, False, None
@@ -223,8 +212,7 @@ class Core:
             self.post_event(ErrorEvent(id=msg.id, error=exc.to_dict()))
             return
         else:
-            count, exact, uncompressed = done.fields["prompt_tokens"], done.fields["exact"], done.uncompressed
-            dropped = done.fields["dropped"]
+            count, exact, uncompressed, dropped = done.prompt_tokens, done.exact, done.uncompressed, done.dropped
             if count is None:  # no encoder yet
                 count = estimate_tokens(done.messages, settings.model)
                 uncompressed = estimate_tokens(msg.messages, settings.model)

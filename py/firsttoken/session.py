@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:  # types only: none of these imports this module
-    from .cache import Cache, Entry
+    from .cache import Cache
     from .cache.refs import GatewayRefs
-    from .pacing import DeltaPacer
     from .notices import Notices
+    from .pacing import DeltaPacer
+    from .prepare import Prepared
     from .protocol import Event
     from .ratelimit import Governor
     from .settings import ChatSettings
@@ -25,9 +26,8 @@ if TYPE_CHECKING:  # types only: none of these imports this module
 
 __all__ = ["Prepare", "Session"]
 
-#: Compress, count and fit a conversation (`firsttoken.prepare`): the messages to send,
-#: the fields of `chat.prepared`, and the cache entries of its leading system messages.
-Prepare = Callable[[list[dict[str, Any]], "ChatSettings"], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], list["Entry"]]]]
+#: Compress, count and fit a conversation (`firsttoken.prepare`).
+Prepare = Callable[[list[dict[str, Any]], "ChatSettings"], Awaitable["Prepared"]]
 
 
 @dataclass(frozen=True, slots=True)
