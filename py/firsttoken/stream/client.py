@@ -2,8 +2,9 @@
 
 The client never does I/O itself. It takes a `Transport` (the worker's `fetch` in the
 page, a socket in end-to-end tests, canned chunks in unit tests), builds the HTTP
-request, feeds the response bytes to the pure `completions.ChatStream`, and reports
-what happened through a callback. Cancellation goes through an `AbortSignal` that the
+request, feeds the response bytes to the pure `completions.ChatStream`, and yields
+what happened as typed events (`Response`, `BytesSeen`, `Text`, then `Finished`), which
+the caller (`firsttoken.chat`) watches for text, for its rate limits and for silences. Cancellation goes through an `AbortSignal` that the
 transport wires to its own mechanism (an AbortController in the browser).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Mapping, Protocol
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Union
 
 from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
 from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
@@ -22,8 +23,13 @@ from .resume import stream_id_of
 
 __all__ = [
     "AbortSignal",
+    "BytesSeen",
+    "Finished",
     "HTTPRequest",
     "HTTPResponse",
+    "Response",
+    "StreamEvent",
+    "Text",
     "Transport",
     "Timings",
     "build_request",
@@ -153,10 +159,45 @@ async def _status_error(response: HTTPResponse, now: float) -> HTTPStatusError:
     )
 
 
-# (content_text, reasoning_text, server_sent_ms, last_event) of one network chunk;
-# `last_event` is the number of the last stream event taken (0 unless the stream is
-# numbered by a firsttoken gateway: `firsttoken.stream.resume`).
-OnText = Callable[[str, str, list[float], int], None]
+# ---- what one request yields ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The response's status and headers arrived (bytes too: the connection is alive)."""
+
+    status: int
+    headers: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class BytesSeen:
+    """A network chunk arrived, text in it or not (a keep-alive comment is one): the
+    connection is alive (`firsttoken.stall`). Comes before the chunk's `Text`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Choice 0's text (and reasoning) from one network chunk. `sent_ms`: the server's
+    send stamps in it; `event`: the number of the last stream event taken (0 unless the
+    stream is numbered by a firsttoken gateway: `firsttoken.stream.resume`)."""
+
+    text: str
+    reasoning: str
+    sent_ms: list[float]
+    event: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The answer is complete: the last event."""
+
+    completion: Completion
+
+
+StreamEvent = Union[Response, BytesSeen, Text, Finished]
+
+_BYTES_SEEN = BytesSeen()
 
 # The built-in model can stamp each chunk with the moment it was sent (`stamp=1`), so
 # that benchmarks measure chunk-to-paint latency end to end. The stamps are picked out of
@@ -177,19 +218,15 @@ async def stream_chat(
     request: HTTPRequest,
     *,
     abort: AbortSignal,
-    on_text: OnText,
     clock: Callable[[], float],
     timings: Timings | None = None,
-    on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
-    on_bytes: Callable[[], Any] | None = None,
     stream: ChatStream | None = None,
-) -> Completion:
-    """Send `request`, call `on_text` once per network chunk that carried text, and
-    return the assembled completion. Errors are firsttoken errors carrying `partial`,
-    the answer so far as `ChatStream` assembled it. `clock`: milliseconds since the
-    epoch (an HTTP-date in `retry-after` is measured against it when the response has
-    no `Date`). `on_bytes` is called whenever bytes arrived (headers, then each
-    network chunk, keep-alive comments included), for `firsttoken.stall`. `stream`:
+) -> AsyncIterator[StreamEvent]:
+    """Send `request` and yield what happens: `Response` once, then per network chunk
+    `BytesSeen` and, when it carried text, `Text`; `Finished` with the assembled
+    completion last. Errors are firsttoken errors carrying `partial`, the answer so far
+    as `ChatStream` assembled it. `clock`: milliseconds since the epoch (an HTTP-date in
+    `retry-after` is measured against it when the response has no `Date`). `stream`:
     the answer this response continues (a resumed stream: `firsttoken.stream.resume`);
     by default a new one.
     """
@@ -200,14 +237,11 @@ async def stream_chat(
         stream = ChatStream()
     else:
         stream.reconnect()
-    delivered = len(stream.partial)  # characters of choice 0's text passed to on_text
+    delivered = len(stream.partial)  # characters of choice 0's text yielded as `Text`
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
-        if on_bytes is not None:
-            on_bytes()
-        if on_response is not None:
-            on_response(response.status, response.headers)
+        yield Response(response.status, response.headers)
         if not 200 <= response.status < 300:
             raise await _status_error(response, clock() / 1000.0)
         if stream_id_of(response.headers) is not None:
@@ -219,17 +253,17 @@ async def stream_chat(
             timings.first_byte = timings.first_delta = clock()
             completion = parse_completion(body)
             if completion.content:
-                on_text(completion.content, completion.reasoning or "", [], 0)
+                yield Text(completion.content, completion.reasoning or "", [], 0)
             timings.done = clock()
-            return completion
+            yield Finished(completion)
+            return
         async for chunk in response.chunks():
             if abort.aborted:
                 raise Aborted("stopped", partial=stream.partial)
             if timings.first_byte is None:
                 timings.first_byte = clock()
             timings.bytes += len(chunk)
-            if on_bytes is not None:
-                on_bytes()
+            yield _BYTES_SEEN
             content: list[str] = []
             reasoning: list[str] = []
             try:
@@ -239,7 +273,7 @@ async def stream_chat(
                 # the page, so that what the server sent before failing stays on screen.
                 missing = stream.partial[delivered:]
                 if missing:
-                    on_text(missing, "", sent_stamps(chunk), stream.last_event)
+                    yield Text(missing, "", sent_stamps(chunk), stream.last_event)
                 raise
             for update in updates:
                 if isinstance(update, ContentDelta) and update.index == 0:
@@ -251,12 +285,12 @@ async def stream_chat(
                     timings.first_delta = clock()
                 text = "".join(content)
                 delivered += len(text)
-                on_text(text, "".join(reasoning), sent_stamps(chunk), stream.last_event)
+                yield Text(text, "".join(reasoning), sent_stamps(chunk), stream.last_event)
         if abort.aborted:
             raise Aborted("stopped", partial=stream.partial)
         completion = stream.close()
         timings.done = clock()
-        return completion
+        yield Finished(completion)
     except FirstTokenError as exc:
         if abort.aborted and not isinstance(exc, Aborted):
             raise Aborted("stopped", partial=stream.partial) from exc
