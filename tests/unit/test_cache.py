@@ -15,9 +15,6 @@ import firsttoken.cache as cache_module
 from tests.sqlite_store import SqliteStore
 from firsttoken.cache import (
     Cache,
-    CacheConnectionLost,
-    CacheCorrupt,
-    CacheQuotaExceeded,
     MemoryStore,
     Meta,
     cache_key,
@@ -25,13 +22,20 @@ from firsttoken.cache import (
     encode_entry,
     plan_eviction,
 )
-from firsttoken.errors import CacheError
+from firsttoken.errors import (
+    CacheConnectionLost,
+    CacheCorrupt,
+    CacheError,
+    CacheQuotaExceeded,
+    CacheTimeout,
+    CacheUnavailable,
+    CacheVersionConflict,
+)
 from firsttoken.notices import CacheDegraded
 from tests.unit.fakes import BrokenStore, entry
 
 PUBLIC_API = {
-    "KEY_SCHEME", "RECORD_MAGIC", "CacheCorrupt", "CacheUnavailable", "CacheTimeout", "CacheQuotaExceeded",
-    "CacheConnectionLost", "CacheVersionConflict", "Entry", "Meta", "Store", "MemoryStore", "Cache",
+    "KEY_SCHEME", "RECORD_MAGIC", "Entry", "Meta", "Store", "MemoryStore", "Cache",
     "cache_key", "text_digest", "encode_entry", "decode_entry", "plan_eviction",
 }
 
@@ -44,8 +48,8 @@ def test_public_api() -> None:
     assert set(cache_module.__all__) == PUBLIC_API
     for name in cache_module.__all__:
         assert getattr(cache_module, name) is not None
-    for cls in (cache_module.CacheCorrupt, CacheQuotaExceeded, CacheConnectionLost, cache_module.CacheTimeout,
-                cache_module.CacheVersionConflict, cache_module.CacheUnavailable):
+    for cls in (CacheCorrupt, CacheQuotaExceeded, CacheConnectionLost, CacheTimeout, CacheVersionConflict,
+                CacheUnavailable):
         assert issubclass(cls, CacheError) and cls.code.startswith("cache_")
 
 

@@ -15,15 +15,17 @@ import pytest
 from firsttoken.browser.indexeddb import IndexedDBStore, translate_error
 from firsttoken.cache import (
     Cache,
+    Entry,
+    Meta,
+    cache_key,
+    text_digest,
+)
+from firsttoken.errors import (
     CacheConnectionLost,
     CacheQuotaExceeded,
     CacheTimeout,
     CacheUnavailable,
     CacheVersionConflict,
-    Entry,
-    Meta,
-    cache_key,
-    text_digest,
 )
 from firsttoken.notices import CacheDegraded
 

@@ -44,7 +44,7 @@ never raises: on the first store failure it switches to a `MemoryStore` for the 
 of the session and reports it once through `on_notice` (the page shows it), and every
 store call is bounded by a timeout, so a failing cache never blocks or breaks sending.
 The kinds of failure (`CacheCorrupt`, `CacheUnavailable`, …) are drawn with the rest of
-the error tree in `firsttoken.errors`, and re-exported here for store adapters.
+the error tree in `firsttoken.errors`, where store adapters take them from.
 """
 
 from __future__ import annotations
@@ -55,15 +55,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Coroutine, Protocol, Sequence
 
-from ..errors import (
-    CacheConnectionLost,
-    CacheCorrupt,
-    CacheError,
-    CacheQuotaExceeded,
-    CacheTimeout,
-    CacheUnavailable,
-    CacheVersionConflict,
-)
+from ..errors import CacheCorrupt, CacheError, CacheTimeout, CacheUnavailable
 from ..notices import CacheDegraded
 from .entries import KEY_SCHEME, RECORD_MAGIC, Entry, Meta, cache_key, decode_entry, encode_entry, plan_eviction, text_digest
 
@@ -82,13 +74,6 @@ __all__ = [
     "encode_entry",
     "decode_entry",
     "plan_eviction",
-    # how a store fails (defined in `firsttoken.errors`, re-exported for store adapters)
-    "CacheCorrupt",
-    "CacheUnavailable",
-    "CacheTimeout",
-    "CacheQuotaExceeded",
-    "CacheConnectionLost",
-    "CacheVersionConflict",
 ]
 
 # ---- stores ------------------------------------------------------------------------------
