@@ -18,7 +18,7 @@ from firsttoken import prepare as _prepare
 from firsttoken import tokens
 from firsttoken.cache import Cache, MemoryStore
 from firsttoken.compress import compress_messages
-from firsttoken.core import budget_for
+from firsttoken.tokens import budget_for
 from firsttoken.errors import ContextBudgetExceeded
 from firsttoken.prepare import ConversationMemory, Prepared, leading_system_count, prepare
 from firsttoken.settings import ChatSettings
