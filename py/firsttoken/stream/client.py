@@ -4,8 +4,9 @@ The client never does I/O itself. It takes a `Transport` (the worker's `fetch` i
 page, a socket in end-to-end tests, canned chunks in unit tests), builds the HTTP
 request, feeds the response bytes to the pure `completions.ChatStream`, and yields
 what happened as typed events (`Response`, `BytesSeen`, `Text`, then `Finished`), which
-the caller (`firsttoken.chat`) watches for text, for its rate limits and for silences. Cancellation goes through an `AbortSignal` that the
-transport wires to its own mechanism (an AbortController in the browser).
+the caller (`firsttoken.chat`) watches for text, for its rate limits and for silences.
+Cancellation goes through an `AbortSignal` that the transport wires to its own
+mechanism (an AbortController in the browser).
 """
 
 from __future__ import annotations
