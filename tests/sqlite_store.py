@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from firsttoken.cache import CacheUnavailable, Meta
+from firsttoken.cache import Meta
+from firsttoken.errors import CacheUnavailable
 
 __all__ = ["SqliteStore"]
 

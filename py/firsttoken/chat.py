@@ -6,10 +6,10 @@
    then `chat.prepared`;
 2. **request**: the HTTP request, its leading system messages sent as gateway
    references where `firsttoken.cache.refs` allows;
-3. **pacing**: wait out an exhausted rate-limit window here (`chat.wait`) rather than in
+3. **wait**: wait out an exhausted rate-limit window here (`chat.wait`) rather than in
    the server's queue (`firsttoken.ratelimit.Governor`);
 4. **stream**: send and stream the answer (`firsttoken.stream.client`), each network
-   chunk's text a `chat.delta` through the core's flow control (`firsttoken.flow`);
+   chunk's text a `chat.delta` through the core's delta pacing (`firsttoken.pacing`);
 5. **retry**: an attempt that failed before any text may be sent again: at once and in
    full when the gateway lost a reference, else after the governor's backoff
    (`chat.retry`); never one that failed `offline` (the device has no network: the
@@ -42,7 +42,7 @@ Retry, and a server that said nothing for a minute is unlikely to say more at on
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable
 
 from .cache import Entry
 from .cache.refs import CLIENT_HEADER, RefPlan, is_unknown_ref
@@ -70,7 +70,17 @@ from .protocol import (
     ChatWait,
 )
 from .stall import Stalled, StallWatch, TimedOut
-from .stream.client import AbortSignal, HTTPRequest, Timings, build_request, stream_chat
+from .stream.client import (
+    AbortSignal,
+    BytesSeen,
+    HTTPRequest,
+    Response,
+    StreamEvent,
+    Text,
+    Timings,
+    build_request,
+    stream_chat,
+)
 from .stream.completions import ChatStream, Completion
 from .stream.resume import GONE_CODES, cancel_url, events_url, status_url, stream_id_of
 from .tokens import estimate_tokens
@@ -102,7 +112,7 @@ _cancels: set[asyncio.Future[Any]] = set()
 
 class ChatRequest:
     """One `chat.send`, run with `session` (the core's transport, clock, governors,
-    cache, notices, flow control and preparation: `firsttoken.session`). `signal` stops it."""
+    cache, notices, delta pacing and preparation: `firsttoken.session`). `signal` stops it."""
 
     def __init__(self, session: Session, send: ChatSend) -> None:
         self.session = session
@@ -116,9 +126,6 @@ class ChatRequest:
         self.seq = 0
         self.attempt = 1
         self.plan: RefPlan | None = None
-        #: The current attempt's watch over silence (`firsttoken.stall`).
-        self.watch: StallWatch | None = None
-        self.timed_out = False
         #: The answer being assembled, kept across a resumed stream's connections.
         self.assembly: ChatStream | None = None
         #: The gateway's resumable stream of this answer (`chat.stream`), once named.
@@ -143,16 +150,22 @@ class ChatRequest:
             if self.resume is not None:
                 await self._run_resumed()
                 return
-            messages, prepared, lead = await session.prepare(self.messages, self.settings)
+            prepared = await session.prepare(self.messages, self.settings)
+            messages, lead = prepared.messages, prepared.lead
             request = await self._request(messages, lead)
-            event = ChatPrepared(id=self.id, **prepared, request_bytes=len(request.body))
-            session.post_event(event)
+            session.post_event(ChatPrepared(
+                id=self.id, compression=prepared.compression, saved=prepared.saved,
+                saved_unit=prepared.saved_unit, budget=prepared.budget, window_known=prepared.window_known,
+                prompt_tokens=prepared.prompt_tokens, exact=prepared.exact, dropped=prepared.dropped,
+                truncated=prepared.truncated, cache=prepared.cache, prepare_ms=prepared.prepare_ms,
+                request_bytes=len(request.body),
+            ))
             self._post_notices()
-            prompt_tokens = event.prompt_tokens
+            prompt_tokens = prepared.prompt_tokens
             if prompt_tokens is None:
                 prompt_tokens = estimate_tokens(messages, self.settings.model)
             completion, request = await self._send(request, messages, lead, prompt_tokens + (self.settings.max_tokens or 0))
-            await self._done(completion, event.prompt_tokens, len(request.body))
+            await self._done(completion, prepared.prompt_tokens, len(request.body))
         except FirstTokenError as exc:
             if self.signal.aborted and self.stream_id is not None:
                 self._cancel_stream()
@@ -254,21 +267,18 @@ class ChatRequest:
         self.signal.on_abort(signal.abort)
         self._attempt_signal = signal
         self._reconnect_asked = False
-        self.timed_out = False
         settings = self.settings
-        self.watch = StallWatch(settings.stall_notice_s, settings.stall_timeout_s, session.clock())
-        attempt = asyncio.ensure_future(self._until_cancelled(stream_chat(
-            session.transport, request, abort=signal, on_text=self._on_text, clock=session.clock,
-            timings=timings or self.timings, on_response=self._on_response, on_bytes=self._on_bytes,
-            stream=self.assembly,
-        )))
-        watcher = asyncio.ensure_future(self._watch(attempt, signal))
+        watch = StallWatch(settings.stall_notice_s, settings.stall_timeout_s, session.clock())
+        events = stream_chat(session.transport, request, abort=signal, clock=session.clock,
+                             timings=timings or self.timings, stream=self.assembly)
+        attempt = asyncio.ensure_future(self._until_cancelled(self._take(events, watch), watch))
+        watcher = asyncio.ensure_future(self._watch(attempt, watch, signal))
         try:
             return await attempt
         except StallTimeout:
             raise
         except FirstTokenError as exc:
-            if self.timed_out and not self.signal.aborted:
+            if watch.timed_out and not self.signal.aborted:
                 raise StallTimeout(self._timeout_message(), timeout_s=settings.stall_timeout_s,
                                    partial=exc.partial) from exc
             raise
@@ -276,8 +286,29 @@ class ChatRequest:
             watcher.cancel()
             if not attempt.done():  # this request itself was cancelled
                 attempt.cancel()
-            self.watch = None
             self._attempt_signal = None
+
+    async def _take(self, events: AsyncIterator[StreamEvent], watch: StallWatch) -> Completion:
+        """One attempt's events as they come: any bytes tell `watch` the connection is
+        alive, text goes to the page, the response's headers to the rate-limit governor
+        and the gateway's references."""
+        completion: Completion | None = None
+        async for event in events:
+            if isinstance(event, Text):
+                self.seq += 1
+                self.session.pacer.delta(ChatDelta(
+                    id=self.id, seq=self.seq, text=event.text, t=self.session.clock(),
+                    reasoning=event.reasoning, stamps=event.sent_ms, event=event.event,
+                ))
+            elif isinstance(event, BytesSeen):
+                self._alive(watch)
+            elif isinstance(event, Response):
+                self._alive(watch)
+                self._response(event)
+            else:
+                completion = event.completion
+        assert completion is not None  # `Finished` is the last event of a stream that ends
+        return completion
 
     # ---- a lost stream, taken up again -------------------------------------------------
 
@@ -415,33 +446,35 @@ class ChatRequest:
         _cancels.add(task)
         task.add_done_callback(_cancels.discard)
 
-    async def _until_cancelled(self, attempt: Awaitable[Completion]) -> Completion:
+    async def _until_cancelled(self, attempt: Awaitable[Completion], watch: StallWatch) -> Completion:
         # The watch cancels an attempt only after a timeout: that ends it as a timeout
         # (the text before it went out as deltas already).
         try:
             return await attempt
         except asyncio.CancelledError:
-            if not self.timed_out:
+            if not watch.timed_out:
                 raise
             raise StallTimeout(self._timeout_message(), timeout_s=self.settings.stall_timeout_s) from None
 
-    async def _watch(self, attempt: asyncio.Future[Completion], signal: AbortSignal) -> None:
+    async def _watch(self, attempt: asyncio.Future[Completion], watch: StallWatch, signal: AbortSignal) -> None:
+        """Ask `watch`, when it says something may be new, what the silence means: a
+        `chat.stall`, or past the limit the end of `attempt` (its signal, then after
+        `ABORT_GRACE_S` the task)."""
         session = self.session
         # An attempt that needs no waiting (canned, or an answer already buffered) ends
         # in its first step, before this one's: no tick is spent on it.
         await asyncio.sleep(0)
-        while not attempt.done() and self.watch is not None:
-            await session.sleep(self.watch.next_check_s(session.clock()))
+        while not attempt.done():
+            await session.sleep(watch.next_check_s(session.clock()))
             await asyncio.sleep(0)  # a fake sleep may not yield: let the attempt run
-            if attempt.done() or self.watch is None:
+            if attempt.done():
                 return
-            said = self.watch.check(session.clock())
+            said = watch.check(session.clock())
             if isinstance(said, Stalled):
                 session.pacer.flush(self.id)  # the text before the silence goes first
                 session.post_event(ChatStall(id=self.id, since=said.since, waiting_s=said.waiting_s,
                                           timeout_s=self.settings.stall_timeout_s))
-            elif isinstance(said, TimedOut):
-                self.timed_out = True
+            elif isinstance(said, TimedOut):  # `watch.timed_out`: however it ends, a timeout
                 signal.abort()
                 deadline = session.clock() + ABORT_GRACE_S * 1000.0
                 while not attempt.done() and session.clock() < deadline:
@@ -450,10 +483,8 @@ class ChatRequest:
                 attempt.cancel()
                 return
 
-    def _on_bytes(self) -> None:
-        if self.watch is None:
-            return
-        stalled_s = self.watch.byte(self.session.clock())
+    def _alive(self, watch: StallWatch) -> None:
+        stalled_s = watch.byte(self.session.clock())
         if stalled_s is not None:
             self.session.post_event(ChatResume(id=self.id, stalled_s=round(stalled_s, 3)))
 
@@ -470,13 +501,8 @@ class ChatRequest:
         self._client_id = self.plan.headers.get(CLIENT_HEADER)
         return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers)
 
-    def _on_text(self, text: str, reasoning: str, sent_ms: list[float], event: int) -> None:
-        self.seq += 1
-        delta = ChatDelta(id=self.id, seq=self.seq, text=text, t=self.session.clock(), reasoning=reasoning,
-                          stamps=sent_ms, event=event)
-        self.session.pacer.delta(delta)
-
-    def _on_response(self, status: int, headers: Mapping[str, str]) -> None:
+    def _response(self, response: Response) -> None:
+        status, headers = response.status, response.headers
         if self.stream_id is not None:
             return  # a resume: its headers are the gateway's, not the model's
         self.governor.observe(status, headers, self._now())

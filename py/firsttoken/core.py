@@ -9,9 +9,10 @@ that a `chat.abort` can arrive while a reply streams.
 
 What the core holds for the session, each used by every request: the transport and
 clock, one rate-limit governor per API (`firsttoken.ratelimit`), the prompt cache and
-what each gateway holds of it (`firsttoken.cache`), delta flow control
-(`firsttoken.flow`), pending notices (`firsttoken.notices`) and the calibration of
-prompt counts (`firsttoken.tokens.Calibration`).
+what each gateway holds of it (`firsttoken.cache`), delta pacing
+(`firsttoken.pacing`), pending notices (`firsttoken.notices`), the calibration of
+prompt counts (`firsttoken.tokens.Calibration`) and the preparation of conversations
+with what it keeps between them (`firsttoken.prepare.preparer`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from . import __version__, tokens
-from .cache import Cache, Entry
+from .cache import Cache
 from .cache.refs import GatewayRefs
 from .chat import ChatRequest
-from .errors import ContextBudgetExceeded, FirstTokenError, InvalidMessage
-from .flow import DeltaPacer
-from .notices import Notices, counting_notice
-from .prepare import ConversationMemory, Prepared, prepare
+from .errors import FirstTokenError, InvalidMessage
+from .notices import Notices
+from .pacing import DeltaPacer
+from .prepare.preparer import Preparer
 from .protocol import (
     PROTOCOL_VERSION,
     ChatAbort,
@@ -47,8 +48,7 @@ from .protocol import (
 )
 from .ratelimit import Governor
 from .session import Session
-from .stream.client import ChatSettings, Transport
-from .tokens import budget_for, estimate_tokens
+from .stream.client import Transport
 
 __all__ = ["Core"]
 
@@ -81,18 +81,16 @@ class Core:
         self.clock = clock
         self.sleep = sleep
         self.boot = boot or {}
-        self.prepare_encoder = prepare_encoder
         # Prepared system messages (firsttoken.cache) and what each gateway holds of them
         # (firsttoken.cache.refs). `page_origin`: where the page came from, whose
         # gateway may be sent our client id before it has answered once.
         self.cache = cache
         self.refs = GatewayRefs(page_origin)
-        # The conversation's compression, kept between live counts and sends (firsttoken.prepare).
-        self.memory = ConversationMemory()
         self.notices = Notices()
-        self._estimating = False  # counting failed and the user was told (once a session)
         if cache is not None and cache.on_notice is None:
             cache.on_notice = self.notices.add
+        #: Compress, count and fit, for sends and live counts alike (firsttoken.prepare).
+        self.preparer = Preparer(clock=clock, notices=self.notices, cache=cache, load_encoder=prepare_encoder)
         self.calibration = tokens.Calibration()
         self.pacer = DeltaPacer(self.post_event)
         self._new_governor = governor
@@ -102,7 +100,7 @@ class Core:
         self.session = Session(
             transport=transport, clock=clock, sleep=sleep, post_event=self.post_event, pacer=self.pacer,
             refs=self.refs, cache=cache, calibration=self.calibration, notices=self.notices,
-            governor=self.governor, prepare=self._prepare,
+            governor=self.governor, prepare=self.preparer.prepare,
         )
 
     async def handle(self, raw: str | dict[str, Any]) -> None:
@@ -164,71 +162,14 @@ class Core:
         finally:
             self._active.pop(msg.id, None)
 
-    # ---- preparation -------------------------------------------------------------------
-    # Compress → count → fit before a prompt leaves, and the composer's live count: both
-    # through the one pipeline, `firsttoken.prepare`, so the count a user sees is the
-    # count that is sent. A chat request calls `_prepare` (as its session's `prepare`);
-    # `tokens.count` reaches `_count`.
-
-    async def _counter(self, model: str) -> Callable[[str], int] | None:
-        """An exact counter for `model`'s encoding, or None when none can be had (the
-        page loads its encoder on first use, and tries again on the next if that failed).
-        Without one, counts are estimates and the cache is off (its entries hold exact
-        counts): never silently, a `tokens_estimated` notice says so once a session."""
-        encoding, _ = tokens.encoding_for_model(model)
-        try:
-            if self.prepare_encoder is not None:
-                await self.prepare_encoder(encoding)
-            tokens.count("", encoding)
-        except Exception as exc:  # noqa: BLE001 - counting is an aid: sending must not fail on it
-            if not self._estimating:
-                self._estimating = True
-                self.notices.add(counting_notice(exc, cache=self.cache is not None))
-            return None
-        return lambda text: tokens.count(text, encoding)
-
-    async def _prepare(
-        self, messages: list[dict[str, Any]], settings: ChatSettings
-    ) -> tuple[list[dict[str, Any]], dict[str, Any], list[Entry]]:
-        """Compress, count and fit the conversation before it leaves the device
-        (`firsttoken.prepare`). Also returns the cache entries of its leading system
-        messages (for references)."""
-        done = await self._prepared(messages, settings)
-        return done.messages, done.fields, done.lead
-
-    async def _prepared(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
-        counter = await self._counter(settings.model)
-        budget, window_known = budget_for(settings)
-        done = await prepare(
-            messages, settings, budget=budget, counter=counter, clock=self.clock,
-            cache=self.cache, memory=self.memory, live=live,
-        )
-        done.fields.update(budget=budget, window_known=window_known)
-        return done
-
     async def _count(self, msg: TokensCount) -> None:
-        """Live count for the composer: the conversation plus the draft as it would be
-        sent (compressed and fitted: the `prompt_tokens` a send would report), the
-        count as written beside it, and the budget."""
-        settings = msg.settings
-        budget, _ = budget_for(settings)
-        dropped: list[int] = []
+        """Live count for the composer (`firsttoken.prepare.preparer`), calibrated."""
         try:
-            done = await self._prepared(msg.messages, settings, live=True)
-        except ContextBudgetExceeded as exc:
-            # Even fitted it does not fit: the least it needs, which is over the budget.
-            count, exact, uncompressed = exc.required, False, None
+            live = await self.preparer.count(msg.messages, msg.settings)
         except FirstTokenError as exc:  # e.g. an unknown compression level
             self.post_event(ErrorEvent(id=msg.id, error=exc.to_dict()))
             return
-        else:
-            count, exact, uncompressed = done.fields["prompt_tokens"], done.fields["exact"], done.uncompressed
-            dropped = done.fields["dropped"]
-            if count is None:  # no encoder yet
-                count = estimate_tokens(done.messages, settings.model)
-                uncompressed = estimate_tokens(msg.messages, settings.model)
         self.post_event(TokensCounted(
-            id=msg.id, tokens=count, budget=budget, exact=exact,
-            uncompressed=uncompressed if uncompressed is not None else count,
-            calibrated=self.calibration.adjust(settings.model, count), dropped=dropped,
+            id=msg.id, tokens=live.tokens, budget=live.budget, exact=live.exact, uncompressed=live.uncompressed,
+            calibrated=self.calibration.adjust(msg.settings.model, live.tokens), dropped=live.dropped,
         ))

@@ -24,6 +24,12 @@ at the adapter boundary, in one place each, never deeper.
     │   └── ContextBudgetExceeded    what must be sent does not fit the token budget
     ├── TokenizerError               unknown encoding, missing or corrupt BPE data
     └── CacheError                   storage failed or returned data that does not verify
+        ├── CacheCorrupt             a record did not verify (not a store failure)
+        ├── CacheUnavailable         storage cannot be opened or used (private mode, …)
+        │   └── CacheTimeout         an operation did not finish in time
+        ├── CacheQuotaExceeded       a write hit the storage quota
+        ├── CacheConnectionLost      the connection closed under us (reopened once first)
+        └── CacheVersionConflict     another tab opened a newer schema, or blocked ours
 
 Errors that end a reply carry `partial`: the text received so far, so that nothing the
 user already saw is lost (see `partial`).
@@ -52,6 +58,12 @@ __all__ = [
     "ContextBudgetExceeded",
     "TokenizerError",
     "CacheError",
+    "CacheCorrupt",
+    "CacheUnavailable",
+    "CacheTimeout",
+    "CacheQuotaExceeded",
+    "CacheConnectionLost",
+    "CacheVersionConflict",
 ]
 
 
@@ -251,3 +263,40 @@ class TokenizerError(FirstTokenError):
 
 class CacheError(FirstTokenError):
     code = "cache_error"
+
+
+# The cache's errors (`firsttoken.cache`): a store adapter translates its backend's
+# failures into these, in one place each (`firsttoken.browser.indexeddb`); `Cache`
+# falls back to memory on any but `CacheCorrupt`, and its notice names the `code`.
+
+
+class CacheCorrupt(CacheError):
+    """A record did not verify against its hashes, or is not an entry at all."""
+
+    code = "cache_corrupt"
+
+
+class CacheUnavailable(CacheError):
+    """The store cannot be opened or used (e.g. IndexedDB in a private window)."""
+
+    code = "cache_unavailable"
+
+
+class CacheTimeout(CacheUnavailable):
+    code = "cache_timeout"
+
+
+class CacheQuotaExceeded(CacheError):
+    code = "cache_quota_exceeded"
+
+
+class CacheConnectionLost(CacheError):
+    """The connection was closed under us (WebKit does so when an app is backgrounded)."""
+
+    code = "cache_connection_lost"
+
+
+class CacheVersionConflict(CacheError):
+    """Another tab holds a newer schema version, or blocked our upgrade."""
+
+    code = "cache_version_conflict"

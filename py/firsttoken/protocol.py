@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, ClassVar, TypeVar, dataclass_transform
 
 from .errors import InvalidMessage
-from .stream.client import ChatSettings
+from .settings import ChatSettings
 
 __all__ = [
     "PROTOCOL_VERSION",

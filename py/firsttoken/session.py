@@ -2,7 +2,7 @@
 
 `firsttoken.core.Core` dispatches the page's messages; each `chat.send` becomes a
 `firsttoken.chat.ChatRequest`, which needs the core's collaborators (its transport and
-clock, its flow control, what each gateway holds, the cache, the calibration, the
+clock, its delta pacing, what each gateway holds, the cache, the calibration, the
 governors, the notices) and its preparation. They are handed over as one `Session`, so
 that a request never reaches into the core, and `chat` does not import `core`.
 """
@@ -13,20 +13,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:  # types only: none of these imports this module
-    from .cache import Cache, Entry
+    from .cache import Cache
     from .cache.refs import GatewayRefs
-    from .flow import DeltaPacer
     from .notices import Notices
+    from .pacing import DeltaPacer
+    from .prepare import Prepared
     from .protocol import Event
     from .ratelimit import Governor
-    from .stream.client import ChatSettings, Transport
+    from .settings import ChatSettings
+    from .stream.client import Transport
     from .tokens import Calibration
 
 __all__ = ["Prepare", "Session"]
 
-#: Compress, count and fit a conversation (`firsttoken.prepare`): the messages to send,
-#: the fields of `chat.prepared`, and the cache entries of its leading system messages.
-Prepare = Callable[[list[dict[str, Any]], "ChatSettings"], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], list["Entry"]]]]
+#: Compress, count and fit a conversation (`firsttoken.prepare`).
+Prepare = Callable[[list[dict[str, Any]], "ChatSettings"], Awaitable["Prepared"]]
 
 
 @dataclass(frozen=True, slots=True)

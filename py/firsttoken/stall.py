@@ -46,6 +46,9 @@ class StallWatch:
         self.last_ms = start_ms
         #: The last `waiting_s` reported; 0 while bytes flow.
         self.shown_s = 0
+        #: `check` said `TimedOut`: the attempt is being ended for its silence, and
+        #: however it ends (aborted, cancelled) it ends as a timeout.
+        self.timed_out = False
 
     @property
     def stalled(self) -> bool:
@@ -64,6 +67,7 @@ class StallWatch:
         when the whole seconds waited changed since last said; else None."""
         waited = (now_ms - self.last_ms) / 1000.0
         if waited >= self.timeout_s:
+            self.timed_out = True
             return TimedOut(waited)
         if waited < self.notice_s:
             return None

@@ -15,9 +15,6 @@ import firsttoken.cache as cache_module
 from tests.sqlite_store import SqliteStore
 from firsttoken.cache import (
     Cache,
-    CacheConnectionLost,
-    CacheCorrupt,
-    CacheQuotaExceeded,
     MemoryStore,
     Meta,
     cache_key,
@@ -25,12 +22,20 @@ from firsttoken.cache import (
     encode_entry,
     plan_eviction,
 )
-from firsttoken.errors import CacheError
+from firsttoken.errors import (
+    CacheConnectionLost,
+    CacheCorrupt,
+    CacheError,
+    CacheQuotaExceeded,
+    CacheTimeout,
+    CacheUnavailable,
+    CacheVersionConflict,
+)
+from firsttoken.notices import CacheDegraded
 from tests.unit.fakes import BrokenStore, entry
 
 PUBLIC_API = {
-    "KEY_SCHEME", "RECORD_MAGIC", "CacheCorrupt", "CacheUnavailable", "CacheTimeout", "CacheQuotaExceeded",
-    "CacheConnectionLost", "CacheVersionConflict", "Entry", "Meta", "Store", "MemoryStore", "Cache",
+    "KEY_SCHEME", "RECORD_MAGIC", "Entry", "Meta", "Store", "MemoryStore", "Cache",
     "cache_key", "text_digest", "encode_entry", "decode_entry", "plan_eviction",
 }
 
@@ -43,8 +48,8 @@ def test_public_api() -> None:
     assert set(cache_module.__all__) == PUBLIC_API
     for name in cache_module.__all__:
         assert getattr(cache_module, name) is not None
-    for cls in (cache_module.CacheCorrupt, CacheQuotaExceeded, CacheConnectionLost, cache_module.CacheTimeout,
-                cache_module.CacheVersionConflict, cache_module.CacheUnavailable):
+    for cls in (CacheCorrupt, CacheQuotaExceeded, CacheConnectionLost, CacheTimeout, CacheVersionConflict,
+                CacheUnavailable):
         assert issubclass(cls, CacheError) and cls.code.startswith("cache_")
 
 
@@ -241,7 +246,7 @@ def test_a_corrupt_record_is_a_miss_and_is_deleted() -> None:
 @pytest.mark.parametrize("error", [CacheQuotaExceeded("full"), CacheConnectionLost("gone"), RuntimeError("a bug")])
 def test_a_failing_store_falls_back_to_memory_once_with_a_notice(error: Exception) -> None:
     async def main() -> None:
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         store = BrokenStore(error, {"put"})
         c = Cache(store, on_notice=notices.append)
         e = entry("prompt")
@@ -249,9 +254,9 @@ def test_a_failing_store_falls_back_to_memory_once_with_a_notice(error: Exceptio
         assert c.backend == "memory" and store.closed
         assert await c.get(e.key) == e
         await c.put(entry("another"))
-        assert len(notices) == 1 and notices[0]["code"] == "cache_degraded" and notices[0]["store"] == "memory"
+        assert len(notices) == 1 and notices[0].code == "cache_degraded" and notices[0].store == "memory"
         expected = error.code if isinstance(error, CacheError) else "cache_unavailable"
-        assert c.degraded == notices[0]["reason"] == expected
+        assert c.degraded == notices[0].reason == expected
 
     run(main())
 
@@ -265,10 +270,10 @@ def test_a_hanging_store_times_out_instead_of_blocking() -> None:
             return None
 
     async def main() -> None:
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         c = Cache(Hanging(), timeout_s=0.05, on_notice=notices.append)
         assert await c.get("k") is None
-        assert c.degraded == "cache_timeout" and notices[0]["reason"] == "cache_timeout"
+        assert c.degraded == "cache_timeout" and notices[0].reason == "cache_timeout"
 
     run(main())
 

@@ -15,16 +15,19 @@ import pytest
 from firsttoken.browser.indexeddb import IndexedDBStore, translate_error
 from firsttoken.cache import (
     Cache,
-    CacheConnectionLost,
-    CacheQuotaExceeded,
-    CacheTimeout,
-    CacheUnavailable,
-    CacheVersionConflict,
     Entry,
     Meta,
     cache_key,
     text_digest,
 )
+from firsttoken.errors import (
+    CacheConnectionLost,
+    CacheQuotaExceeded,
+    CacheTimeout,
+    CacheUnavailable,
+    CacheVersionConflict,
+)
+from firsttoken.notices import CacheDegraded
 
 
 class DOMException(Exception):
@@ -282,12 +285,12 @@ def test_open_failure_is_unavailable_and_the_cache_falls_back(how: str) -> None:
             idb.fail_open = DOMException("InvalidStateError", "A mutation operation was attempted on a database that did not allow mutations.")
         with pytest.raises(CacheUnavailable):
             await IndexedDBStore(idb).get("k")
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         cache = Cache(IndexedDBStore(idb), on_notice=notices.append)
         e = entry("prompt")
         await cache.put(e)
         assert await cache.get(e.key) == e and cache.backend == "memory"
-        assert [n["reason"] for n in notices] == ["cache_unavailable"]
+        assert [n.reason for n in notices] == ["cache_unavailable"]
 
     run(main())
 
@@ -298,7 +301,7 @@ def test_quota_exceeded_on_write() -> None:
         idb.quota = 10
         with pytest.raises(CacheQuotaExceeded):
             await IndexedDBStore(idb).put("k", "a record longer than ten", Meta("k", 24, 1.0, 1.0))
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         cache = Cache(IndexedDBStore(idb), on_notice=notices.append)
         await cache.put(entry("prompt"))
         assert cache.degraded == "cache_quota_exceeded" and len(notices) == 1
@@ -360,9 +363,9 @@ def test_versionchange_closes_our_connection_so_the_other_tab_is_not_blocked() -
         assert outcome == ["success"] and store.closed_because == "versionchange"
         with pytest.raises(CacheVersionConflict):  # our version is older now
             await store.get("k")
-        notices: list[dict] = []
+        notices: list[CacheDegraded] = []
         cache = Cache(IndexedDBStore(idb), on_notice=notices.append)
-        assert await cache.get("k") is None and notices[0]["reason"] == "cache_version_conflict"
+        assert await cache.get("k") is None and notices[0].reason == "cache_version_conflict"
 
     run(main())
 

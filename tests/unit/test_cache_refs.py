@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from firsttoken.cache.refs import CLIENT_HEADER, GatewayRefs, RefPlan
-from firsttoken.cache import Cache, CacheQuotaExceeded, MemoryStore
+from firsttoken.cache import Cache, MemoryStore
+from firsttoken.errors import CacheQuotaExceeded
 from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
 from tests.unit.fakes import BrokenStore, entry

@@ -11,7 +11,7 @@ import pytest
 
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.core import Core
-from firsttoken.flow import DeltaPacer
+from firsttoken.pacing import DeltaPacer
 from firsttoken.protocol import ChatDelta
 from firsttoken.ratelimit import Governor
 from tests.unit.fakes import OK_STREAM, SSE, Canned, CannedTransport, FakeTime

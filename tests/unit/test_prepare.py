@@ -18,10 +18,10 @@ from firsttoken import prepare as _prepare
 from firsttoken import tokens
 from firsttoken.cache import Cache, MemoryStore
 from firsttoken.compress import compress_messages
-from firsttoken.core import budget_for
+from firsttoken.tokens import budget_for
 from firsttoken.errors import ContextBudgetExceeded
 from firsttoken.prepare import ConversationMemory, Prepared, leading_system_count, prepare
-from firsttoken.stream.client import ChatSettings
+from firsttoken.settings import ChatSettings
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "compress"
 CHATS = sorted(CORPUS.glob("*.chat.json"))
@@ -68,7 +68,7 @@ def reference(messages: list[dict], level: str, **extra: Any) -> tuple[list[dict
 
 def same(got: Prepared, want: tuple[list[dict], dict]) -> None:
     assert got.messages == want[0]
-    assert {k: got.fields[k] for k in COMPARED} == want[1]
+    assert {k: getattr(got, k) for k in COMPARED} == want[1]
 
 
 def check(messages: list[dict], level: str, **extra: Any) -> list[str]:
@@ -82,7 +82,7 @@ def check(messages: list[dict], level: str, **extra: Any) -> list[str]:
     for _ in range(2):
         got = run(messages, level, cache, memory=memory, **extra)
         same(got, want)
-        statuses.append(got.fields["cache"]["system"])
+        statuses.append(got.cache["system"])
     return statuses
 
 
@@ -118,13 +118,13 @@ def test_two_leading_system_messages_are_chained_and_a_partial_hit_resumes() -> 
     cache = Cache(MemoryStore())
     run(messages, "balanced", cache)
     other = [{"role": "system", "content": first + "\n\nOne more rule."}, *messages[1:]]
-    assert run(other, "balanced", cache).fields["cache"]["system"] == "miss"
+    assert run(other, "balanced", cache).cache["system"] == "miss"
     # Another second: the first comes from the cache, the second is compressed from its state.
     changed = [messages[0], {"role": "developer", "content": second + " And in verse."}, messages[2]]
     got = run(changed, "balanced", cache)
-    assert got.fields["cache"]["system"] == "miss" and cache.stats["hits"] >= 1
+    assert got.cache["system"] == "miss" and cache.stats["hits"] >= 1
     same(got, reference(changed, "balanced"))
-    assert run(changed, "balanced", cache).fields["cache"]["system"] == "hit"
+    assert run(changed, "balanced", cache).cache["system"] == "hit"
 
 
 def test_fitting_drops_and_cuts_the_same_and_budget_errors_match() -> None:
@@ -169,7 +169,7 @@ def test_a_hit_neither_compresses_nor_counts_the_system_text(compressed: list[in
         counted.clear()
         compressed.clear()
         done = run(messages, "balanced", cache, counter=lambda t: counted.append(t) or exact(t))
-        statuses.append(done.fields["cache"]["system"])
+        statuses.append(done.cache["system"])
     assert statuses == ["miss", "hit"]
     assert [n for n in compressed if n] == [1]  # only the user message (0: the state checked)
     assert all(len(t) < 100 for t in counted)  # never the system prompt, as written or as sent
@@ -207,8 +207,8 @@ def test_each_text_is_counted_once_per_prepare(level: str) -> None:
 def test_live_count_pieces_without_a_counter_are_compressed_but_not_counted() -> None:
     messages = json.loads(CHATS[0].read_text())["messages"]
     done = run(messages, "balanced", Cache(MemoryStore()), counter=None)
-    assert done.fields["prompt_tokens"] is None and done.fields["saved_unit"] == "chars"
-    assert "cache" not in done.fields and done.uncompressed is None and done.lead == []
+    assert done.prompt_tokens is None and done.saved_unit == "chars"
+    assert done.cache is None and done.uncompressed is None and done.lead == []
     assert done.messages == compress_messages(messages, level="balanced").messages
 
 
@@ -226,7 +226,7 @@ def test_an_entry_whose_state_does_not_verify_is_a_miss() -> None:
         import dataclasses
         store.records[key] = encode_entry(dataclasses.replace(entry, state=state))
         got = run(messages, "balanced", cache)
-        assert got.fields["cache"]["system"] == "miss"
+        assert got.cache["system"] == "miss"
         same(got, reference(messages, "balanced"))
 
 
@@ -334,7 +334,7 @@ def test_a_live_count_does_no_storage_io_and_compresses_the_system_text_once(com
     assert store.calls == []  # no storage I/O while typing
     assert compressed == [1, 2, 1, 1, 1]  # the system message and history once, then each draft alone
     sent = run([*history, {"role": "user", "content": "why"}], "balanced", cache, memory=memory)
-    assert sent.fields["cache"] == {"system": "hit", "messages": 1, "store": "memory", "source": "store"}
+    assert sent.cache == {"system": "hit", "messages": 1, "store": "memory", "source": "store"}
 
 
 def test_the_memory_keeps_models_and_levels_apart() -> None:
@@ -344,10 +344,10 @@ def test_the_memory_keeps_models_and_levels_apart() -> None:
         for model in ("gpt-4o", "gpt-4", "gpt-4o"):
             got = run(messages, level, None, memory=memory, model=model)
             want = run(messages, level, None, model=model)
-            assert got.messages == want.messages and got.fields == want.fields
+            assert got == want
     counted, _ = counting_fake()
-    assert run(messages, "balanced", None, counter=None, memory=memory).fields["saved_unit"] == "chars"
-    assert run(messages, "balanced", None, counter=counted, memory=memory).fields["saved_unit"] == "tokens"
+    assert run(messages, "balanced", None, counter=None, memory=memory).saved_unit == "chars"
+    assert run(messages, "balanced", None, counter=counted, memory=memory).saved_unit == "tokens"
 
 
 def test_with_a_memory_typing_counts_only_the_draft() -> None:

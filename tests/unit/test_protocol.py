@@ -25,7 +25,7 @@ from firsttoken.protocol import (
     encode,
     parse_request,
 )
-from firsttoken.stream.client import ChatSettings
+from firsttoken.settings import ChatSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "bridge" / "PROTOCOL.md").read_text()

@@ -211,7 +211,8 @@ def test_the_client_and_the_governor_read_retry_after_alike(headers: dict[str, s
     async def refused() -> HTTPStatusError:
         request = HTTPRequest("POST", "http://api.test/v1/chat/completions", {}, b"{}")
         try:
-            await stream_chat(_Refused(headers), request, abort=AbortSignal(), on_text=lambda *a: None, clock=lambda: NOW * 1000)
+            async for _ in stream_chat(_Refused(headers), request, abort=AbortSignal(), clock=lambda: NOW * 1000):
+                pass
         except HTTPStatusError as exc:
             return exc
         raise AssertionError("no HTTPStatusError")

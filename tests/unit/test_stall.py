@@ -15,7 +15,8 @@ from firsttoken.chat import ABORT_GRACE_S
 from firsttoken.core import Core
 from firsttoken.errors import Aborted
 from firsttoken.stall import Stalled, StallWatch, TimedOut
-from firsttoken.stream.client import AbortSignal, ChatSettings, HTTPRequest
+from firsttoken.settings import ChatSettings
+from firsttoken.stream.client import AbortSignal, HTTPRequest
 from tests.unit.fakes import SSE
 
 START = 1_000_000.0

@@ -6,7 +6,7 @@ import pytest
 
 from firsttoken import tokens
 from firsttoken.errors import TokenizerError
-from firsttoken.stream.client import ChatSettings
+from firsttoken.settings import ChatSettings
 from firsttoken.tokens import budget as budget_module
 
 

@@ -42,14 +42,14 @@ import asyncio
 from typing import Any, Callable, Sequence
 
 from .. import IN_PYODIDE
-from ..cache import (
+from ..cache import Meta
+from ..errors import (
     CacheConnectionLost,
     CacheError,
     CacheQuotaExceeded,
     CacheTimeout,
     CacheUnavailable,
     CacheVersionConflict,
-    Meta,
 )
 
 __all__ = ["DB_NAME", "DB_VERSION", "STORES", "IndexedDBStore", "translate_error"]

@@ -43,14 +43,8 @@ Every store error is a `CacheError` (translated by the adapter, in one place). `
 never raises: on the first store failure it switches to a `MemoryStore` for the rest
 of the session and reports it once through `on_notice` (the page shows it), and every
 store call is bounded by a timeout, so a failing cache never blocks or breaks sending.
-
-    CacheError                     (firsttoken.errors)
-    ├── CacheCorrupt               a record did not verify (not a store failure)
-    ├── CacheUnavailable           storage cannot be opened or used (private mode, …)
-    │   └── CacheTimeout           an operation did not finish in time
-    ├── CacheQuotaExceeded         a write hit the storage quota
-    ├── CacheConnectionLost        the connection closed under us (reopened once first)
-    └── CacheVersionConflict       another tab opened a newer schema, or blocked ours
+The kinds of failure (`CacheCorrupt`, `CacheUnavailable`, …) are drawn with the rest of
+the error tree in `firsttoken.errors`, where store adapters take them from.
 """
 
 from __future__ import annotations
@@ -61,39 +55,20 @@ import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Coroutine, Protocol, Sequence
 
-from .entries import (
-    KEY_SCHEME,
-    RECORD_MAGIC,
-    CacheConnectionLost,
-    CacheCorrupt,
-    CacheQuotaExceeded,
-    CacheTimeout,
-    CacheUnavailable,
-    CacheVersionConflict,
-    Entry,
-    Meta,
-    cache_key,
-    decode_entry,
-    encode_entry,
-    plan_eviction,
-    text_digest,
-)
-from ..errors import CacheError
+from ..errors import CacheCorrupt, CacheError, CacheTimeout, CacheUnavailable
+from ..notices import CacheDegraded
+from .entries import KEY_SCHEME, RECORD_MAGIC, Entry, Meta, cache_key, decode_entry, encode_entry, plan_eviction, text_digest
 
 __all__ = [
-    "KEY_SCHEME",
-    "RECORD_MAGIC",
-    "CacheCorrupt",
-    "CacheUnavailable",
-    "CacheTimeout",
-    "CacheQuotaExceeded",
-    "CacheConnectionLost",
-    "CacheVersionConflict",
-    "Entry",
-    "Meta",
+    # the cache
+    "Cache",
     "Store",
     "MemoryStore",
-    "Cache",
+    # what it keeps (`firsttoken.cache.entries`)
+    "Entry",
+    "Meta",
+    "KEY_SCHEME",
+    "RECORD_MAGIC",
     "cache_key",
     "text_digest",
     "encode_entry",
@@ -168,7 +143,8 @@ class MemoryStore:
 # ---- the cache -------------------------------------------------------------------------------
 
 
-Notice = Callable[[dict[str, Any]], Any]
+#: Told once, when the cache falls back to memory (the core hands it to `firsttoken.notices`).
+OnNotice = Callable[[CacheDegraded], Any]
 
 
 class Cache:
@@ -188,7 +164,7 @@ class Cache:
         timeout_s: float = 5.0,
         hot_entries: int = 8,
         clock: Callable[[], float] = time.time,
-        on_notice: Notice | None = None,
+        on_notice: OnNotice | None = None,
     ) -> None:
         self._store: Store = store if store is not None else MemoryStore()
         self.hot_entries = hot_entries
@@ -332,15 +308,13 @@ class Cache:
         self.degraded = error.code
         if self.on_notice is not None:
             self.on_notice(
-                {
-                    "code": "cache_degraded",
-                    "reason": error.code,
-                    "store": "memory",
-                    "message": f"Prompt cache: {old.kind} failed ({error.message or error.code}); "
+                CacheDegraded(
+                    reason=error.code,
+                    store="memory",
+                    message=f"Prompt cache: {old.kind} failed ({error.message or error.code}); "
                     "keeping prepared system messages in memory for this session.",
-                }
+                )
             )
-
 
 async def _bounded(work: Awaitable[Any], timeout_s: float) -> Any:
     return await asyncio.wait_for(work, timeout_s)

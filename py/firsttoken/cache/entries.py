@@ -1,5 +1,5 @@
-"""What `firsttoken.cache` stores and how a stored record is verified; its errors; which
-records to evict. Pure: no I/O, no clock. See `firsttoken.cache` for the design."""
+"""What `firsttoken.cache` stores and how a stored record is verified, and which records
+to evict. Pure: no I/O, no clock. See `firsttoken.cache` for the design."""
 
 from __future__ import annotations
 
@@ -8,17 +8,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..errors import CacheError
+from ..errors import CacheCorrupt
 
 __all__ = [
     "KEY_SCHEME",
     "RECORD_MAGIC",
-    "CacheCorrupt",
-    "CacheUnavailable",
-    "CacheTimeout",
-    "CacheQuotaExceeded",
-    "CacheConnectionLost",
-    "CacheVersionConflict",
     "Entry",
     "Meta",
     "cache_key",
@@ -33,38 +27,6 @@ __all__ = [
 #: records simply stop matching (and age out) instead of being misread.
 KEY_SCHEME = "firsttoken.cache/2"  # 2: entries carry the repeats state after them
 RECORD_MAGIC = "ft1"
-
-
-class CacheCorrupt(CacheError):
-    """A record did not verify against its hashes, or is not an entry at all."""
-
-    code = "cache_corrupt"
-
-
-class CacheUnavailable(CacheError):
-    """The store cannot be opened or used (e.g. IndexedDB in a private window)."""
-
-    code = "cache_unavailable"
-
-
-class CacheTimeout(CacheUnavailable):
-    code = "cache_timeout"
-
-
-class CacheQuotaExceeded(CacheError):
-    code = "cache_quota_exceeded"
-
-
-class CacheConnectionLost(CacheError):
-    """The connection was closed under us (WebKit does so when an app is backgrounded)."""
-
-    code = "cache_connection_lost"
-
-
-class CacheVersionConflict(CacheError):
-    """Another tab holds a newer schema version, or blocked our upgrade."""
-
-    code = "cache_version_conflict"
 
 
 # ---- keys and entries ----------------------------------------------------------------

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Span", "Language", "rebuild", "classify_leading_license", "words_outside"]
+__all__ = ["Span", "Language", "GiveUp", "rebuild", "classify_leading_license", "lexed", "words_outside"]
 
 PLAIN = "plain"
 DOC = "doc"
@@ -66,6 +66,21 @@ class Language:
     inner_runs: bool = True
     #: may leading indentation go? (only where the grammar ignores it; see `rebuild`)
     dedent: bool = False
+
+
+class GiveUp(Exception):
+    """Raised inside a hand-written lexer that meets what it cannot follow (`lexed`)."""
+
+
+def lexed(scan: Callable[[str], list[Span]], text: str) -> list[Span] | None:
+    """The spans `scan` finds in `text`, with the leading license marked; None when it
+    gave up (`GiveUp`): the block is then left as written (`fences`)."""
+    try:
+        spans = scan(text)
+    except GiveUp:
+        return None
+    classify_leading_license(text, spans)
+    return spans
 
 
 def classify_leading_license(text: str, spans: list[Span]) -> None:

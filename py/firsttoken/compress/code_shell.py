@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from .code import DIRECTIVE, Span, classify_leading_license
+from .code import DIRECTIVE, GiveUp, Span, classify_leading_license, lexed
 
 __all__ = ["lex_shell", "lex_dockerfile"]
 
@@ -33,14 +33,10 @@ _SESSION = re.compile(r"^[ \t]*\$ ", re.M)
 _DIRECTIVE = re.compile(r"#!|#\s*shellcheck\s")
 
 
-class _GiveUp(Exception):
-    pass
-
-
 def _squote(text: str, pos: int) -> int:
     end = text.find("'", pos + 1)
     if end < 0:
-        raise _GiveUp
+        raise GiveUp
     return end + 1
 
 
@@ -48,7 +44,7 @@ def _ansi(text: str, pos: int) -> int:
     # $'…' allows backslash escapes, including \'.
     m = re.compile(r"\$'(?:[^'\\]|\\[\s\S])*'").match(text, pos)
     if m is None:
-        raise _GiveUp
+        raise GiveUp
     return m.end()
 
 
@@ -63,7 +59,7 @@ def _backquote(text: str, pos: int) -> int:
         if c == "`":
             return i + 1
         i += 1
-    raise _GiveUp
+    raise GiveUp
 
 
 def _param(text: str, pos: int) -> int:
@@ -74,7 +70,7 @@ def _param(text: str, pos: int) -> int:
     while i < n:
         c = text[i]
         if c in "'\"`":
-            raise _GiveUp
+            raise GiveUp
         if c == "\\":
             i += 2
             continue
@@ -87,7 +83,7 @@ def _param(text: str, pos: int) -> int:
             if depth == 0:
                 return i + 1
         i += 1
-    raise _GiveUp
+    raise GiveUp
 
 
 def _dquote(text: str, pos: int) -> int:
@@ -105,7 +101,7 @@ def _dquote(text: str, pos: int) -> int:
             i = _dollar(text, i)
         else:
             i += 1
-    raise _GiveUp
+    raise GiveUp
 
 
 def _dollar(text: str, pos: int) -> int:
@@ -148,24 +144,19 @@ def _cmdsub(text: str, pos: int) -> int:
             nl = text.find("\n", i)
             i = n if nl < 0 else nl
         elif c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
-            raise _GiveUp
+            raise GiveUp
         elif text.startswith("case", i) and (i == 0 or not text[i - 1].isalnum()) and not text[i + 4 : i + 5].isalnum():
-            raise _GiveUp
+            raise GiveUp
         else:
             i += 1
-    raise _GiveUp
+    raise GiveUp
 
 
 def lex_shell(text: str) -> list[Span] | None:
     """String, here-document and comment spans of a shell script, or None."""
     if _SESSION.search(text):
         return None
-    try:
-        spans = _scan(text)
-    except _GiveUp:
-        return None
-    classify_leading_license(text, spans)
-    return spans
+    return lexed(_scan, text)
 
 
 def _scan(text: str) -> list[Span]:
@@ -189,7 +180,7 @@ def _scan(text: str) -> list[Span]:
             # A quote after "<<EOF" on the same line could run past the body start.
             end = {"'": _squote, '"': _dquote, "`": _backquote, "$": _dollar}[c](text, i)
             if "\n" in text[i:end]:
-                raise _GiveUp
+                raise GiveUp
         if c == "#":
             if i == 0 or text[i - 1] in " \t\n":
                 nl = text.find("\n", i)
@@ -221,12 +212,12 @@ def _scan(text: str) -> list[Span]:
                 continue
             h = _HEREDOC.match(text, i)
             if h is None:
-                raise _GiveUp
+                raise GiveUp
             delim = h.group(2) or h.group(3) or h.group(4)
             pending.append((h.group(1) == "-", delim))
             pos = h.end()
     if pending:
-        raise _GiveUp
+        raise GiveUp
     return spans
 
 
@@ -235,7 +226,7 @@ def _bodies(text: str, pos: int, pending: list[tuple[bool, str]], spans: list[Sp
         start = pos
         while True:
             if pos >= len(text):
-                raise _GiveUp
+                raise GiveUp
             nl = text.find("\n", pos)
             end = len(text) if nl < 0 else nl + 1
             line = text[pos:end].rstrip("\n").rstrip("\r")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .code import DIRECTIVE, Span, classify_leading_license
+from .code import DIRECTIVE, GiveUp, Span, lexed
 
 __all__ = ["lex_yaml", "may_drop"]
 
@@ -31,18 +31,9 @@ _NEW_NODE = re.compile(
 )
 
 
-class _GiveUp(Exception):
-    pass
-
-
 def lex_yaml(text: str) -> list[Span] | None:
     """String, block-scalar and comment spans of a YAML document, or None."""
-    try:
-        spans = _scan(text)
-    except _GiveUp:
-        return None
-    classify_leading_license(text, spans)
-    return spans
+    return lexed(_scan, text)
 
 
 def _indent(text: str, start: int) -> int:
@@ -83,9 +74,9 @@ def _scan(text: str) -> list[Span]:
         if start_ok and c in "'\"":
             m = (_DQ if c == '"' else _SQ).match(text, p)
             if m is None:
-                raise _GiveUp
+                raise GiveUp
             if "\n" in m.group() and _AFTER_CLOSE.match(text, m.end()) is None:
-                raise _GiveUp  # a multi-line quote that closes oddly: we may be out of step
+                raise GiveUp  # a multi-line quote that closes oddly: we may be out of step
             spans.append(Span(p, m.end(), "s"))
             p = m.end()
             start_ok = False

@@ -56,7 +56,7 @@ from .. import tokens
 from ..cache import Cache, Entry
 from ..compress import RepeatState, Report, compress_messages
 from ..compress.report import sum_reports
-from ..stream.client import ChatSettings
+from ..settings import ChatSettings
 from .counts import TextCounts, texts_of
 from .lead import Lead, cache_keys, cached, compression_id, entry_for, leading_system_count
 from .memory import ConversationMemory, Point, prefix_digests
@@ -64,20 +64,35 @@ from .memory import ConversationMemory, Point, prefix_digests
 __all__ = ["ConversationMemory", "Prepared", "TextCounts", "prepare", "leading_system_count", "compression_id"]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Prepared:
-    """What `prepare` made.
+    """What `prepare` made: the messages to send, what was done to them (the fields of
+    `chat.prepared` decided here, named as there: bridge/PROTOCOL.md), the cache entries
+    of the leading system messages (for gateway references), and the count as written."""
 
-    `messages` go to the server; `fields` are the `chat.prepared` fields decided here
-    (`compression`, `saved`, `saved_unit`, `prompt_tokens`, `exact`, `dropped`,
-    `truncated`, `prepare_ms` and, with a cache, `cache`); `lead` holds the cache
-    entries of the leading system messages (for gateway references); `uncompressed`
-    is the prompt's count as written (None without a counter).
-    """
-
+    #: What goes to the server: compressed and fitted.
     messages: list[dict[str, Any]]
-    fields: dict[str, Any]
+    #: The prompt budget it was fitted into, and whether the model's window is known
+    #: (else the budget is a guess: `tokens.budget_for`).
+    budget: int
+    window_known: bool
+    #: The whole compression report (`Report.to_dict()`), or None (level "off").
+    compression: dict[str, Any] | None
+    #: What compression saved, per message, in `saved_unit` ("tokens", or "chars"
+    #: without a counter).
+    saved: list[int | None]
+    saved_unit: str
+    #: The count of `messages` (None without a counter), exact or estimated.
+    prompt_tokens: int | None
+    exact: bool
+    #: Indices of messages fitting dropped, and of those it cut (`{index, tokens_cut}`).
+    dropped: list[int]
+    truncated: list[dict[str, Any]]
+    #: What the cache did for the leading system messages; None without a cache.
+    cache: dict[str, Any] | None
+    prepare_ms: float
     lead: list[Entry] = field(default_factory=list)
+    #: The prompt's count as written (None without a counter).
     uncompressed: int | None = None
 
 
@@ -139,14 +154,15 @@ async def prepare(
     messages: Sequence[Mapping[str, Any]],
     settings: ChatSettings,
     *,
-    budget: int,
+    budget: int | None = None,
     counter: Callable[[str], int] | None,
     clock: Callable[[], float],
     cache: Cache | None = None,
     memory: ConversationMemory | None = None,
     live: bool = False,
 ) -> Prepared:
-    """Compress, count and fit `messages` into `budget` prompt tokens.
+    """Compress, count and fit `messages` into `budget` prompt tokens (by default the
+    settings' budget: `tokens.budget_for`).
 
     `counter` counts one text exactly in the model's encoding, or is None (no encoder
     yet: the messages are compressed but neither counted nor fitted, and savings are
@@ -161,6 +177,8 @@ async def prepare(
     """
     started = clock()
     model, level = settings.model, settings.compress
+    default_budget, window_known = tokens.budget_for(settings)
+    budget = default_budget if budget is None else budget
     encoding, _ = tokens.encoding_for_model(model)
     counts: TextCounts | None = None
     if counter is not None:
@@ -213,40 +231,51 @@ async def prepare(
             if stored and not live:
                 cache.spawn(cache.put(lead.entry))
 
-    fields: dict[str, Any] = {"compression": None, "saved": []}
+    compression: dict[str, Any] | None = None
+    saved: list[int | None] = []
     if rest_reports is not None:
         reports = [lead.report for lead in leads if lead.report is not None] + rest_reports
         if reports:
-            fields["compression"] = sum_reports(level, reports).to_dict()
-        fields["saved"] = [r.saved_tokens if counts is not None else r.saved_chars for r in reports]
-    fields["saved_unit"] = "tokens" if counts is not None else "chars"
+            compression = sum_reports(level, reports).to_dict()
+        saved = [r.saved_tokens if counts is not None else r.saved_chars for r in reports]
 
     # 2-3. Count and fit, every text through the one memo.
     to_send = head + rest
     uncompressed = None
-    if counts is None:
-        fields.update(prompt_tokens=None, exact=False, dropped=[], truncated=[])
-    else:
+    prompt_tokens: int | None = None
+    exact, dropped, truncated = False, [], []
+    if counts is not None:
         fit = tokens.fit_messages(to_send, budget, model, reserve_for_reply=0, count=counts)
-        fields.update(
-            prompt_tokens=fit.total,
-            exact=fit.exact,
-            dropped=list(fit.dropped),
-            truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated],
-        )
+        prompt_tokens, exact, dropped = fit.total, fit.exact, list(fit.dropped)
+        truncated = [{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated]
         uncompressed = tokens.count_chat(messages, model, count=counts)
         if memory is not None:
             memory.keep_counts(encoding, counts.of(t for m in (*messages, *to_send) for t in texts_of(m)))
         to_send = fit.messages
 
+    cache_status: dict[str, Any] | None = None
     if cache is not None:
         status = "none" if not k else "hit" if hits == k else "miss"
-        fields["cache"] = {
+        cache_status = {
             "system": status,
             "messages": k,
             "store": cache.backend,
             # Where a hit came from: "memory" (this session) or "store" (e.g. after a reload).
             "source": ("store" if "store" in sources else "memory") if status == "hit" else None,
         }
-    fields["prepare_ms"] = round(clock() - started, 3)
-    return Prepared(to_send, fields, [lead.entry for lead in leads if lead.entry is not None], uncompressed)
+    return Prepared(
+        messages=to_send,
+        budget=budget,
+        window_known=window_known,
+        compression=compression,
+        saved=saved,
+        saved_unit="tokens" if counts is not None else "chars",
+        prompt_tokens=prompt_tokens,
+        exact=exact,
+        dropped=dropped,
+        truncated=truncated,
+        cache=cache_status,
+        prepare_ms=round(clock() - started, 3),
+        lead=[lead.entry for lead in leads if lead.entry is not None],
+        uncompressed=uncompressed,
+    )

@@ -2,28 +2,35 @@
 
 The client never does I/O itself. It takes a `Transport` (the worker's `fetch` in the
 page, a socket in end-to-end tests, canned chunks in unit tests), builds the HTTP
-request, feeds the response bytes to the pure `completions.ChatStream`, and reports
-what happened through a callback. Cancellation goes through an `AbortSignal` that the
-transport wires to its own mechanism (an AbortController in the browser).
+request, feeds the response bytes to the pure `completions.ChatStream`, and yields
+what happened as typed events (`Response`, `BytesSeen`, `Text`, then `Finished`), which
+the caller (`firsttoken.chat`) watches for text, for its rate limits and for silences.
+Cancellation goes through an `AbortSignal` that the transport wires to its own
+mechanism (an AbortController in the browser).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping, Protocol
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Union
 
 from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
 from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
 from ..ratelimit import parse_retry_after_headers
+from ..settings import ChatSettings
 from .resume import stream_id_of
 
 __all__ = [
     "AbortSignal",
-    "ChatSettings",
+    "BytesSeen",
+    "Finished",
     "HTTPRequest",
     "HTTPResponse",
+    "Response",
+    "StreamEvent",
+    "Text",
     "Transport",
     "Timings",
     "build_request",
@@ -81,51 +88,6 @@ class HTTPResponse(Protocol):
 
 class Transport(Protocol):
     async def send(self, request: HTTPRequest, abort: AbortSignal) -> HTTPResponse: ...
-
-
-@dataclass
-class ChatSettings:
-    """Where and how to send. `api_key` is sent as a bearer token and never logged."""
-
-    base_url: str = "/v1"
-    model: str = "firsttoken-sim"
-    api_key: str = field(default="", repr=False)
-    headers: dict[str, str] = field(default_factory=dict)
-    max_tokens: int | None = None
-    #: Compression level for outgoing prompts ("safe", "balanced", "max"), or "off".
-    compress: str = "balanced"
-    #: The model's context window, when the user knows better than our table.
-    context_window: int | None = None
-    #: Seconds without a byte after which the reply says it is still waiting (`chat.stall`).
-    stall_notice_s: float = 10.0
-    #: Seconds without a byte after which the request ends with `timeout`.
-    stall_timeout_s: float = 60.0
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
-        headers = data.get("headers") or {}
-        max_tokens = data.get("max_tokens")
-        return cls(
-            base_url=str(data.get("base_url") or cls.base_url),
-            model=str(data.get("model") or cls.model),
-            api_key=str(data.get("api_key") or ""),
-            headers={str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {},
-            max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None,
-            compress=str(data.get("compress") or cls.compress),
-            context_window=_positive_int(data.get("context_window")),
-            stall_notice_s=_positive_number(data.get("stall_notice_s")) or cls.stall_notice_s,
-            stall_timeout_s=_positive_number(data.get("stall_timeout_s")) or cls.stall_timeout_s,
-        )
-
-
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _positive_number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf"):
-        return float(value)
-    return None
 
 
 def build_request(
@@ -198,10 +160,45 @@ async def _status_error(response: HTTPResponse, now: float) -> HTTPStatusError:
     )
 
 
-# (content_text, reasoning_text, server_sent_ms, last_event) of one network chunk;
-# `last_event` is the number of the last stream event taken (0 unless the stream is
-# numbered by a firsttoken gateway: `firsttoken.stream.resume`).
-OnText = Callable[[str, str, list[float], int], None]
+# ---- what one request yields ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The response's status and headers arrived (bytes too: the connection is alive)."""
+
+    status: int
+    headers: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class BytesSeen:
+    """A network chunk arrived, text in it or not (a keep-alive comment is one): the
+    connection is alive (`firsttoken.stall`). Comes before the chunk's `Text`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Choice 0's text (and reasoning) from one network chunk. `sent_ms`: the server's
+    send stamps in it; `event`: the number of the last stream event taken (0 unless the
+    stream is numbered by a firsttoken gateway: `firsttoken.stream.resume`)."""
+
+    text: str
+    reasoning: str
+    sent_ms: list[float]
+    event: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The answer is complete: the last event."""
+
+    completion: Completion
+
+
+StreamEvent = Union[Response, BytesSeen, Text, Finished]
+
+_BYTES_SEEN = BytesSeen()
 
 # The built-in model can stamp each chunk with the moment it was sent (`stamp=1`), so
 # that benchmarks measure chunk-to-paint latency end to end. The stamps are picked out of
@@ -222,19 +219,15 @@ async def stream_chat(
     request: HTTPRequest,
     *,
     abort: AbortSignal,
-    on_text: OnText,
     clock: Callable[[], float],
     timings: Timings | None = None,
-    on_response: Callable[[int, Mapping[str, str]], Any] | None = None,
-    on_bytes: Callable[[], Any] | None = None,
     stream: ChatStream | None = None,
-) -> Completion:
-    """Send `request`, call `on_text` once per network chunk that carried text, and
-    return the assembled completion. Errors are firsttoken errors carrying `partial`,
-    the answer so far as `ChatStream` assembled it. `clock`: milliseconds since the
-    epoch (an HTTP-date in `retry-after` is measured against it when the response has
-    no `Date`). `on_bytes` is called whenever bytes arrived (headers, then each
-    network chunk, keep-alive comments included), for `firsttoken.stall`. `stream`:
+) -> AsyncIterator[StreamEvent]:
+    """Send `request` and yield what happens: `Response` once, then per network chunk
+    `BytesSeen` and, when it carried text, `Text`; `Finished` with the assembled
+    completion last. Errors are firsttoken errors carrying `partial`, the answer so far
+    as `ChatStream` assembled it. `clock`: milliseconds since the epoch (an HTTP-date in
+    `retry-after` is measured against it when the response has no `Date`). `stream`:
     the answer this response continues (a resumed stream: `firsttoken.stream.resume`);
     by default a new one.
     """
@@ -245,14 +238,11 @@ async def stream_chat(
         stream = ChatStream()
     else:
         stream.reconnect()
-    delivered = len(stream.partial)  # characters of choice 0's text passed to on_text
+    delivered = len(stream.partial)  # characters of choice 0's text yielded as `Text`
     try:
         response = await transport.send(request, abort)
         timings.headers = clock()
-        if on_bytes is not None:
-            on_bytes()
-        if on_response is not None:
-            on_response(response.status, response.headers)
+        yield Response(response.status, response.headers)
         if not 200 <= response.status < 300:
             raise await _status_error(response, clock() / 1000.0)
         if stream_id_of(response.headers) is not None:
@@ -264,17 +254,17 @@ async def stream_chat(
             timings.first_byte = timings.first_delta = clock()
             completion = parse_completion(body)
             if completion.content:
-                on_text(completion.content, completion.reasoning or "", [], 0)
+                yield Text(completion.content, completion.reasoning or "", [], 0)
             timings.done = clock()
-            return completion
+            yield Finished(completion)
+            return
         async for chunk in response.chunks():
             if abort.aborted:
                 raise Aborted("stopped", partial=stream.partial)
             if timings.first_byte is None:
                 timings.first_byte = clock()
             timings.bytes += len(chunk)
-            if on_bytes is not None:
-                on_bytes()
+            yield _BYTES_SEEN
             content: list[str] = []
             reasoning: list[str] = []
             try:
@@ -284,7 +274,7 @@ async def stream_chat(
                 # the page, so that what the server sent before failing stays on screen.
                 missing = stream.partial[delivered:]
                 if missing:
-                    on_text(missing, "", sent_stamps(chunk), stream.last_event)
+                    yield Text(missing, "", sent_stamps(chunk), stream.last_event)
                 raise
             for update in updates:
                 if isinstance(update, ContentDelta) and update.index == 0:
@@ -296,12 +286,12 @@ async def stream_chat(
                     timings.first_delta = clock()
                 text = "".join(content)
                 delivered += len(text)
-                on_text(text, "".join(reasoning), sent_stamps(chunk), stream.last_event)
+                yield Text(text, "".join(reasoning), sent_stamps(chunk), stream.last_event)
         if abort.aborted:
             raise Aborted("stopped", partial=stream.partial)
         completion = stream.close()
         timings.done = clock()
-        return completion
+        yield Finished(completion)
     except FirstTokenError as exc:
         if abort.aborted and not isinstance(exc, Aborted):
             raise Aborted("stopped", partial=stream.partial) from exc

@@ -30,6 +30,7 @@ from ..errors import (
     TruncatedStream,
     UpstreamError,
 )
+from .types import __all__ as _TYPES
 from .types import (
     Choice,
     Completion,
@@ -45,22 +46,8 @@ from .types import (
 )
 from .sse import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder
 
-__all__ = [
-    "DEFAULT_MAX_CHARS",
-    "ChatStream",
-    "Choice",
-    "Completion",
-    "ContentDelta",
-    "FinishReason",
-    "ReasoningDelta",
-    "RefusalDelta",
-    "RoleDelta",
-    "StreamDone",
-    "ToolCallDelta",
-    "Update",
-    "UsageUpdate",
-    "parse_completion",
-]
+# The update and answer types are part of this module's surface too.
+__all__ = ["DEFAULT_MAX_CHARS", "ChatStream", "parse_completion", *_TYPES]
 
 #: Most characters one answer may assemble (16 Mi), counting content, reasoning,
 #: refusal and tool-call arguments of every choice: ~100x a long answer, yet a bound

@@ -34,27 +34,26 @@ class RoleDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class ContentDelta:
+class _TextDelta:
+    # The shape of the three kinds of text; each stays its own type, so that the
+    # assembler and the client tell them apart by `isinstance` (and they never compare equal).
+    text: str
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ContentDelta(_TextDelta):
     """More answer text for choice `index`."""
 
-    text: str
-    index: int = 0
-
 
 @dataclass(frozen=True, slots=True)
-class ReasoningDelta:
+class ReasoningDelta(_TextDelta):
     """More reasoning ("thinking") text, from `reasoning_content` or `reasoning`."""
 
-    text: str
-    index: int = 0
-
 
 @dataclass(frozen=True, slots=True)
-class RefusalDelta:
+class RefusalDelta(_TextDelta):
     """More refusal text (the model declined; OpenAI structured outputs)."""
-
-    text: str
-    index: int = 0
 
 
 @dataclass(frozen=True, slots=True)

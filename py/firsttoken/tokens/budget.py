@@ -32,7 +32,7 @@ _CHARS_PER_TOKEN = 4
 
 
 class BudgetSettings(Protocol):
-    """What the budget depends on (`firsttoken.stream.client.ChatSettings` has it)."""
+    """What the budget depends on (`firsttoken.settings.ChatSettings` has it)."""
 
     model: str
     context_window: int | None

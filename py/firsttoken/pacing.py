@@ -1,4 +1,5 @@
-"""Delta flow control: at most one `chat.delta` the page has not yet taken.
+"""Delta pacing: at most one `chat.delta` the page has not yet taken (the protocol's
+"flow control", bridge/PROTOCOL.md).
 
 A slow phone's main thread handles each message as a task of its own, and at hundreds
 of chunks a second those tasks crowd out the frames that paint them. A page that says

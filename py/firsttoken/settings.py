@@ -1,0 +1,60 @@
+"""What the page says about where and how to send: `ChatSettings`.
+
+Its own module because both the page protocol (`firsttoken.protocol`, which validates
+`chat.send` and `tokens.count`) and the transport layer (`firsttoken.stream.client`,
+which builds the request) read it: neither should have to import the other for it.
+The wire form is bridge/PROTOCOL.md, "settings".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["ChatSettings"]
+
+
+@dataclass
+class ChatSettings:
+    """Where and how to send. `api_key` is sent as a bearer token and never logged."""
+
+    base_url: str = "/v1"
+    model: str = "firsttoken-sim"
+    api_key: str = field(default="", repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    max_tokens: int | None = None
+    #: Compression level for outgoing prompts ("safe", "balanced", "max"), or "off".
+    compress: str = "balanced"
+    #: The model's context window, when the user knows better than our table.
+    context_window: int | None = None
+    #: Seconds without a byte after which the reply says it is still waiting (`chat.stall`).
+    stall_notice_s: float = 10.0
+    #: Seconds without a byte after which the request ends with `timeout`.
+    stall_timeout_s: float = 60.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
+        """Settings from their JSON form; a value of the wrong type counts as absent."""
+        headers = data.get("headers") or {}
+        max_tokens = data.get("max_tokens")
+        return cls(
+            base_url=str(data.get("base_url") or cls.base_url),
+            model=str(data.get("model") or cls.model),
+            api_key=str(data.get("api_key") or ""),
+            headers={str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {},
+            max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None,
+            compress=str(data.get("compress") or cls.compress),
+            context_window=_positive_int(data.get("context_window")),
+            stall_notice_s=_positive_number(data.get("stall_notice_s")) or cls.stall_notice_s,
+            stall_timeout_s=_positive_number(data.get("stall_timeout_s")) or cls.stall_timeout_s,
+        )
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _positive_number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf"):
+        return float(value)
+    return None
