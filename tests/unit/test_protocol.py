@@ -234,6 +234,9 @@ CHAT = {"type": "chat.send", "id": "a", "messages": [{"role": "user", "content":
         ({**CHAT, "settings": []}, "'settings' of type dict"),
         ({"type": "tokens.count", "messages": [{"role": "user"}]}, "'settings' of type dict"),
         ("x" * (MAX_MESSAGE_BYTES + 1), "larger than"),
+        # Bytes of UTF-8, not characters: the page counts the same way (host-messages.js).
+        ("é" * (MAX_MESSAGE_BYTES // 2 + 1), "larger than"),
+        ("\ud800" * (MAX_MESSAGE_BYTES // 3 + 1), "larger than"),
     ],
 )
 def test_invalid_requests_say_what_is_wrong(raw: object, says: str) -> None:
