@@ -31,10 +31,10 @@ import {
 } from './snapshot.js';
 import { PROBE_BYTES, PROBE_MS, cpuScale, cpuWhile, snapshotPays, streamRate } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
+import { PROTOCOL_VERSION } from '../link/protocol.js';
 
 export { version };
 
-const PROTOCOL = 1;
 const now = () => performance.timeOrigin + performance.now();
 const round = (ms) => Math.round(ms * 10) / 10;
 const record = { start: now(), snapshot: 'none' };
@@ -53,7 +53,7 @@ const record = { start: now(), snapshot: 'none' };
 let channel = null;
 const early = [];
 function progress(stage, detail = {}) {
-  const text = JSON.stringify({ v: PROTOCOL, type: 'boot.progress', stage, t: now(), ...detail });
+  const text = JSON.stringify({ v: PROTOCOL_VERSION, type: 'boot.progress', stage, t: now(), ...detail });
   if (channel) channel.postMessage(text);
   else early.push(text);
 }

@@ -12,11 +12,12 @@
 import { loadPyodide, version } from '../../vendor/pyodide/pyodide.mjs';
 import { PYODIDE, fetchPackage, writeSnapshot } from './snapshot.js';
 import { makeSnapshot } from './make-snapshot.js';
+import { PROTOCOL_VERSION } from '../link/protocol.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
 function report(stage, detail) {
-  postMessage(JSON.stringify({ v: 1, type: 'boot.progress', stage, t: now(), ...detail }));
+  postMessage(JSON.stringify({ v: PROTOCOL_VERSION, type: 'boot.progress', stage, t: now(), ...detail }));
 }
 
 async function make() {

@@ -40,7 +40,8 @@ import { RUNTIME } from '../boot/snapshot.js';
 import { makeSnapshotInBackground, registerServiceWorker } from '../boot/next-visit.js';
 import { BootProgress, wireBytes } from '../boot/progress.js';
 import { onPageTimeline } from '../boot/timeline.js';
-import { PROTOCOL_VERSION, readEvent } from './envelope.js';
+import { readEvent } from './envelope.js';
+import { PROTOCOL_VERSION } from './protocol.js';
 
 const DELTA_ACK = JSON.stringify({ v: PROTOCOL_VERSION, type: 'delta.ack' });
 // Dropped messages are all counted; only the first few are worth a console line each.
