@@ -101,8 +101,8 @@ export class Replies {
     return false;
   }
 
-  /** The conversation shown: history.js keeps several and has one open (`active`); a
-   * plain history (tests, hosts' harnesses) is its own. Replies remember theirs, so that
+  /** The conversation shown: the ConversationStore keeps several and has one open
+   * (`active`); a plain conversation (tests, hosts' harnesses) is its own. Replies remember theirs, so that
    * Stop, Send↔Stop and the outbox act on the one the user sees. */
   get shown() {
     return this.history.active ?? this.history;
@@ -569,7 +569,7 @@ export class Replies {
 }
 
 // Which conversation an outbox item belongs to: the history's own id once there are
-// several (js/page/history.js), else the one there is.
+// several (js/page/conversation-store.js), else the one there is.
 const conversationId = (conversation) => conversation.id ?? 'default';
 
 const targetOf = (settings) => ({ base_url: settings.base_url ?? '', model: settings.model ?? '' });
