@@ -283,7 +283,7 @@ export function attachHosts(link, options = {}) {
     return send(msg);
   };
   // Where a request with the page's `settings` would go now, host settings overlaid
-  // (the outbox checks a queued prompt against it before sending: js/page/replies.js).
+  // (the outbox checks a queued prompt against it before sending: js/page/outbox-sender.js).
   link.effectiveSettings = (settings) => (Object.keys(hostSettings).length ? coreSettings(settings, hostSettings) : settings);
 
   return { counts: () => structuredClone(counts) };

@@ -59,7 +59,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     settings: () => settings.forRequest(),
   });
   const replies = new Replies({
-    link, view, history: store, settings, header: els,
+    link, view, store, settings, header: els,
     connection: new Connection({ before: els.chat }),
     onBusy: (busy) => showSendOrStop(els, busy),
     onSettled: (li, state, msg) => {
