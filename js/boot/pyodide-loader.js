@@ -41,8 +41,8 @@ const record = { start: now(), snapshot: 'none' };
 
 // ---- progress -------------------------------------------------------------------------
 // Boot stages go to the page as protocol messages (bridge/PROTOCOL.md `boot.progress`)
-// on a BroadcastChannel that the page names (js/link/python-link.js): PyScript hands the page its
-// worker only once Python is ready, too late to hear how the boot went. The name
+// on a BroadcastChannel that the page names (js/boot/boot.js): PyScript hands the page
+// its worker only once Python is ready, too late to hear how the boot went. The name
 // travels in the fragment of this module's URL, as `#<name>/`. Not through
 // import.meta.url: a module answered by the service worker takes the cached
 // response's URL, fragment-less. But PyScript derives the `indexURL` it passes to

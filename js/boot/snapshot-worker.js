@@ -1,7 +1,7 @@
 // Makes the interpreter's memory snapshot, in the background, in a worker of its own.
 //
-// The page starts this worker (js/link/python-link.js) once Python is ready and did not come from
-// a snapshot: the first visit (when the gateway had no install-time snapshot for this
+// The page starts this worker (js/boot/boot.js) once Python is ready and did not come
+// from a snapshot: the first visit (when the gateway had no install-time snapshot for this
 // package), or a snapshot that was thrown away. It boots a second Pyodide and makes
 // the snapshot (make-snapshot.js), then stores it. The page's own interpreter is never
 // paused for this, and it never runs with `_makeSnapshot` (see pyodide-loader.js).
