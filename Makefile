@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test test-fast deps browser redis webkit lock clean bundle screenshots bench-% report
+.PHONY: run test test-fast deps protocol protocol browser redis webkit lock clean bundle screenshots bench-% report
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -27,10 +27,17 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The page's copy of the message protocol, generated from its one definition,
+# py/firsttoken/protocol.py (gateway/build/protocol_js.py). Committed, so the page is
+# served as it is; tests/unit/test_protocol_js.py fails while it is stale.
+js/link/protocol.js: py/firsttoken/protocol.py gateway/build/protocol_js.py | $(VENV)/.stamp
+	$(PY) -m gateway.build.protocol_js
+protocol: js/link/protocol.js
+
 # The install-time snapshot of the interpreter (gateway/build/bake.py): a first visit restores
 # it instead of booting Python. Baked again when the package, the snapshot code or the
 # npm packages change; the gateway serves it only while it matches the package.
-SNAPSHOT_INPUTS := $(shell find py/firsttoken -name '*.py') js/boot/make-snapshot.js js/boot/bake-snapshot.js js/boot/snapshot.js gateway/static.py gateway/stdlib.py
+SNAPSHOT_INPUTS := $(shell find py/firsttoken -name '*.py') js/boot/make-snapshot.js js/boot/bake-snapshot.js js/boot/snapshot.js js/link/protocol.js gateway/static.py gateway/stdlib.py
 build/snapshot/firsttoken.snapshot.json: $(VENV)/.stamp node_modules/.package-lock.json $(SNAPSHOT_INPUTS)
 	$(PY) -m gateway.build.bake
 
@@ -41,7 +48,7 @@ ENCODED_INPUTS := $(SNAPSHOT_INPUTS) index.html pyscript.toml py/boot.py $(shell
 build/encoded/index.json: $(VENV)/.stamp node_modules/.package-lock.json build/snapshot/firsttoken.snapshot.json $(ENCODED_INPUTS)
 	$(PY) -m gateway.build.encode
 
-deps: $(VENV)/.stamp node_modules/.package-lock.json build/snapshot/firsttoken.snapshot.json build/encoded/index.json
+deps: $(VENV)/.stamp node_modules/.package-lock.json js/link/protocol.js build/snapshot/firsttoken.snapshot.json build/encoded/index.json
 
 # Debian's Chromium: Playwright cannot download its own browser here (no CDN), so tests drive this one.
 browser:

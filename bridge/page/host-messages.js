@@ -8,10 +8,7 @@
 // are copied into a fresh object by name, and keys that could reach an object's
 // prototype are refused outright rather than trusted to be harmless.
 
-export const PROTOCOL = 1;
-
-/** Larger messages are refused before they are parsed (PROTOCOL.md, envelope). */
-export const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REQUESTS as CORE_REQUESTS } from '../../js/link/protocol.js';
 
 /** Longest request id a host may use (it is echoed in every event about the request). */
 export const MAX_ID_LENGTH = 256;
@@ -23,16 +20,25 @@ const UNSAFE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 const COMPRESS_LEVELS = new Set(['off', 'safe', 'balanced', 'max']);
 
-/** Request types a host may send, and the checks for each beyond the envelope. */
-const REQUESTS = {
-  hello: { id: 'optional' },
-  ping: { id: 'optional' },
-  'settings.set': { id: 'optional', settings: 'required' },
-  'chat.send': { id: 'required', messages: 'required', settings: 'optional' },
-  'chat.abort': { id: 'required' },
-  'chat.reconnect': { id: 'required' },
-  'tokens.count': { id: 'optional', messages: 'required', settings: 'optional' },
-};
+/** The page's own requests, which no host may send: flow control between the page and
+ * its worker (PROTOCOL.md, "What the page refuses"). */
+const PAGE_ONLY = new Set(['delta.ack']);
+
+/**
+ * Request types a host may send, and the checks for each beyond the envelope: the
+ * core's requests (js/link/protocol.js) but the page's own, with only the fields a host
+ * gives: `messages` as the core needs them, and `settings` optional, since the page's
+ * own settings fill them in (a host's `flow` or `resume` is not taken); and
+ * `settings.set`, which the page answers itself.
+ */
+const REQUESTS = { 'settings.set': { id: 'optional', settings: 'required' } };
+for (const [type, { id, fields }] of Object.entries(CORE_REQUESTS)) {
+  if (PAGE_ONLY.has(type)) continue;
+  const spec = { id };
+  if (fields.messages) spec.messages = fields.messages;
+  if (fields.settings) spec.settings = 'optional';
+  REQUESTS[type] = spec;
+}
 export const HOST_REQUEST_TYPES = Object.freeze(Object.keys(REQUESTS));
 
 /** A host message the page refuses; `id` is the request's id when one could be read. */
@@ -76,7 +82,7 @@ export function parseHostMessage(data) {
   if (!isObject(msg)) throw new InvalidHostMessage('a message must be a JSON object');
   const id = typeof msg.id === 'string' && msg.id.length <= MAX_ID_LENGTH ? msg.id : null;
   const fail = (message) => { throw new InvalidHostMessage(message, id); };
-  if ('v' in msg && msg.v !== PROTOCOL) fail(`unsupported protocol version; this page speaks ${PROTOCOL}`);
+  if ('v' in msg && msg.v !== PROTOCOL_VERSION) fail(`unsupported protocol version; this page speaks ${PROTOCOL_VERSION}`);
   if (typeof msg.type !== 'string') fail("the message has no string 'type'");
   const spec = Object.hasOwn(REQUESTS, msg.type) ? REQUESTS[msg.type] : null;
   if (!spec) fail(`unknown message type '${msg.type.slice(0, 60)}'`);

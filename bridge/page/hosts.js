@@ -37,7 +37,8 @@
 // refused with an `error` event (`invalid_message`) when the sender is a host we
 // answer, dropped and counted when it is not one (another origin, another frame).
 
-import { InvalidHostMessage, PROTOCOL, parseHostMessage } from './host-messages.js';
+import { InvalidHostMessage, parseHostMessage } from './host-messages.js';
+import { PROTOCOL_VERSION } from '../../js/link/protocol.js';
 
 const HOST_PREFIX = 'host:';
 const PAGE_PREFIX = 'page:';
@@ -130,14 +131,14 @@ export function attachHosts(link, options = {}) {
   };
   const channels = { native, port, embed };
 
-  const out = (channel, msg) => channel.send(JSON.stringify({ v: PROTOCOL, ...msg }));
+  const out = (channel, msg) => channel.send(JSON.stringify({ v: PROTOCOL_VERSION, ...msg }));
   // With no host attached (a page in a browser tab), the page's own stream costs nothing
   // here: no copy, no JSON, per delta.
   const attachedChannels = () => Object.values(channels).filter((channel) => channel.attached);
   const broadcast = (msg) => {
     const to = attachedChannels();
     if (!to.length) return;
-    const text = JSON.stringify({ v: PROTOCOL, ...msg });
+    const text = JSON.stringify({ v: PROTOCOL_VERSION, ...msg });
     for (const channel of to) channel.send(text);
   };
 
@@ -282,7 +283,7 @@ export function attachHosts(link, options = {}) {
     return send(msg);
   };
   // Where a request with the page's `settings` would go now, host settings overlaid
-  // (the outbox checks a queued prompt against it before sending: js/page/replies.js).
+  // (the outbox checks a queued prompt against it before sending: js/page/outbox-sender.js).
   link.effectiveSettings = (settings) => (Object.keys(hostSettings).length ? coreSettings(settings, hostSettings) : settings);
 
   return { counts: () => structuredClone(counts) };

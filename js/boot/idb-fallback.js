@@ -15,8 +15,8 @@
 // cache (py/firsttoken/browser/indexeddb.py) has its own typed handling of them. When
 // IndexedDB works, this costs nothing: the real request is the one PyScript sees.
 //
-// Imported first by pyodide-loader.js (in the worker) and by python-link.js (on the
-// page), so it is in place before PyScript opens either.
+// Imported first by pyodide-loader.js (in the worker) and by boot.js (on the page),
+// so it is in place before PyScript opens either.
 
 const PREFIX = 'IDBMap/';
 const databases = new Map(); // name → Map(store → Map(key → value)), for this realm's life

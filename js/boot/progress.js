@@ -5,7 +5,7 @@
 // a restore that failed and fell back to a plain boot, which reports `runtime` and
 // `wasm` again), so a stage that ranks at or below the one shown is ignored: the text
 // never goes back. The byte count is what the page's own prefetch of the runtime
-// (python-link.js) has received, plus the gateway's snapshot when the loader chose to
+// (boot.js) has received, plus the gateway's snapshot when the loader chose to
 // fetch it, in bytes on the wire (`wireBytes`): "Downloading Python 3.1 of 6.2 MB".
 // It shows from the moment every runtime file's length is known until the last byte,
 // and then never again, even if the snapshot adds to the total afterwards.

@@ -31,18 +31,18 @@ import {
 } from './snapshot.js';
 import { PROBE_BYTES, PROBE_MS, cpuScale, cpuWhile, snapshotPays, streamRate } from './snapshot-pays.js';
 import { registerTokenizer } from '../tokenizer/python-module.js';
+import { PROTOCOL_VERSION } from '../link/protocol.js';
 
 export { version };
 
-const PROTOCOL = 1;
 const now = () => performance.timeOrigin + performance.now();
 const round = (ms) => Math.round(ms * 10) / 10;
 const record = { start: now(), snapshot: 'none' };
 
 // ---- progress -------------------------------------------------------------------------
 // Boot stages go to the page as protocol messages (bridge/PROTOCOL.md `boot.progress`)
-// on a BroadcastChannel that the page names (js/link/python-link.js): PyScript hands the page its
-// worker only once Python is ready, too late to hear how the boot went. The name
+// on a BroadcastChannel that the page names (js/boot/boot.js): PyScript hands the page
+// its worker only once Python is ready, too late to hear how the boot went. The name
 // travels in the fragment of this module's URL, as `#<name>/`. Not through
 // import.meta.url: a module answered by the service worker takes the cached
 // response's URL, fragment-less. But PyScript derives the `indexURL` it passes to
@@ -53,7 +53,7 @@ const record = { start: now(), snapshot: 'none' };
 let channel = null;
 const early = [];
 function progress(stage, detail = {}) {
-  const text = JSON.stringify({ v: PROTOCOL, type: 'boot.progress', stage, t: now(), ...detail });
+  const text = JSON.stringify({ v: PROTOCOL_VERSION, type: 'boot.progress', stage, t: now(), ...detail });
   if (channel) channel.postMessage(text);
   else early.push(text);
 }

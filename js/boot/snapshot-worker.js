@@ -1,7 +1,7 @@
 // Makes the interpreter's memory snapshot, in the background, in a worker of its own.
 //
-// The page starts this worker (js/link/python-link.js) once Python is ready and did not come from
-// a snapshot: the first visit (when the gateway had no install-time snapshot for this
+// The page starts this worker (js/boot/boot.js) once Python is ready and did not come
+// from a snapshot: the first visit (when the gateway had no install-time snapshot for this
 // package), or a snapshot that was thrown away. It boots a second Pyodide and makes
 // the snapshot (make-snapshot.js), then stores it. The page's own interpreter is never
 // paused for this, and it never runs with `_makeSnapshot` (see pyodide-loader.js).
@@ -12,11 +12,12 @@
 import { loadPyodide, version } from '../../vendor/pyodide/pyodide.mjs';
 import { PYODIDE, fetchPackage, writeSnapshot } from './snapshot.js';
 import { makeSnapshot } from './make-snapshot.js';
+import { PROTOCOL_VERSION } from '../link/protocol.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
 function report(stage, detail) {
-  postMessage(JSON.stringify({ v: 1, type: 'boot.progress', stage, t: now(), ...detail }));
+  postMessage(JSON.stringify({ v: PROTOCOL_VERSION, type: 'boot.progress', stage, t: now(), ...detail }));
 }
 
 async function make() {

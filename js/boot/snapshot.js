@@ -21,8 +21,8 @@
 
 export const PYODIDE = new URL('../../vendor/pyodide/', import.meta.url).href;
 export const PACKAGE = new URL('../../py/firsttoken.zip', import.meta.url).href;
-// What Pyodide fetches while it loads, largest first (js/link/python-link.js fetches them early on
-// a first visit).
+// What Pyodide fetches while it loads, largest first (js/boot/boot.js fetches them early
+// on a first visit).
 // The install-time snapshot the gateway serves, when it has one (gateway/snapshot.py).
 export const SERVED = new URL('../../py/firsttoken.snapshot', import.meta.url).href;
 export const RUNTIME = ['pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide.asm.mjs', 'pyodide-lock.json']

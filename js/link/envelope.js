@@ -5,16 +5,15 @@
 // of a frame nor be taken for another one. Fields beyond the envelope are each event's
 // own business (unknown ones are ignored, as the protocol asks).
 
-export const PROTOCOL_VERSION = 1;
+import { EVENTS, PROTOCOL_VERSION } from './protocol.js';
 
-/** Every event type that reaches the page: from the core, and from the boot loader and
- * the snapshot maker (`boot.progress`). */
-export const EVENT_TYPES = Object.freeze([
-  'ready', 'pong', 'boot.progress',
-  'chat.prepared', 'chat.wait', 'chat.retry', 'chat.stream', 'chat.stall', 'chat.resume', 'chat.reconnecting',
-  'chat.delta', 'chat.done', 'chat.error',
-  'tokens.counted', 'notice', 'error',
-]);
+/** Events made in JavaScript, not by the core (PROTOCOL.md, "Boot"): the boot loader's
+ * and the snapshot maker's. */
+const FROM_JAVASCRIPT = ['boot.progress'];
+
+/** Every event type that reaches the page: the core's (js/link/protocol.js) and
+ * those made in JavaScript. */
+export const EVENT_TYPES = Object.freeze([...Object.keys(EVENTS), ...FROM_JAVASCRIPT]);
 const KNOWN = new Set(EVENT_TYPES);
 
 /** `text` read as an event: `{event}`, or `{reason}` saying why it is not one. Never throws. */

@@ -29,54 +29,17 @@
 //   link.addEventListener('failed', (e) => e.detail);     // {message}: Python did not start
 //   link.start();   // the page's entry calls this once; a host never needs to
 //
-// Boot: PyScript loads Pyodide through js/boot/pyodide-loader.js (pyscript.toml's
-// `interpreter`), which restores a memory snapshot when there is one. That module
-// reports each stage as a `boot.progress` event; `ready` carries the timings
-// (`boot`), which the link places on the page's timeline (js/boot/timeline.js). Once
-// Python is ready, the page is made ready for the next visit (js/boot/next-visit.js).
+// Boot: starting Python (PyScript's worker, the snapshot, the boot line, the next
+// visit) is js/boot/boot.js's; the link starts it, hands it the boot's events, and
+// keeps the messaging.
 
-import '../boot/idb-fallback.js'; // before PyScript, which opens an IndexedDB map as it loads
-import { RUNTIME } from '../boot/snapshot.js';
-import { makeSnapshotInBackground, registerServiceWorker } from '../boot/next-visit.js';
-import { BootProgress, wireBytes } from '../boot/progress.js';
-import { onPageTimeline } from '../boot/timeline.js';
-import { PROTOCOL_VERSION, readEvent } from './envelope.js';
+import { PythonBoot } from '../boot/boot.js';
+import { readEvent } from './envelope.js';
+import { PROTOCOL_VERSION } from './protocol.js';
 
 const DELTA_ACK = JSON.stringify({ v: PROTOCOL_VERSION, type: 'delta.ack' });
 // Dropped messages are all counted; only the first few are worth a console line each.
 const WARN_LIMIT = 20;
-
-const now = () => performance.timeOrigin + performance.now();
-
-// A first visit (no service worker yet) has Pyodide's runtime to download (4.6 MB as
-// brotli). Start now, while the page and PyScript load: the worker's own requests for
-// these files later find them in the HTTP cache (a 304). Later visits have them in the
-// service worker's cache, where this would only read them twice. What arrives is
-// counted, for the progress bar (js/boot/progress.js).
-const firstVisit = typeof navigator !== 'undefined' && !navigator.serviceWorker?.controller;
-const meter = new BootProgress(firstVisit ? RUNTIME.length : 0);
-let onBytes = () => {};
-async function prefetch(url) {
-  try {
-    const response = await fetch(url);
-    const { total, scale } = wireBytes(response.headers);
-    meter.expect(url, total);
-    onBytes();
-    const reader = response.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      meter.add(url, value.byteLength * scale);
-      onBytes();
-    }
-  } catch {
-    // Offline, or cut: the worker asks again and reports what fails.
-  } finally {
-    meter.done(url);
-    onBytes();
-  }
-}
-if (firstVisit) for (const url of RUNTIME) prefetch(url);
 
 export class PythonLink extends EventTarget {
   constructor() {
@@ -89,59 +52,15 @@ export class PythonLink extends EventTarget {
     this.worker = null;
     this.port = null;
     this.queue = [];
-    this.stages = {}; // boot stage → ms since bootStarted
-    this.bootStarted = now();
-    this.meter = meter;
-    this.shown = null; // the last progress told, to tell only changes
-    onBytes = () => this.progress();
+    this.booting = new PythonBoot({ onProgress: (view) => this.emit('progress', view) });
   }
 
-  /** Start Python. PyScript is imported here, after the page has painted. */
-  async start({
-    pyscript = 'vendor/pyscript/core.js', entry = 'py/boot.py', config = 'pyscript.toml',
-    serviceWorker = 'sw.js',
-  } = {}) {
+  /** Start Python (js/boot/boot.js), then open the protocol's channel with `hello`. */
+  async start(options = {}) {
     if (this.started) return;
     this.started = true;
-    const base = document.baseURI;
-    this.bootStarted = now();
-    performance.mark('firsttoken:boot:start');
-    this.serviceWorker = serviceWorker && new URL(serviceWorker, base).href;
-    this.progress('pyscript');
     try {
-      // (PyScript's own `py:progress` texts are not shown: they come in no fixed order.)
-      // The config first, then PyScript, and from PyScript's import to PyWorker nothing
-      // is awaited but PyScript itself. Its PyWorker (@pyscript/core 0.7.31, src/core.js:64)
-      // awaits `configs.get(TYPE).plugins`, a function rather than a promise, and so takes
-      // its worker hooks as they are at that moment: none, until the six plugin chunks
-      // its import starts loading have arrived (src/core.js:186 and :302). A worker
-      // without them is all we need. One with them gets PyScript's `pyscript` package,
-      // imported before py/boot.py, which we never use, and building them calls
-      // `Function(...)` on this thread (src/hooks.js:42). That is what failed the boot
-      // under a CSP without 'unsafe-eval', whenever this config took longer to arrive
-      // than those chunks (gateway/headers.py).
-      const toml = await fetch(new URL(config, base)).then((r) => {
-        if (!r.ok) throw new Error(`${config}: HTTP ${r.status}`);
-        return r.text();
-      });
-      const interpreter = /^\s*interpreter\s*=\s*"([^"]+)"/m.exec(toml);
-      if (!interpreter) throw new Error(`${config} names no interpreter`);
-      // PyScript hands the worker over only once Python has run py/boot.py: too late
-      // to hear how the boot went. So the loader reports its stages on a
-      // BroadcastChannel whose name, unique to this page, travels as the fragment of
-      // the interpreter's URL (`#<name>/`: js/boot/pyodide-loader.js says why the
-      // slash); a fragment reaches neither the server nor any cache key.
-      const channel = `firsttoken-boot-${typeof crypto.randomUUID === 'function' ? crypto.randomUUID() : Math.random().toString(36).slice(2)}`;
-      if (typeof BroadcastChannel === 'function') {
-        this.bootChannel = new BroadcastChannel(channel);
-        this.bootChannel.onmessage = (event) => this.receive(event.data);
-      }
-      const core = await import(new URL(pyscript, base).href);
-      // The config goes as text (PyScript parses it), so it is fetched once.
-      const worker = await core.PyWorker(new URL(entry, base).href, {
-        config: toml,
-        version: `${new URL(interpreter[1], base).href}#${channel}/`,
-      });
+      const worker = await this.booting.startWorker(options, (text) => this.receive(text));
       this.worker = worker;
       // PyScript's own channel carries its values (not text) too: only text is ours.
       worker.addEventListener('message', (event) => {
@@ -157,7 +76,7 @@ export class PythonLink extends EventTarget {
         this.port = port.port1;
         hand = [port.port2];
       }
-      this.progress('hello');
+      this.booting.progress('hello');
       // `flow`: we acknowledge each chat.delta as we take it, and the core holds what
       // arrives meanwhile (flow control, bridge/PROTOCOL.md), so a fast stream costs
       // this thread one message per turn of its event loop, not one per chunk.
@@ -192,43 +111,19 @@ export class PythonLink extends EventTarget {
       return;
     }
     if (msg.type === 'chat.delta') this.post(DELTA_ACK);
-    if (msg.type === 'boot.progress') this.onBootProgress(msg);
+    if (msg.type === 'boot.progress') this.booting.stage(msg, this.ready);
     else if (msg.type === 'ready' && !this.ready) this.onReady(msg);
     this.emit('message', msg);
   }
 
-  onBootProgress(msg) {
-    this.stages[msg.stage] = Math.round(now() - this.bootStarted);
-    // User Timing marks: tests and benchmarks wait on them (e.g. the snapshot stored).
-    performance.mark(`firsttoken:boot:${msg.stage}`, { detail: msg });
-    // The gateway's snapshot, when the loader chose to download it, counts as Python too.
-    if (msg.stage === 'snapshot.fetch' && msg.bytes > 0) this.meter.expect('snapshot', msg.bytes);
-    if (msg.stage === 'snapshot') this.meter.done('snapshot');
-    if (!this.ready) this.progress(msg.stage);
-    if (msg.stage === 'snapshot.failed') console.warn('firsttoken: no snapshot was made:', msg.error);
-  }
-
   onReady(msg) {
     this.ready = true;
-    msg.boot = this.boot = onPageTimeline(msg.boot, this.bootStarted, now());
+    msg.boot = this.boot = this.booting.timeline(msg.boot);
     this.lastReady = msg;
     // A User Timing mark: benchmarks and tests read the boot record from it.
     performance.mark('firsttoken:python-ready', { detail: this.boot });
     for (const queued of this.queue.splice(0)) this.post(queued);
-    this.progress('ready');
-    registerServiceWorker(this.serviceWorker);
-    if (this.boot.snapshot !== 'restored') makeSnapshotInBackground((text) => this.receive(text));
-  }
-
-  /** Move the boot line to `stage` (if it is past the one shown) and tell listeners
-   * what changed; without a stage, the byte count moved. */
-  progress(stage = null) {
-    if (stage) this.meter.stage(stage);
-    const view = this.meter.view();
-    const fraction = view.fraction === null ? null : Math.round(view.fraction * 1000) / 1000;
-    if (this.shown && this.shown.text === view.text && this.shown.fraction === fraction) return;
-    this.shown = { ...view, fraction };
-    this.emit('progress', this.shown);
+    this.booting.ready(this.boot, (text) => this.receive(text));
   }
 
   emit(type, detail) {

@@ -1,12 +1,12 @@
 // The conversation list: a sidebar on wide screens, a drawer from the header's button on
 // phones (conversations.css decides which, by width). New chat, open, rename, export,
-// delete with Undo, and search over titles and text. It paints what history.js holds
-// and asks it to change; the conversation on screen is repainted by page.js on
-// history's 'switch' event. The open conversation's title goes into the header
+// delete with Undo, and search over titles and text. It paints what the
+// ConversationStore (conversation-store.js) holds and asks it to change; the
+// conversation on screen is repainted by page.js on the store's 'switch' event. The open conversation's title goes into the header
 // (`#conversation-title`) and the document's title.
 
 import { exportConversation } from './export.js';
-import { UNTITLED } from './history.js';
+import { UNTITLED } from './conversation-store.js';
 
 const WIDE = '(min-width: 60rem)';
 const UNDO_MS = 8000;
@@ -30,11 +30,11 @@ function when(t) {
 }
 
 export class ConversationList {
-  /** `history`: the page's History; `panel`: the <nav> to fill; `toggle`: the header's
+  /** `store`: the page's ConversationStore; `panel`: the <nav> to fill; `toggle`: the header's
    * button that shows it; `newChat`: the "New chat" button; `title`: where the open
    * conversation's title goes. */
-  constructor({ history, panel, toggle, newChat, title }) {
-    Object.assign(this, { history, panel, toggle, newChat, title });
+  constructor({ store, panel, toggle, newChat, title }) {
+    Object.assign(this, { store, panel, toggle, newChat, title });
     this.wide = matchMedia(WIDE);
     this.expanded = null; // id whose actions are shown
     this.renaming = null;
@@ -42,16 +42,16 @@ export class ConversationList {
     this.searchSeq = 0;
     this.build();
 
-    history.addEventListener('list', () => this.render());
-    history.addEventListener('switch', () => this.showTitle());
-    history.addEventListener('store', () => this.showStore());
-    history.addEventListener('pending', () => {
-      panel.dataset.pending = String(history.pending);
+    store.addEventListener('list', () => this.render());
+    store.addEventListener('switch', () => this.showTitle());
+    store.addEventListener('store', () => this.showStore());
+    store.addEventListener('pending', () => {
+      panel.dataset.pending = String(store.pending);
     });
     toggle.addEventListener('click', () => this.setOpen(!this.isOpen()));
     newChat.addEventListener('click', () => {
       this.settle();
-      history.newChat();
+      store.newChat();
       this.afterChoice();
     });
     this.wide.addEventListener?.('change', () => this.syncToggle());
@@ -140,7 +140,7 @@ export class ConversationList {
   async render() {
     if (this.renaming) return; // repainted once the rename is done
     const seq = ++this.searchSeq;
-    const found = await this.history.search(this.query);
+    const found = await this.store.search(this.query);
     if (seq !== this.searchSeq || this.renaming) return; // a newer render is on its way
     const { list, empty } = this.els;
     list.replaceChildren(...found.map(({ conversation, snippet }) => this.item(conversation, snippet)));
@@ -168,10 +168,10 @@ export class ConversationList {
       s.textContent = snippet;
       open.append(s);
     }
-    if (c === this.history.active) open.setAttribute('aria-current', 'true');
+    if (c === this.store.active) open.setAttribute('aria-current', 'true');
     open.addEventListener('click', async () => {
       this.settle();
-      if (await this.history.open(c.id)) this.afterChoice();
+      if (await this.store.open(c.id)) this.afterChoice();
       else this.say(`“${c.title || UNTITLED}” could not be read, and was left out.`);
     });
     const more = button('⋯', 'conv-more', `Actions for ${c.title || UNTITLED}`);
@@ -216,7 +216,7 @@ export class ConversationList {
       done = true;
       this.renaming = null;
       this.expanded = null;
-      if (keep) this.history.rename(c.id, input.value);
+      if (keep) this.store.rename(c.id, input.value);
       this.render();
     };
     input.addEventListener('keydown', (e) => {
@@ -237,20 +237,20 @@ export class ConversationList {
 
   async export(c, format) {
     this.settle();
-    const loaded = await this.history.load(c.id);
+    const loaded = await this.store.load(c.id);
     if (loaded) exportConversation(loaded, format);
   }
 
   delete(c) {
     this.settle();
     this.expanded = null;
-    this.history.delete(c.id);
+    this.store.delete(c.id);
     const { toast } = this.els;
     const text = document.createElement('span');
     text.textContent = `Deleted “${c.title || UNTITLED}”.`;
     const undo = button('Undo', 'conv-undo');
     undo.addEventListener('click', () => {
-      this.history.undo();
+      this.store.undo();
       this.hideToast();
     });
     toast.replaceChildren(text, undo);
@@ -268,25 +268,25 @@ export class ConversationList {
   /** The next action: a delete can no longer be undone. page.js calls it on Send. */
   settle() {
     if (this.els.toast.hidden) return;
-    this.history.forgetDeleted();
+    this.store.forgetDeleted();
     this.hideToast();
   }
 
   // ---- the header and the store ---------------------------------------------------
   showTitle() {
-    const title = this.history.title;
+    const title = this.store.title;
     if (this.title.textContent !== title) this.title.textContent = title;
-    document.title = this.history.active.title ? `${title} · firsttoken` : 'firsttoken';
+    document.title = this.store.active.title ? `${title} · firsttoken` : 'firsttoken';
     for (const b of this.els.list.querySelectorAll('.conv-open')) {
-      const current = b.parentElement.dataset.id === this.history.active.id;
+      const current = b.parentElement.dataset.id === this.store.active.id;
       if (current) b.setAttribute('aria-current', 'true');
       else b.removeAttribute('aria-current');
     }
   }
 
   showStore() {
-    const memory = this.history.store === 'memory';
-    this.panel.dataset.store = this.history.store;
+    const memory = this.store.store === 'memory';
+    this.panel.dataset.store = this.store.store;
     this.say(memory ? 'Not saved on this device: conversations are kept until this page closes.' : '');
   }
 

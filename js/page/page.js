@@ -1,4 +1,4 @@
-// The page, wired: the conversation (history.js) painted at once, the composer taking
+// The page, wired: the conversation (conversation-store.js) painted at once, the composer taking
 // input before Python is even imported (composer.js), the header (title, model,
 // connection), Settings (settings.js, in the sheet of settings-sheet.js), the theme
 // (theme.js), the live token count (live-count.js), the replies in flight (replies.js),
@@ -12,7 +12,7 @@ import { link as pageLink } from '../link/python-link.js';
 import { conversation } from './conversation.js';
 import { ConversationList } from './conversations.js';
 import { Composer } from './composer.js';
-import { History } from './history.js';
+import { ConversationStore } from './conversation-store.js';
 import { LiveCount } from './live-count.js';
 import { MessageList } from './messages.js';
 import { Connection } from './offline.js';
@@ -37,7 +37,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   new StorageNotice({ before: els.chat });
   new Theme($('theme'));
   const composer = new Composer(els.form, els.prompt);
-  const history = new History();
+  const store = new ConversationStore();
   const settings = new Settings({
     baseUrl: $('base-url'), baseUrlError: $('base-url-error'), model: $('model'), system: $('system'),
     compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
@@ -54,12 +54,12 @@ export function startPage({ answers, link = pageLink } = {}) {
     send: (request) => link.send(request),
     messages: () => {
       const draft = els.prompt.value;
-      return conversation(settings.system, history.entries, draft ? [{ role: 'user', content: draft }] : []);
+      return conversation(settings.system, store.entries, draft ? [{ role: 'user', content: draft }] : []);
     },
     settings: () => settings.forRequest(),
   });
   const replies = new Replies({
-    link, view, history, settings, header: els,
+    link, view, store, settings, header: els,
     connection: new Connection({ before: els.chat }),
     onBusy: (busy) => showSendOrStop(els, busy),
     onSettled: (li, state, msg) => {
@@ -158,20 +158,20 @@ export function startPage({ answers, link = pageLink } = {}) {
     }
   });
 
-  // ---- conversations (history.js, conversations.js) --------------------------------
+  // ---- conversations (conversation-store.js, conversations.js) --------------------------------
   // The open conversation, painted whole: at start, once IndexedDB has answered (read
   // since the first module was evaluated), and whenever another one is opened.
   // (replies.js `show` makes it well formed, paints each message with its actions, and
   // puts back an answer still streaming into it.)
-  const paintConversation = () => replies.show(history);
+  const paintConversation = () => replies.show(store);
   const conversations = new ConversationList({
-    history, panel: $('conversations'), toggle: $('conversations-toggle'), newChat: $('new-chat'), title: $('conversation-title'),
+    store, panel: $('conversations'), toggle: $('conversations-toggle'), newChat: $('new-chat'), title: $('conversation-title'),
   });
-  history.addEventListener('switch', () => {
+  store.addEventListener('switch', () => {
     paintConversation();
     count.request();
   });
-  history.adopt(storedConversations).catch((e) => history.setStore('memory', e));
+  store.adopt(storedConversations).catch((e) => store.setStore('memory', e));
 
   // ---- start ----------------------------------------------------------------------
   paintConversation();

@@ -68,8 +68,10 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 
-#: A message larger than this is refused, whatever its type (a long conversation with
-#: a long system prompt fits easily; a runaway host does not get to exhaust memory).
+#: A message larger than this, in bytes of UTF-8, is refused, whatever its type (a long
+#: conversation with a long system prompt fits easily; a runaway host does not get to
+#: exhaust memory). The page counts the same way (js/link/protocol.js is generated from
+#: this module: gateway/build/protocol_js.py).
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 JSON = dict[str, Any]
@@ -268,7 +270,9 @@ def _settings(msg: JSON) -> ChatSettings:
 def parse_request(raw: str | JSON) -> Request:
     """Validate one incoming request; raise `InvalidMessage` saying what is wrong."""
     if isinstance(raw, str):
-        if len(raw) > MAX_MESSAGE_BYTES:
+        # A character is 1 to 4 bytes of UTF-8, so only a long text needs encoding. A lone
+        # surrogate counts 3, as the page's TextEncoder writes it (U+FFFD).
+        if len(raw) * 4 > MAX_MESSAGE_BYTES and len(raw.encode("utf-8", "surrogatepass")) > MAX_MESSAGE_BYTES:
             raise InvalidMessage(f"message is larger than {MAX_MESSAGE_BYTES} bytes")
         try:
             msg = json.loads(raw)

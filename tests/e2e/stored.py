@@ -1,4 +1,4 @@
-"""What the page keeps (js/page/history.js, js/page/store/db.js), read back for tests."""
+"""What the page keeps (js/page/conversation-store.js, js/page/store/db.js), read back for tests."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def no_two_user_turns(body: dict) -> bool:
 
 
 def stored(page: Page) -> list[dict]:
-    """The open conversation as kept (IndexedDB, js/page/history.js)."""
+    """The open conversation as kept (IndexedDB, js/page/conversation-store.js)."""
     return stored_messages(page)
 
 

@@ -5,7 +5,7 @@ PyScript 0.7.31 evaluates strings only for a worker it starts with its hooks: it
 PyWorker takes them from a map that is filled once all six of its plugin chunks have
 been imported, and building them calls `Function(...)` on the page (src/hooks.js:42).
 That happened whenever pyscript.toml arrived after those chunks, and failed the boot.
-The link now imports PyScript only once the config is in (js/link/python-link.js), so
+The link now imports PyScript only once the config is in (js/boot/boot.js), so
 here the config is held back for as long as the old order needed to load every chunk,
 and Python must come up all the same, with no violation of the policy in the page:
 a `securitypolicyviolation` is fired for every eval the CSP blocks, even one that a

@@ -171,6 +171,7 @@ def test_page_is_served_isolated_with_a_strict_csp(client: httpx.Client) -> None
 
 def test_runtime_assets_are_served_locally(client: httpx.Client) -> None:
     page = client.get("/").text + client.get("/pyscript.toml").text + client.get("/js/link/python-link.js").text
+    page += client.get("/js/boot/boot.js").text  # the link starts PyScript through it
     assert "cdn." not in page and "jsdelivr" not in page and "unpkg" not in page
     r = client.get("/vendor/pyodide/pyodide.asm.wasm")
     assert r.status_code == 200 and r.headers["content-type"] == "application/wasm"

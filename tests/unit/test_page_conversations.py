@@ -1,4 +1,4 @@
-"""The page's conversations on Node (js/page/history.js, store/records.js, export.js),
+"""The page's conversations on Node (js/page/conversation-store.js, store/records.js, export.js),
 over a fake store: an answer streaming into one conversation while another is open
 stays in its own; what is saved and when; titles, records, file names. The page itself
 is tested in Chromium (tests/e2e/test_conversations.py) and WebKitGTK."""
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 
 SCRIPT = """
-import { History } from './js/page/history.js';
+import { ConversationStore } from './js/page/conversation-store.js';
 import { titleFrom, validMessages, validMeta } from './js/page/store/records.js';
 import { fileName, toJson, toMarkdown } from './js/page/export.js';
 
@@ -32,7 +32,7 @@ const db = {
 const flush = () => new Promise((r) => setTimeout(r, 0));
 const out = {};
 
-const h = new History({ now: () => ++clock });
+const h = new ConversationStore({ now: () => ++clock });
 await h.adopt(Promise.resolve({ db, error: null, start: {
   metas: [{ id: 'old', title: 'Old one', created: 1, updated: 2 }], openId: '', messages: null } }));
 out.startTitle = h.title;

@@ -1,4 +1,4 @@
-"""The page's turns on Node (js/page/conversation.js, history.js): what goes to the
+"""The page's turns on Node (js/page/conversation.js, conversation-store.js): what goes to the
 model, by turn, so that no two user turns in a row are ever sent, whatever failed; the
 conversation made well formed after a reload; and what a Retry sends and where its
 answer goes. The buttons themselves are tested in Chromium (tests/e2e/test_actions.py)."""
@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node
 
 SCRIPT = """
 import { conversation, promptOf, wellFormed } from './js/page/conversation.js';
-import { History } from './js/page/history.js';
+import { ConversationStore } from './js/page/conversation-store.js';
 const store = new Map();
 const storage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v) };
-const h = new History(storage);
+const h = new ConversationStore(storage);
 const u1 = h.add('user', 'one');
 const a1 = h.add('assistant', 'first answer'); a1.state = 'done';
 const u2 = h.add('user', 'two');

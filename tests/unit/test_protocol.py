@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -155,15 +157,19 @@ def test_every_type_documented_as_from_javascript_is_sent_by_javascript() -> Non
 
 
 def host_bridge_types() -> set[str]:
-    """What the page's host bridge (bridge/page/) answers, and the requests it accepts."""
+    """What the page's host bridge (bridge/page/) answers, and the requests it accepts
+    (`HOST_REQUEST_TYPES`, read in Node: it is made from js/link/protocol.js)."""
     found: set[str] = set()
     for path in (ROOT / "bridge" / "page").glob("*.js"):
         text = path.read_text(encoding="utf-8")
         found |= set(re.findall(r"\btype:\s*'([a-z]+(?:\.[a-z]+)*)'", text))
-        found |= set(re.findall(r"^\s*'?([a-z]+(?:\.[a-z]+)*)'?:\s*\{\s*id:", text, re.M))
-    return found
+    script = "import { HOST_REQUEST_TYPES } from './bridge/page/host-messages.js'; console.log(JSON.stringify(HOST_REQUEST_TYPES));"
+    done = subprocess.run(["node", "--no-warnings", "--input-type=module", "-e", script],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    return found | set(json.loads(done.stdout))
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 def test_every_type_the_host_bridge_speaks_is_documented() -> None:
     types = host_bridge_types()
     # Guards the scan: one that found nothing would pass vacuously.
@@ -234,6 +240,9 @@ CHAT = {"type": "chat.send", "id": "a", "messages": [{"role": "user", "content":
         ({**CHAT, "settings": []}, "'settings' of type dict"),
         ({"type": "tokens.count", "messages": [{"role": "user"}]}, "'settings' of type dict"),
         ("x" * (MAX_MESSAGE_BYTES + 1), "larger than"),
+        # Bytes of UTF-8, not characters: the page counts the same way (host-messages.js).
+        ("é" * (MAX_MESSAGE_BYTES // 2 + 1), "larger than"),
+        ("\ud800" * (MAX_MESSAGE_BYTES // 3 + 1), "larger than"),
     ],
 )
 def test_invalid_requests_say_what_is_wrong(raw: object, says: str) -> None:

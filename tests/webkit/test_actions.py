@@ -89,7 +89,7 @@ def test_copy_puts_the_message_on_the_clipboard_with_or_without_the_clipboard_ap
 
 
 def kept(host: WebKitHost) -> list[dict]:
-    """The open conversation as committed to IndexedDB (js/page/history.js)."""
+    """The open conversation as committed to IndexedDB (js/page/conversation-store.js)."""
     wait(host, "document.getElementById('conversations').dataset.pending === '0'")
     store = host.eval(READ)
     return next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])

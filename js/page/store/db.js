@@ -13,9 +13,9 @@
 // gives, whenever it comes; nothing waits on it.
 //
 // Every failure becomes a `StoreError` here, and the page goes on in memory
-// (history.js): no IndexedDB (a private window in some browsers, a sandboxed frame),
-// a refused open, the quota (QuotaExceededError on the transaction, spec: "Steps for
-// aborting a transaction"), a newer version opened in another tab (versionchange: we
+// (conversation-store.js): no IndexedDB (a private window in some browsers, a sandboxed
+// frame), a refused open, the quota (QuotaExceededError on the transaction, spec: "Steps
+// for aborting a transaction"), a newer version opened in another tab (versionchange: we
 // close at once so we never block it), a connection the browser closed (WebKit does,
 // when an app is backgrounded: reopened, at most twice in a page's life).
 
@@ -24,7 +24,7 @@ import { newId, titleFrom, validMessages, validMeta } from './records.js';
 
 const NAME = 'firsttoken-conversations';
 const VERSION = 1;
-/** Where the page kept its one conversation before (js/page/history.js, until 2026-12). */
+/** Where the page kept its one conversation before (js/page/conversation-store.js, until 2026-12). */
 export const LEGACY_KEY = 'firsttoken.history.v1';
 // An open that neither succeeds nor fails (blocked by another tab's old connection,
 // or, seen in WebKit, never answered) must not leave the page without a list.
@@ -301,7 +301,7 @@ export async function openConversations(factory = globalThis.indexedDB) {
     start = { metas: [], openId: undefined, messages: null };
   }
   if (carried) {
-    // history.js saves it like any conversation, and drops the old key once that commits.
+    // conversation-store.js saves it like any conversation, and drops the old key once that commits.
     Object.assign(start, { metas: [...start.metas, carried], openId: carried.id, messages: legacy.entries, messagesOf: carried.id });
   }
   return { db, start, error };

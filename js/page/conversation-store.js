@@ -1,4 +1,5 @@
-// The conversations the page keeps, and the one open among them.
+// The conversations the page keeps, and the one open among them: a store of many
+// conversations (it was called History; a history is one conversation's past).
 //
 // Replies (replies.js) and the live count see one conversation, synchronously: the
 // open one's `entries`, and `add`, `insertAfter`, `upTo`, `remove`, `save`, `clear` on
@@ -45,7 +46,7 @@ function readRescued(storage) {
 /** What a conversation without a first prompt is called. */
 export const UNTITLED = 'New chat';
 
-export class History extends EventTarget {
+export class ConversationStore extends EventTarget {
   /** `now()`: the clock (ms since the epoch), for tests. Call `adopt(early)` with what
    * store/db.js read to show the kept conversations; until then, and without it, the
    * page works in memory. */

@@ -1,0 +1,114 @@
+// Python's events about a reply (bridge/PROTOCOL.md, "Events"), each turned into what the
+// page does with it: text to paint, a note while it waits, retries, stalls or
+// reconnects, what Python did to the prompt, and how the reply ended (`finish`).
+
+import { showCompressionNote } from '../render/compression-note.js';
+import { note, removeNote } from './messages.js';
+import { preparedText, reconnectingText, retryText, stallText, waitText } from './status-text.js';
+
+/** A protocol event about one of `replies`' replies (others are ignored). */
+export function applyEvent(replies, msg) {
+  const r = replies.live.get(msg.id);
+  if (!r) return;
+  switch (msg.type) {
+    case 'chat.delta':
+      removeNote(r.li, 'note');
+      removeNote(r.li, 'stall');
+      r.reply.take(msg.text, msg.event);
+      r.metrics.arrived(msg);
+      replies.painter.request();
+      break;
+    case 'chat.prepared': {
+      const { saved, fit } = preparedText(msg);
+      if (saved) {
+        showCompressionNote(r.userLi, msg);
+        r.userLi.dataset.saved = String(saved.amount);
+      }
+      if (fit) note(r.li, 'fit', fit);
+      break;
+    }
+    case 'chat.wait':
+      note(r.li, 'note', waitText(msg));
+      replies.painter.showQuota(msg.quota);
+      break;
+    case 'chat.retry':
+      note(r.li, 'note', retryText(msg));
+      replies.painter.showQuota(msg.quota);
+      break;
+    case 'chat.stall': // the core measures the silence (bridge/PROTOCOL.md, "Stalls and timeouts")
+      note(r.li, 'stall', stallText(msg));
+      break;
+    case 'chat.resume':
+      removeNote(r.li, 'stall');
+      break;
+    case 'chat.stream': {
+      // Kept with the answer from now on: after a reload, the rest is asked for.
+      const entry = r.reply.entry;
+      if (typeof msg.stream === 'string') {
+        entry.stream = { id: msg.stream, base_url: r.target.base_url, after: 0 };
+        r.store.save(entry);
+      }
+      break;
+    }
+    case 'chat.reconnecting':
+      removeNote(r.li, 'stall');
+      note(r.li, 'note', reconnectingText(msg));
+      break;
+    case 'notice': // not an error, but worth knowing (e.g. the prompt cache fell back to memory)
+      note(r.li, 'notice', msg.message).dataset.code = msg.code;
+      break;
+    case 'chat.done':
+      finish(replies, r, 'done', msg);
+      break;
+    case 'chat.error': {
+      const code = msg.error?.code;
+      const interrupted = (code === 'aborted' && r.interrupted) || code === 'stream_gone';
+      finish(replies, r, interrupted ? 'interrupted' : code === 'aborted' ? 'stopped' : 'error', msg);
+      break;
+    }
+    case 'error':
+      finish(replies, r, 'error', msg);
+      break;
+  }
+}
+
+// The reply `r` ended in `state`: painted whole, its entry settled and saved (or queued
+// again, when it went offline before any text), its ending shown.
+function finish(replies, r, state, msg) {
+  // Nothing received may be lost: text the deltas did not bring is taken from the
+  // error's `partial`, and what is pending is painted now.
+  r.reply.reconcile(msg.error?.partial);
+  replies.painter.paint(false);
+  r.stream.end(); // the open block is final now
+  // Its latency line is there from now on (hidden, behind Details among the actions),
+  // its figures once the last paint is measured: nothing under the answer moves then.
+  note(r.li, 'reply-metrics', 'Measuring…');
+  r.metrics.close(msg).then((summary) => replies.painter.showMetrics(r.li, summary));
+  replies.live.delete(r.reply.id);
+  removeNote(r.li, 'note');
+  removeNote(r.li, 'stall');
+  const entry = r.reply.entry;
+  const offline = state === 'error' && msg.error?.code === 'offline' && !entry.content;
+  if (offline) {
+    replies.outboxSender.wentOffline(r); // the prompt waits for the connection instead
+  } else {
+    entry.state = state;
+    if (state === 'error') entry.error = storedError(msg.error);
+  }
+  delete entry.stream; // settled: nothing left to resume
+  r.store.save(entry);
+  r.li.dataset.state = entry.state;
+  if (r.conversation === replies.shown) replies.actions.showEnding(entry, r.li, msg.error);
+  replies.painter.showQuota(msg.quota);
+  replies.busyChanged();
+  replies.onSettled?.(r.li, state, msg);
+  replies.outboxSender.flush();
+}
+
+// What is kept of an error for the next visit: what describeError reads, no `partial`
+// (the text is the answer's content already).
+function storedError(error) {
+  if (!error) return { code: 'error', message: '' };
+  const { code, message, status, timeout_s: timeoutS } = error;
+  return { code, message, ...(status != null && { status }), ...(timeoutS != null && { timeout_s: timeoutS }) };
+}

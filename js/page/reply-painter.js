@@ -1,0 +1,49 @@
+// What the replies put on screen as they stream: text at most once per animation frame,
+// and, once a reply is over, its latency and the quota in the header. The stream
+// re-renders the open block only, so a frame's cost does not grow with the answer.
+
+import { describeMetrics } from '../render/reply-metrics.js';
+import { FramePacer, note } from './messages.js';
+import { quotaText } from './status-text.js';
+
+export class ReplyPainter {
+  /** `live`: the replies on their way (request id → reply record, replies.js); `view`:
+   * the MessageList; `header`: the {metrics, quota} lines; `link`: told each reply's
+   * metrics (an embedding host listens). */
+  constructor({ live, view, header, link }) {
+    Object.assign(this, { live, view, header, link });
+    this.frames = new FramePacer((inFrame) => this.paint(inFrame));
+  }
+
+  /** Text arrived: painted in the next animation frame. */
+  request() {
+    this.frames.request();
+  }
+
+  /** Text received since the last frame goes into the DOM (`inFrame`: called from an
+   * animation frame, for the metrics). */
+  paint(inFrame) {
+    for (const r of this.live.values()) {
+      if (!r.reply.pending) continue;
+      r.stream.append(r.reply.flush());
+      r.li.dataset.paints = String(+(r.li.dataset.paints || 0) + 1);
+      r.metrics.painted(inFrame);
+    }
+    this.view.follow();
+  }
+
+  /** The reply's latency, once its last paint is in: under it (behind Details), kept on
+   * its element, in the header, and told to whoever listens to the link. */
+  showMetrics(li, summary) {
+    const line = describeMetrics(summary);
+    li.dataset.metrics = JSON.stringify(summary);
+    note(li, 'reply-metrics', line);
+    this.header.metrics.textContent = line;
+    this.link.emitMetrics(summary);
+  }
+
+  showQuota(quota) {
+    const text = quotaText(quota);
+    if (text !== null) this.header.quota.textContent = text;
+  }
+}
