@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test test-fast deps protocol protocol browser redis webkit lock clean bundle screenshots bench-% report
+.PHONY: run test test-fast deps protocol browser redis webkit lock clean bundle screenshots bench-% report
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
