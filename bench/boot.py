@@ -11,7 +11,7 @@ in one run, interleaved run by run so that a noisy machine hurts both alike:
 - firsttoken: the product page, served by the product gateway (`python -m gateway`) in
   a subprocess, from a frozen copy of this working tree (so that an edit made while the
   benchmark runs cannot change the package and void the stored snapshot midway), with
-  the install-time snapshot baked as `make` bakes it (`python -m gateway.bake`). Cold
+  the install-time snapshot baked as `make` bakes it (`python -m gateway.build.bake`). Cold
   runs are also timed against a second copy without it, where a first visit boots
   Python normally (`cold_without_install_snapshot_ms`).
 

@@ -12,7 +12,7 @@
   run at start-up evaluates a string. PyScript would, but only in a worker started
   with its hooks (the `Function(...)` of @pyscript/core's src/hooks.js:42 on the page,
   and its `pyscript` package's `window.Function(...)`, stdlib context.py:131), and
-  js/link/python-link.js starts ours before PyScript has any (it says how). Images
+  js/boot/boot.js starts ours before PyScript has any (it says how). Images
   only from this origin, data: and blob:, so model output cannot leak data through an
   image URL. connect-src is configurable: the page may talk to an upstream directly.
 """

@@ -2,8 +2,8 @@
 
 npm's `python_stdlib.zip` holds 9.6 MB of Python source deflated entry by entry into
 2.5 MB. Deflate works per entry with a 32 KB window, and its output is noise to any
-later compressor: brotli and gzip cannot shrink the file at all (README, "Compressed
-transfer"). Stored (no compression inside the zip), the same entries give brotli the
+later compressor: brotli and gzip cannot shrink the file at all (docs/boot.md,
+"Compressed transfer"). Stored (no compression inside the zip), the same entries give brotli the
 whole library as one text with a 16 MB window: 1.59 MB instead of 2.48 MB on the wire.
 
 What the browser keeps is larger (9.6 MB in Emscripten's file system, in JS memory,

@@ -84,7 +84,7 @@ FRAMES_START = """(() => {
 FRAMES_STOP = "window.__benchFrames()"
 # A first visit goes on working once Python is ready: the service worker installs the
 # offline copy (~32 MB into Cache Storage) and the page stores the snapshot it restored
-# (js/link/python-link.js marks `firsttoken:boot:snapshot.stored`). Measured during
+# (js/boot/boot.js marks `firsttoken:boot:snapshot.stored`). Measured during
 # that, a reply pays for it; an app's page in use has long finished. So wait for both,
 # on their own signals (a deadline only in case one never comes); true: both came.
 SETTLED = """Promise.race([

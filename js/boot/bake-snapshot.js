@@ -1,6 +1,6 @@
 // The install-time snapshot, made in Node:  node js/boot/bake-snapshot.js PACKAGE.zip OUT [STDLIB.zip]
 //
-// `python -m gateway.bake` runs this with the package zip and the standard library
+// `python -m gateway.build.bake` runs this with the package zip and the standard library
 // exactly as the gateway serves them (the heap holds zipimport's directory of the
 // standard library's zip: restored over another zip, it would read wrong offsets). OUT gets the packed snapshot (make-snapshot.js, the same code the page's own
 // maker runs), OUT.json what it was made from and what it is: {pyodide, format,

@@ -1,6 +1,6 @@
 // Making a memory snapshot of firsttoken's interpreter: shared by the page's
 // background maker (snapshot-worker.js) and the install-time bake (bake-snapshot.js,
-// run by Node through `python -m gateway.bake`). Both must give the heap the page
+// run by Node through `python -m gateway.build.bake`). Both must give the heap the page
 // restores, so this is the one place that says what goes in.
 //
 // Pyodide is booted with `_makeSnapshot`; the package is unpacked where PyScript
