@@ -49,22 +49,32 @@ class WarmContexts:
     """Boot once, test many: one browser context per set of options (a device profile,
     a colour scheme), handed to test after test with its storage cleared.
 
-    A test that asks for a page gets a new page in a context whose every origin was
-    wiped (`Storage.clearDataForOrigin`, all types: localStorage, IndexedDB, the
-    service worker and its Cache Storage, cookies), whose routes, offline switch and
-    permissions were reset: to the page, a first visit. What stays is the browser's own
+    A test that asks for a page gets a new page in a context whose every origin lost
+    what a user's data is made of (`Storage.clearDataForOrigin`: localStorage,
+    IndexedDB, cookies, file systems), whose routes, offline switch and permissions were
+    reset: to the page, a returning visitor with no conversations and no settings, the
+    way a phone usually opens it. What stays is the installed app: the service worker,
+    its Cache Storage (the offline copy and the snapshot of Python) and the browser's own
     HTTP cache and, with it, V8's cache of the compiled interpreter (WebAssembly code
-    caching), so Python is ready in about two thirds of a cold start's time. Tests of
-    what a first visit downloads or how a cold boot goes (test_boot, test_network,
-    test_compressed, test_sw_policy) make their own fresh contexts.
+    caching). A first visit's service-worker install copies every file the page loads
+    (45 MB decoded) into Cache Storage: done once per context instead of once per test,
+    it halves the CPU a test's boot costs, and this machine's two cores are what bound
+    the suite. Tests of what a first visit downloads or how a cold boot goes (test_boot,
+    test_network, test_compressed, test_sw_policy) make their own fresh contexts, and a
+    test that routes the page's static files asks for `fresh=True` (the service worker
+    would answer them from its cache, past the route).
     """
 
     def __init__(self, browser: Browser) -> None:
         self.browser = browser
         self.idle: dict[str, tuple[BrowserContext, set[str]]] = {}
 
-    def page(self, options: dict[str, Any]) -> tuple[Page, Callable[[], None]]:
-        """A page on a clean context with `options`, and how to give it back."""
+    def page(self, options: dict[str, Any], fresh: bool = False) -> tuple[Page, Callable[[], None]]:
+        """A page on a clean context with `options`, and how to give it back; `fresh`:
+        on a new context of its own, closed afterwards (a first visit, no service worker)."""
+        if fresh:
+            context = self.browser.new_context(**options)
+            return context.new_page(), lambda: _close_quietly(context)
         key = json.dumps(options, sort_keys=True, default=str)
         context, origins = self.idle.pop(key, (None, set()))
         if context is None:
@@ -74,7 +84,7 @@ class WarmContexts:
         if origins:
             cdp = context.new_cdp_session(page)
             for origin in sorted(o for o in origins if o):
-                cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+                cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": USER_DATA})
             cdp.detach()
 
         def give_back() -> None:
@@ -96,6 +106,11 @@ class WarmContexts:
         for context, _ in self.idle.values():
             _close_quietly(context)
         self.idle.clear()
+
+
+#: What `Storage.clearDataForOrigin` wipes between tests: everything but the installed
+#: app (`service_workers`, `cache_storage`).
+USER_DATA = "cookies,indexeddb,local_storage,file_systems,websql,shared_storage,storage_buckets"
 
 
 def _origin(url: str) -> str:
@@ -132,11 +147,12 @@ def console() -> Console:
     return Console()
 
 
-def watched_page(browser: Browser, console: Console, **context_options: Any) -> Iterator[Page]:
-    """A page as on a first visit, in a warm context (`context_options`: a device
-    profile, say; `WarmContexts`), whose console is kept; once the test is done, it
-    fails on an uncaught error or a CSP violation."""
-    p, give_back = _POOLS[browser].page(context_options)
+def watched_page(browser: Browser, console: Console, fresh: bool = False, **context_options: Any) -> Iterator[Page]:
+    """A page with no conversations and no settings, in a warm context
+    (`context_options`: a device profile, say; `WarmContexts`) or, with `fresh`, a new
+    one; its console is kept, and once the test is done it fails on an uncaught error or
+    a CSP violation."""
+    p, give_back = _POOLS[browser].page(context_options, fresh)
     p.on("console", console.on_console)
     p.on("pageerror", console.on_error)
     yield p

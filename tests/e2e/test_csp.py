@@ -16,12 +16,13 @@ the uncaught ones (conftest.py checks those, for every test).
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 import pytest
-from playwright.sync_api import Page, Route
+from playwright.sync_api import Browser, Page, Route
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.e2e.conftest import wait_ready
+from tests.e2e.conftest import Console, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
@@ -34,6 +35,13 @@ PLUGINS_LOADED = """(pattern) => performance.getEntriesByType('resource')
 #: How long the old order took, at most, to load the plugin chunks while the config was
 #: held (tens of ms here): with the link as it is now they never load in that time.
 PLUGINS_WAIT_MS = 3_000
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console) -> Iterator[Page]:
+    # Its own context: the test holds the config on its way, which an installed service
+    # worker would answer from its cache, past the route.
+    yield from watched_page(browser, console, fresh=True)
 
 
 def test_boots_without_eval_when_the_config_comes_last(page: Page, gateway_url: str) -> None:

@@ -62,7 +62,9 @@ def delete_sab_in_the_python_worker(page: Page) -> None:
 
 @pytest.fixture
 def page(browser: Browser, console: Console) -> Iterator[Page]:
-    yield from watched_page(browser, console)
+    # Its own context: the test routes the page's static files, which an installed
+    # service worker would answer from its cache.
+    yield from watched_page(browser, console, fresh=True)
 
 
 def expected_prompt_tokens(body: dict[str, Any], system: str) -> int:
