@@ -40,6 +40,11 @@ import json
 from firsttoken import tokens
 json.dumps([[tokens.encode(t, enc), tokens.count(t, enc)] for enc, t in json.loads(ARG)])
 """
+ENCODE_ONLY = """
+import json
+from firsttoken import tokens
+json.dumps([tokens.encode(t, enc) for enc, t in json.loads(ARG)])
+"""
 
 
 @cache
@@ -87,7 +92,10 @@ await bt.ensure_encoder("cl100k_base")
         assert not [m for m in console if "Content Security Policy" in m], "the page broke its CSP"
 
 
-def encode_in_page(page: TokensPage, encoding: str, texts: list[str]) -> list[list[int]]:
+def encode_in_page(page: TokensPage, encoding: str, texts: list[str], count: bool = True) -> list[list[int]]:
+    """The page's ids for `texts`; with `count`, its counts are checked against them."""
+    if not count:
+        return page.run_json(ENCODE_ONLY, [[encoding, t] for t in texts])
     answers = page.run_json(ENCODE_ALL, [[encoding, t] for t in texts])
     for (ids, n), text in zip(answers, texts):
         assert n == len(ids), f"count {n} != len(encode) {len(ids)} for {text[:40]!r}"
@@ -185,7 +193,9 @@ def test_every_code_point_splits_like_tiktoken(tokens_page: TokensPage, encoding
     batches = ["".join(probe(c) for c in points[i : i + 8192]) for i in range(0, len(points), 8192)]
     for start in range(0, len(batches), 8):
         group = batches[start : start + 8]
-        for text, ids in zip(group, encode_in_page(tokens_page, encoding, group)):
+        # Ids only: a count is the same split and merges again (checked on every other
+        # corpus here), and this one is 5.6 million characters per encoding.
+        for text, ids in zip(group, encode_in_page(tokens_page, encoding, group, count=False)):
             want = reference(encoding).encode_ordinary(text)
             if ids != want:
                 at = next(k for k, (g, w) in enumerate(zip(ids + [-1], want + [-1])) if g != w)
