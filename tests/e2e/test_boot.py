@@ -15,10 +15,8 @@ Nothing sleeps: tests wait on the page's User Timing marks (`firsttoken:python-r
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +28,7 @@ from playwright.sync_api import Browser, Page, Response
 from tests.e2e.conftest import ANSWER
 from tests.e2e.stored import stored_messages
 from tests.e2e.visitor import Visitor, copy_tree
-from tests.servers import gateway
+from tests.servers import ROOT, gateway
 
 pytestmark = pytest.mark.e2e
 
@@ -238,11 +236,15 @@ def test_a_new_release_replaces_the_offline_copy_and_its_snapshot(visitor: Visit
 # ---- the install-time snapshot ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def baked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """A tree with its install-time snapshot baked (as `make` does), and its gateway."""
+    """A tree with its install-time snapshot, and its gateway. The snapshot is the one
+    `make` baked for this checkout (`gateway/build/bake.py`), copied: the copy's sources
+    are the same, so it is the snapshot a bake of the copy would make (the gateway checks
+    that it matches the package it serves), without booting Pyodide in Node again."""
     copy = copy_tree(tmp_path_factory.mktemp("baked"))
-    subprocess.run([sys.executable, "-m", "gateway.build.bake", "--root", str(copy)], cwd=copy, check=True,
-                   env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"}, capture_output=True)
+    shutil.copytree(ROOT / "build" / "snapshot", copy / "build" / "snapshot")
     with gateway_over(copy) as url:
+        if httpx.get(url + "/py/firsttoken.snapshot").status_code != 200:
+            pytest.fail("the baked snapshot does not match the sources: run `make deps`")
         yield copy, url
 
 
