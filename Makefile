@@ -83,12 +83,12 @@ run: deps
 	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM))
 
 # Test files run in parallel, each file whole in one worker (`--dist loadfile`: module
-# fixtures such as a booted page or a gateway are made once). Three workers on this
-# 2-core machine: the browser tests wait on paced answers and boots part of the time, so
-# a third worker still gains (e2e and WebKit: 8 min 16 s, against 12 min 35 s serially).
+# fixtures such as a booted page or a gateway are made once). Four workers on this
+# 2-core machine: the suite is bound by CPU (Chromium's renderers, Python boots), and a
+# fourth worker mostly shortens the tail, where one long browser file runs alone.
 # The slowest tests are listed at the end of every run (CI's output too), so a test that
 # grows slow is seen.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 test: deps browser redis webkit
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
