@@ -152,6 +152,72 @@ def test_refusal() -> None:
     assert RefusalDelta("I can't ", 0) in updates and completion.refusal == "I can't help."
 
 
+# ---- Mistral: content as a list of typed parts (magistral) ----------------------------------
+
+
+def test_mistral_thinking_and_text_parts() -> None:
+    body = sse(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me "}]}]}),
+        chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "see."}], "closed": True}]}),
+        chunk({"content": [{"type": "text", "text": "It is "}, {"type": "text", "text": "4."}]}),
+        chunk({}, "stop"),
+        "[DONE]",
+    )
+    updates, completion = assemble(body)
+    assert updates[1:5] == [
+        ReasoningDelta("Let me ", 0),
+        ReasoningDelta("see.", 0),
+        ContentDelta("It is ", 0),
+        ContentDelta("4.", 0),
+    ]
+    assert (completion.reasoning, completion.content) == ("Let me see.", "It is 4.")
+
+
+def test_mistral_parts_keep_their_order_within_a_chunk() -> None:
+    parts = [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "a"}, {"type": "thinking", "thinking": ""}]
+    updates, completion = assemble(sse(chunk({"content": parts}, "stop")))
+    assert updates == [ReasoningDelta("hm", 0), ContentDelta("a", 0), FinishReason("stop", 0)]
+
+
+def test_mistral_unknown_parts_are_skipped() -> None:
+    parts = [
+        {"type": "image_url", "image_url": "data:,"},
+        {"type": "thinking", "thinking": [{"type": "reference", "reference_ids": [1]}, {"type": "text", "text": "t"}]},
+        {"type": "text", "text": "x"},
+        {"type": "x_new"},
+    ]
+    completion = assemble(sse(chunk({"content": parts}, "stop")))[1]
+    assert (completion.reasoning, completion.content) == ("t", "x")
+
+
+def test_a_whole_mistral_message_with_parts() -> None:
+    body = {**BODY, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "r"}]},
+                                         {"type": "text", "text": "c"}]}}]}
+    completion = parse_completion(json.dumps(body))
+    assert (completion.reasoning, completion.content) == ("r", "c")
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (["text"], "delta.content[0] is str, not an object"),
+        ([{"type": "text", "text": 5}], "delta.content[0].text is int"),
+        ([{"type": "thinking", "thinking": 5}], "delta.content[0].thinking is int"),
+        ([{"type": "thinking", "thinking": [None]}], "delta.content[0].thinking[0] is NoneType"),
+        ([{"type": "thinking", "thinking": [{"type": "text", "text": []}]}], "thinking[0].text is list"),
+        ({"type": "text", "text": "x"}, "delta.content is dict, not a string or a list"),
+    ],
+)
+def test_mistral_parts_of_the_wrong_type(content: Any, says: str) -> None:
+    stream = ChatStream()
+    stream.feed(sse(chunk({"content": "kept"})))
+    with pytest.raises(InvalidChunk) as info:
+        stream.feed(sse(chunk({"content": content})))
+    assert says in info.value.message and info.value.partial == "kept"
+
+
 def tool_delta(index: int | None, id: str | None = None, name: str | None = None, args: str | None = None) -> dict:
     call: dict[str, Any] = {"function": {}}
     if index is not None:

@@ -1,0 +1,360 @@
+"""One streamed answer, in any dialect: SSE events in, typed updates out, assembled once.
+
+Every dialect (`completions`, `responses`, `messages`) is a subclass of `AnswerStream`
+that says what one event means, as updates (`firsttoken.stream.types`). What they share
+is here, so that it is written once:
+
+* **framing**: the bytes go through one bounded `SSEDecoder`; an overflow, and any
+  error an event raises, carries `partial`, the text of choice 0 so far;
+* **resumable streams**: events numbered by a firsttoken gateway (`id: n`, consecutive
+  from 1: bridge/PROTOCOL.md, "Resumable streams") are taken once each, across
+  reconnections, whatever the dialect: the gateway relays the upstream's events and
+  numbers them, so nothing here depends on what they say;
+* **assembly**: `Answer` applies the updates, and is the one place an answer is
+  assembled (the client and the core keep no copy; the page has the deltas), bounded
+  by `max_chars`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import InvalidChunk, ResponseTooLarge, SSEBufferOverflow, TruncatedStream, UpstreamError
+from .sse import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder
+from .types import (
+    Choice,
+    Completion,
+    ContentDelta,
+    FinishReason,
+    ReasoningDelta,
+    RefusalDelta,
+    RoleDelta,
+    ToolCallDelta,
+    Update,
+)
+
+__all__ = ["DEFAULT_MAX_CHARS", "Answer", "AnswerStream"]
+
+#: Most characters one answer may assemble (16 Mi), counting content, reasoning,
+#: refusal and tool-call arguments of every choice: ~100x a long answer, yet a bound
+#: on what a broken or hostile server can make the worker hold.
+DEFAULT_MAX_CHARS = 16 << 20
+
+
+class _Text:
+    """Text that arrives in pieces, joined only when asked for.
+
+    `+=` per piece would be quadratic over a long answer, and so would joining all the
+    pieces again at every piece: `value()` is for the end (or an error, or Stop), not
+    for each chunk.
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def append(self, piece: str) -> None:
+        self._parts.append(piece)
+
+    def value(self) -> str:
+        parts = self._parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]  # a second call costs nothing
+        return parts[0] if parts else ""
+
+    def __bool__(self) -> bool:
+        return any(self._parts)
+
+
+class ToolCallState:
+    """One tool call being assembled (a dialect reads it to number calls)."""
+
+    __slots__ = ("id", "type", "name", "arguments")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.type = "function"
+        self.name = ""
+        self.arguments = _Text()
+
+
+class _ChoiceState:
+    __slots__ = ("role", "content", "reasoning", "refusal", "tool_calls", "finish_reason")
+
+    def __init__(self) -> None:
+        self.role = "assistant"
+        self.content = _Text()
+        self.reasoning = _Text()
+        self.refusal = _Text()
+        self.tool_calls: dict[int, ToolCallState] = {}
+        self.finish_reason: str | None = None
+
+    def build(self, index: int) -> Choice:
+        return Choice(
+            index=index,
+            role=self.role,
+            content=self.content.value(),
+            reasoning=self.reasoning.value(),
+            refusal=self.refusal.value(),
+            tool_calls=[
+                {
+                    "id": call.id,
+                    "type": call.type,
+                    "function": {"name": call.name, "arguments": call.arguments.value()},
+                }
+                for _, call in sorted(self.tool_calls.items())
+            ],
+            finish_reason=self.finish_reason,
+        )
+
+
+_TEXT_FIELDS = {ContentDelta: "content", ReasoningDelta: "reasoning", RefusalDelta: "refusal"}
+
+
+class Answer:
+    """Updates in, one `Completion` out. The dialect sets `id`, `model`,
+    `system_fingerprint` and `usage` (the usage in Chat Completions' names, so that
+    `chat.done` and the calibration read one shape); `add` does the rest."""
+
+    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.id = ""
+        self.model = ""
+        self.system_fingerprint: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.choices: dict[int, _ChoiceState] = {}
+
+    def partial(self) -> str:
+        state = self.choices.get(0)
+        return state.content.value() if state else ""
+
+    def seed(self, text: str) -> None:
+        """Choice 0's content starts with `text` (what a resumed stream had shown)."""
+        self._count(text)
+        self.choice(0).content.append(text)
+
+    def choice(self, index: int) -> _ChoiceState:
+        state = self.choices.get(index)
+        if state is None:
+            state = self.choices[index] = _ChoiceState()
+        return state
+
+    def tool_call(self, choice: int, index: int) -> ToolCallState:
+        calls = self.choice(choice).tool_calls
+        call = calls.get(index)
+        if call is None:
+            call = calls[index] = ToolCallState()
+        return call
+
+    @property
+    def finished(self) -> bool:
+        """Whether any choice has a finish reason."""
+        return any(c.finish_reason for c in self.choices.values())
+
+    def _count(self, text: str) -> None:
+        self.chars += len(text)
+        if self.chars > self.max_chars:
+            raise ResponseTooLarge(f"the answer passed {self.max_chars} characters", limit=self.max_chars)
+
+    def add(self, update: Update, out: list[Update]) -> None:
+        """Apply `update` and append it to `out` (counted first: past `max_chars`,
+        `ResponseTooLarge` is raised and neither happens)."""
+        field = _TEXT_FIELDS.get(type(update))
+        if field is not None:
+            text = update.text  # type: ignore[union-attr]
+            self._count(text)
+            getattr(self.choice(update.index), field).append(text)  # type: ignore[union-attr]
+        elif isinstance(update, ToolCallDelta):
+            if update.name:
+                self._count(update.name)
+            if update.arguments:
+                self._count(update.arguments)
+            call = self.tool_call(update.choice, update.index)
+            if update.id:
+                call.id = update.id
+            if update.name:
+                # Set, not concatenated as openai-python does: a fragment carries the
+                # name whole (some servers repeat it in every fragment).
+                call.name = update.name
+            if update.arguments:
+                call.arguments.append(update.arguments)
+        elif isinstance(update, RoleDelta):
+            self.choice(update.index).role = update.role
+        elif isinstance(update, FinishReason):
+            self.choice(update.index).finish_reason = update.reason
+        out.append(update)
+
+    def build(self) -> Completion:
+        choices = tuple(state.build(i) for i, state in sorted(self.choices.items()))
+        first = choices[0] if choices and choices[0].index == 0 else Choice(0)
+        return Completion(
+            id=self.id,
+            model=self.model,
+            content=first.content,
+            reasoning=first.reasoning,
+            refusal=first.refusal,
+            tool_calls=first.tool_calls,
+            finish_reason=first.finish_reason,
+            usage=self.usage,
+            system_fingerprint=self.system_fingerprint,
+            choices=choices,
+        )
+
+
+# ---- helpers the dialects share -------------------------------------------------------
+
+
+def loads(data: str | bytes) -> Any:
+    """JSON, or `InvalidChunk`."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurd nesting
+        raise InvalidChunk(f"not JSON: {exc}") from None
+
+
+def optional_str(obj: dict[str, Any], key: str, what: str) -> str | None:
+    """`obj[key]` if it is a string or absent/null; else `InvalidChunk` naming `what.key`."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidChunk(f"{what}.{key} is {type(value).__name__}, not a string")
+
+
+def optional_int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def error_object(value: Any) -> dict[str, Any]:
+    """A server's error, whatever its shape, as an object with a `message`."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        return {"message": value}
+    try:  # a number or a list: keep it readable, and bounded
+        return {"message": json.dumps(value)[:1000]}
+    except (ValueError, RecursionError):
+        return {"message": "upstream error"}
+
+
+def upstream_error(value: Any, status: int | None = None) -> UpstreamError:
+    error = error_object(value)
+    return UpstreamError(str(error.get("message") or "upstream error"), error=error, status=status)
+
+
+def _event_number(event_id: str) -> int | None:
+    # A gateway's event number: ASCII digits only (int() would take " 7", "٧" or "7_0").
+    if event_id and len(event_id) <= 18 and event_id.isascii() and event_id.isdigit():
+        return int(event_id)
+    return None
+
+
+class AnswerStream:
+    """A streamed answer: feed the response body, get updates, then close.
+
+    Subclasses implement `_event` (one event's updates, applied through
+    `self._answer.add`) and set `self._done` when the server said the stream is over;
+    `close()` accepts the answer if `_complete()`.
+    `prefix` and `after` take up a resumed stream in a new core: the text shown
+    already, and the number of the last event taken.
+    """
+
+    #: What `close()` says when the stream ended before its end (per dialect).
+    _END = "its end"
+
+    def __init__(
+        self,
+        *,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        prefix: str = "",
+        after: int = 0,
+    ) -> None:
+        self._decoder = SSEDecoder(max_line_bytes, max_event_bytes)
+        self._answer = Answer(max_chars)
+        self._done = False
+        #: Whether events are numbered by a firsttoken gateway. Only then is an event
+        #: whose number was taken already skipped: a plain server's ids mean nothing to
+        #: us, and per the SSE spec an event without an `id:` line repeats the last one.
+        self.sequenced = after > 0
+        self._taken = after
+        if prefix:
+            # A stream resumed in a new core (a reload): the text before `after` was
+            # painted already, and `partial` must still be the whole answer.
+            self._answer.seed(prefix)
+
+    @property
+    def last_event(self) -> int:
+        """The number of the last event taken (0: none, or not `sequenced`)."""
+        return self._taken
+
+    def reconnect(self) -> None:
+        """A new response body continues this answer (a resumed stream): the SSE
+        decoder starts afresh, as for a new connection (WHATWG HTML §9.2.3: a
+        reconnection is a new stream); what was assembled, and the last event taken,
+        stay, so each numbered event is taken once."""
+        decoder = self._decoder
+        self._decoder = SSEDecoder(decoder.max_line_bytes, decoder.max_event_bytes)
+
+    @property
+    def partial(self) -> str:
+        """Choice 0's text so far (joined now: ask at the end, not per chunk)."""
+        return self._answer.partial()
+
+    @property
+    def done(self) -> bool:
+        """True once the server said the stream is over."""
+        return self._done
+
+    def feed(self, data: bytes) -> list[Update]:
+        """Decode more of the body; return the updates it completed."""
+        events: list[ServerSentEvent] = []
+        try:
+            self._decoder.decode_into(data, events)
+        except SSEBufferOverflow as exc:
+            for event in events:  # what came before the overflow still counts
+                self.feed_event(event)
+            raise SSEBufferOverflow(exc.message, limit=exc.limit, partial=self.partial) from None
+        updates: list[Update] = []
+        for event in events:
+            updates += self.feed_event(event)
+        return updates
+
+    def feed_event(self, event: ServerSentEvent) -> list[Update]:
+        """Apply one already-decoded event (for callers with their own SSE source)."""
+        if self.sequenced:
+            number = _event_number(event.id)
+            if number is not None:
+                if number <= self._taken:
+                    return []  # replayed after a resume: taken already
+                self._taken = number
+        if self._done:
+            return []  # a few proxies append keep-alives or junk after the end
+        out: list[Update] = []
+        try:
+            self._event(event, out)
+        except (InvalidChunk, UpstreamError, ResponseTooLarge) as exc:
+            exc.partial = self.partial
+            raise
+        return out
+
+    def _event(self, event: ServerSentEvent, out: list[Update]) -> None:
+        raise NotImplementedError
+
+    def _complete(self) -> bool:
+        """Whether the answer may end here (by default: the server said it is over)."""
+        return self._done
+
+    def close(self) -> Completion:
+        """End of the body: the assembled answer.
+
+        Raises `TruncatedStream` if the stream ended before its end: the connection
+        dropped mid-answer, and `partial` holds what came.
+        """
+        self._decoder.close()
+        if not self._complete():
+            raise TruncatedStream(f"the stream ended before {self._END}", partial=self.partial)
+        return self._answer.build()
