@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,6 +35,7 @@ from firsttoken.errors import (
     TruncatedStream,
     UpstreamError,
 )
+from tests.unit import stream_feed
 
 BASE = {
     "id": "chatcmpl-AbC123",
@@ -60,37 +60,9 @@ def sse(*payloads: dict | str) -> bytes:
     return b"".join(parts)
 
 
-def splits(data: bytes) -> Iterator[list[bytes]]:
-    """Whole, one byte at a time, and cut in two at every offset."""
-    yield [data]
-    yield [data[i : i + 1] for i in range(len(data))]
-    for i in range(1, len(data)):
-        yield [data[:i], data[i:]]
-
-
-def run(chunks: list[bytes], **kw: Any) -> tuple[list[Update], Completion | None, tuple | None]:
-    stream = ChatStream(**kw)
-    updates: list[Update] = []
-    try:
-        for c in chunks:
-            updates += stream.feed(c)
-        return updates, stream.close(), None
-    except FirstTokenError as exc:
-        return updates, None, (type(exc), exc.partial)
-
-
 def assemble(body: bytes, **kw: Any) -> tuple[list[Update], Completion]:
-    """Run `body` fed every way; all ways must agree. Raises the stream's error."""
-    expected = run([body], **kw)
-    for chunks in splits(body):
-        got = run(chunks, **kw)
-        # Updates before an error may be cut differently; the error and its partial not.
-        assert (got if expected[2] is None else got[1:]) == (expected if expected[2] is None else expected[1:])
-    updates, completion, error = expected
-    if error is not None:
-        raise error[0](partial=error[1])
-    assert completion is not None
-    return updates, completion
+    """Run `body` fed every way (`stream_feed`); all ways must agree."""
+    return stream_feed.assemble(ChatStream, body, **kw)
 
 
 HELLO = sse(

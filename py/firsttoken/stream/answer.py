@@ -18,7 +18,7 @@ is here, so that it is written once:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 from ..errors import InvalidChunk, ResponseTooLarge, SSEBufferOverflow, TruncatedStream, UpstreamError
 from .sse import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, ServerSentEvent, SSEDecoder
@@ -32,9 +32,10 @@ from .types import (
     RoleDelta,
     ToolCallDelta,
     Update,
+    UsageUpdate,
 )
 
-__all__ = ["DEFAULT_MAX_CHARS", "Answer", "AnswerStream"]
+__all__ = ["DEFAULT_MAX_CHARS", "Answer", "AnswerStream", "TypedEventStream", "handles"]
 
 #: Most characters one answer may assemble (16 Mi), counting content, reasoning,
 #: refusal and tool-call arguments of every choice: ~100x a long answer, yet a bound
@@ -63,9 +64,6 @@ class _Text:
         if len(parts) > 1:
             parts[:] = ["".join(parts)]  # a second call costs nothing
         return parts[0] if parts else ""
-
-    def __bool__(self) -> bool:
-        return any(self._parts)
 
 
 class ToolCallState:
@@ -126,6 +124,14 @@ class Answer:
         self.system_fingerprint: str | None = None
         self.usage: dict[str, Any] | None = None
         self.choices: dict[int, _ChoiceState] = {}
+
+    def identify(self, obj: dict[str, Any], keys: tuple[str, ...] = ("id", "model")) -> None:
+        """Take the answer's `id` and `model` (or `system_fingerprint`) from `obj`, the
+        first time they come as non-empty strings."""
+        for key in keys:
+            value = obj.get(key)
+            if isinstance(value, str) and value and not getattr(self, key):
+                setattr(self, key, value)
 
     def partial(self) -> str:
         state = self.choices.get(0)
@@ -223,6 +229,36 @@ def optional_str(obj: dict[str, Any], key: str, what: str) -> str | None:
     raise InvalidChunk(f"{what}.{key} is {type(value).__name__}, not a string")
 
 
+def event_object(event: ServerSentEvent) -> dict[str, Any]:
+    """A typed dialect's event data (Responses, Messages): a JSON object. An `error`
+    event whose data is not JSON is still the server's error, as its text."""
+    try:
+        payload = json.loads(event.data)
+    except (ValueError, RecursionError) as exc:
+        if event.event == "error":
+            raise upstream_error(event.data) from None
+        raise InvalidChunk(f"not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise InvalidChunk(f"an event must be a JSON object, not {type(payload).__name__}")
+    return payload
+
+
+def required_str(obj: dict[str, Any], key: str, what: str) -> str:
+    """`obj[key]`, which must be a string; else `InvalidChunk` naming `what.key`."""
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise InvalidChunk(f"{what}.{key} is {type(value).__name__}, not a string")
+    return value
+
+
+def required_object(obj: dict[str, Any], key: str, what: str) -> dict[str, Any]:
+    """`obj[key]`, which must be an object; else `InvalidChunk` naming `what.key`."""
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        raise InvalidChunk(f"{what}.{key} is {type(value).__name__}, not an object")
+    return value
+
+
 def optional_int(value: Any) -> int | None:
     return value if type(value) is int else None
 
@@ -244,6 +280,27 @@ def upstream_error(value: Any, status: int | None = None) -> UpstreamError:
     return UpstreamError(str(error.get("message") or "upstream error"), error=error, status=status)
 
 
+def set_usage(
+    answer: Answer,
+    raw: dict[str, Any],
+    prompt: int | None,
+    completion: int | None,
+    *,
+    cached: int | None = None,
+    reasoning: int | None = None,
+) -> UsageUpdate:
+    """A dialect's usage object, as the answer's usage in Chat Completions' names (the
+    dialect's own fields stay beside them) and as the update that reports it."""
+    total = prompt + completion if prompt is not None and completion is not None else None
+    usage: dict[str, Any] = {**raw, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if reasoning is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    answer.usage = usage
+    return UsageUpdate(prompt, completion, total, raw)
+
+
 def _event_number(event_id: str) -> int | None:
     # A gateway's event number: ASCII digits only (int() would take " 7", "٧" or "7_0").
     if event_id and len(event_id) <= 18 and event_id.isascii() and event_id.isdigit():
@@ -263,17 +320,20 @@ class AnswerStream:
 
     #: What `close()` says when the stream ended before its end (per dialect).
     _END = "its end"
+    #: The SSE bounds when none are given (a dialect whose events are larger sets more).
+    MAX_LINE_BYTES = DEFAULT_MAX_LINE_BYTES
+    MAX_EVENT_BYTES = DEFAULT_MAX_EVENT_BYTES
 
     def __init__(
         self,
         *,
         max_chars: int = DEFAULT_MAX_CHARS,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        max_line_bytes: int | None = None,
+        max_event_bytes: int | None = None,
         prefix: str = "",
         after: int = 0,
     ) -> None:
-        self._decoder = SSEDecoder(max_line_bytes, max_event_bytes)
+        self._decoder = SSEDecoder(max_line_bytes or self.MAX_LINE_BYTES, max_event_bytes or self.MAX_EVENT_BYTES)
         self._answer = Answer(max_chars)
         self._done = False
         #: Whether events are numbered by a firsttoken gateway. Only then is an event
@@ -358,3 +418,51 @@ class AnswerStream:
         if not self._complete():
             raise TruncatedStream(f"the stream ended before {self._END}", partial=self.partial)
         return self._answer.build()
+
+
+Handler = Callable[[Any, dict[str, Any], list[Update]], None]
+
+
+class TypedEventStream(AnswerStream):
+    """A dialect whose events are JSON objects named by their `type` (Responses,
+    Messages). A subclass maps the types it reads to handlers with `@handles(...)`;
+    any other type is skipped (both APIs add event types, and say clients must
+    skip those they do not know). `error` events, by `type` or by SSE event name, go to
+    `_error`."""
+
+    _handlers: ClassVar[dict[str, Handler]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        handlers: dict[str, Handler] = {}
+        for klass in reversed(cls.__mro__):
+            for value in vars(klass).values():
+                for kind in getattr(value, "_handles", ()):
+                    handlers[kind] = value
+        cls._handlers = handlers
+
+    def _event(self, event: ServerSentEvent, out: list[Update]) -> None:
+        if event.event == "ping" or event.data.strip() == "[DONE]":
+            return  # keep-alives; and not these dialects' end, though a proxy may add one
+        payload = event_object(event)
+        kind = payload.get("type")
+        if kind == "error" or event.event == "error":
+            raise self._error(payload)
+        if not isinstance(kind, str):
+            raise InvalidChunk("an event without a type")
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(self, payload, out)
+
+    def _error(self, payload: dict[str, Any]) -> UpstreamError:
+        raise NotImplementedError
+
+
+def handles(*kinds: str) -> Callable[[Handler], Handler]:
+    """Marks a `TypedEventStream` method as the handler of events of `kinds`."""
+
+    def mark(method: Handler) -> Handler:
+        method._handles = kinds  # type: ignore[attr-defined]
+        return method
+
+    return mark

@@ -87,10 +87,7 @@ def _apply(answer: Answer, obj: Any, out: list[Update], *, part: str) -> None:
         raise InvalidChunk(f"a chunk must be a JSON object, not {type(obj).__name__}")
     if obj.get("error") is not None:
         raise upstream_error(obj["error"])
-    for key in ("id", "model", "system_fingerprint"):
-        value = obj.get(key)
-        if isinstance(value, str) and value and not getattr(answer, key):
-            setattr(answer, key, value)
+    answer.identify(obj, ("id", "model", "system_fingerprint"))
     choices = obj.get("choices")
     if choices is None:
         choices = []
