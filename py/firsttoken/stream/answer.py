@@ -408,6 +408,10 @@ class AnswerStream:
         """Whether the answer may end here (by default: the server said it is over)."""
         return self._done
 
+    def parse_body(self, body: bytes) -> Completion:
+        """The answer as one JSON body, from a server that ignored `"stream": true`."""
+        raise InvalidChunk("the answer is not an event stream")
+
     def close(self) -> Completion:
         """End of the body: the assembled answer.
 

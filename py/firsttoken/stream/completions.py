@@ -227,6 +227,10 @@ class ChatStream(AnswerStream):
         # Servers that omit [DONE] are common; a finish_reason says the answer ended.
         return self._done or self._answer.finished
 
+    def parse_body(self, body: bytes) -> Completion:
+        # Some compatible servers ignore `stream: true` and answer in one piece.
+        return parse_completion(body, max_chars=self._answer.max_chars)
+
 
 def parse_completion(body: bytes | str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Completion:
     """A non-streamed `chat.completion` body (some servers ignore `stream: true`).
