@@ -532,11 +532,7 @@ def test_property_agrees_with_openai_python(chunks: list[dict], cuts: list[int])
     reference = state.get_final_completion()
 
     body = sse(*chunks, "[DONE]")
-    points = sorted({c % (len(body) + 1) for c in cuts})
-    stream = ChatStream()
-    for a, b in zip([0, *points], [*points, len(body)]):
-        stream.feed(body[a:b])
-    completion = stream.close()
+    completion = stream_feed.feed_cut(ChatStream, body, cuts)
 
     assert len(completion.choices) == len(reference.choices)
     for ours, theirs in zip(completion.choices, reference.choices):
@@ -578,24 +574,6 @@ def test_fuzz_only_firsttoken_errors(payloads: list[Any], junk: bytes, event: by
         parse_completion(json.dumps(payloads[0] if payloads else None))
     except FirstTokenError:
         pass
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    pieces=st.lists(
-        st.tuples(st.sampled_from([b"", b"data: ", b"data:", b"event: error\ndata: "]), st.binary(max_size=40)),
-        max_size=6,
-    ),
-    eol=st.sampled_from([b"\n\n", b"\r\n\r\n", b"\r\r", b""]),
-)
-def test_fuzz_random_bytes_raise_only_firsttoken_errors(pieces: list[tuple[bytes, bytes]], eol: bytes) -> None:
-    stream = ChatStream(max_chars=64, max_line_bytes=64, max_event_bytes=128)
-    try:
-        for prefix, junk in pieces:
-            stream.feed(prefix + junk + eol)
-        stream.close()
-    except FirstTokenError as exc:
-        assert isinstance(exc.partial, str)
 
 
 def test_feed_event_for_callers_with_their_own_sse_source() -> None:

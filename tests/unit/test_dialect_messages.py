@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firsttoken.errors import FirstTokenError, InvalidChunk, ResponseTooLarge, SSEBufferOverflow, TruncatedStream, UpstreamError
+from firsttoken.errors import InvalidChunk, TruncatedStream, UpstreamError
 from firsttoken.stream.messages import MessagesStream
 from firsttoken.stream.types import (
     Completion,
@@ -210,21 +210,9 @@ def test_anything_after_message_stop_is_ignored() -> None:
 
 
 def test_a_stream_without_message_stop_is_truncated_even_with_a_stop_reason() -> None:
-    body = typed_sse(*events(text("Once upon", " a time"), end=False))
     with pytest.raises(TruncatedStream) as info:
-        assemble(body)
+        assemble(typed_sse(*events(text("Once upon", " a time"), end=False)))
     assert info.value.partial == "Once upon a time"
-    stream = MessagesStream()
-    stream.feed(body)
-    with pytest.raises(TruncatedStream, match="before message_stop"):
-        stream.close()
-
-
-def test_a_stream_cut_inside_an_event_is_truncated() -> None:
-    body = HELLO[: HELLO.rindex(b"event: message_stop") + 30]
-    with pytest.raises(TruncatedStream) as info:
-        assemble(body)
-    assert info.value.partial == "Hello, wörld 🙂\u2028"
 
 
 def test_overloaded_mid_answer_is_an_upstream_error_like_a_529() -> None:
@@ -282,40 +270,6 @@ def test_events_of_the_wrong_shape(data: str, says: str) -> None:
     assert says in info.value.message and info.value.partial == "kept"
 
 
-def test_a_10_mb_delta_passes_the_line_bound() -> None:
-    stream = MessagesStream()
-    stream.feed(typed_sse(*events(text("before"))[:4]))
-    huge = typed_sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * 10_000_000}})
-    with pytest.raises(SSEBufferOverflow) as info:
-        for i in range(0, len(huge), 1 << 16):
-            stream.feed(huge[i : i + (1 << 16)])
-    assert info.value.partial == "before" and info.value.limit == 1 << 20
-
-
-def test_the_answer_is_bounded_however_it_comes() -> None:
-    stream = MessagesStream(max_chars=10)
-    stream.feed(typed_sse(*events(text("12345"))[:4]))
-    with pytest.raises(ResponseTooLarge) as info:
-        stream.feed(typed_sse({"type": "content_block_delta", "index": 0,
-                               "delta": {"type": "input_json_delta", "partial_json": "x"}},
-                              {"type": "content_block_delta", "index": 0,
-                               "delta": {"type": "thinking_delta", "thinking": "678901"}}))
-    assert info.value.partial == "12345" and info.value.limit == 10
-
-
-def test_numbered_events_are_taken_once_across_a_reconnect() -> None:
-    evs = events(text("One", " two", " three"))
-    numbered = [b"id: %d\n" % (n + 1) + typed_sse(e) for n, e in enumerate(evs)]
-    stream = MessagesStream(prefix="", after=0)
-    stream.sequenced = True
-    for piece in numbered[:5]:
-        stream.feed(piece)
-    stream.reconnect()
-    for piece in numbered[2:]:
-        stream.feed(piece)
-    assert stream.close().content == "One two three" and stream.last_event == len(evs)
-
-
 # ---- properties: agreement with the anthropic client, fuzz -------------------------------
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
@@ -358,11 +312,7 @@ def test_property_agrees_with_the_anthropic_client(blocks: list[tuple], cuts: li
     body = typed_sse(*events(*blocks, stop=stop))
     final = anthropic_final(body)
 
-    points = sorted({c % (len(body) + 1) for c in cuts})
-    stream = MessagesStream()
-    for a, b in zip([0, *points], [*points, len(body)]):
-        stream.feed(body[a:b])
-    completion = stream.close()
+    completion = stream_feed.feed_cut(MessagesStream, body, cuts)
 
     assert completion.content == "".join(b.text for b in final.content if b.type == "text")
     assert completion.reasoning == "".join(b.thinking for b in final.content if b.type == "thinking")
@@ -372,28 +322,3 @@ def test_property_agrees_with_the_anthropic_client(blocks: list[tuple], cuts: li
     ]
     assert completion.usage is not None and completion.usage["completion_tokens"] == final.usage.output_tokens
     assert completion.finish_reason == ("tool_calls" if final.stop_reason == "tool_use" else "stop")
-
-
-_keys = st.sampled_from(["type", "index", "delta", "text", "thinking", "partial_json", "content_block", "message",
-                         "usage", "error", "stop_reason", "id", "name", "input", "output_tokens", "input_tokens"])
-_types = st.sampled_from(["message_start", "content_block_start", "content_block_delta", "content_block_stop",
-                          "message_delta", "message_stop", "error", "text_delta", "input_json_delta", "tool_use",
-                          "thinking_delta", "text", "thinking"])
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 3) | _text | _types,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(payloads=st.lists(st.dictionaries(_keys, _json, max_size=5), max_size=6), junk=st.binary(max_size=30))
-def test_fuzz_only_firsttoken_errors(payloads: list[Any], junk: bytes) -> None:
-    body = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads) + junk
-    stream = MessagesStream(max_chars=50)
-    try:
-        stream.feed(body)
-        completion = stream.close()
-        json.dumps(completion.to_dict())
-    except FirstTokenError as exc:
-        assert isinstance(exc.partial, str)

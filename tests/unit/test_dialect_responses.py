@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firsttoken.errors import FirstTokenError, InvalidChunk, ResponseTooLarge, SSEBufferOverflow, TruncatedStream, UpstreamError
-from firsttoken.stream.responses import MAX_EVENT_BYTES, ResponsesStream
+from firsttoken.errors import InvalidChunk, TruncatedStream, UpstreamError
+from firsttoken.stream.responses import ResponsesStream
 from firsttoken.stream.types import (
     Completion,
     ContentDelta,
@@ -253,25 +253,6 @@ def test_done_before_the_end_is_not_an_end() -> None:
 # ---- hostile and broken streams ---------------------------------------------------------
 
 
-def test_a_stream_cut_before_its_end_is_truncated_and_keeps_the_text() -> None:
-    evs = events(message("Once upon", " a time"))
-    body = typed_sse(*evs[:-1])  # no response.completed
-    with pytest.raises(TruncatedStream) as info:
-        assemble(body)
-    assert info.value.partial == "Once upon a time"
-    stream = ResponsesStream()
-    stream.feed(body)
-    with pytest.raises(TruncatedStream, match="before response.completed, response.incomplete or response.failed"):
-        stream.close()
-
-
-def test_a_stream_cut_inside_an_event_is_truncated() -> None:
-    body = HELLO[: HELLO.rindex(b"event: response.completed") + 60]
-    with pytest.raises(TruncatedStream) as info:
-        assemble(body)
-    assert info.value.partial == "Hello, wörld 🙂\u2028"
-
-
 def test_a_failed_response() -> None:
     evs = events(message("Half an "))[:-1]
     error = {"code": "server_error", "message": "The model failed to generate a response."}
@@ -332,56 +313,11 @@ def test_events_of_the_wrong_shape(data: str, says: str) -> None:
     assert says in info.value.message and info.value.partial == "kept"
 
 
-def test_a_10_mb_delta_passes_the_event_bound() -> None:
-    stream = ResponsesStream()
-    stream.feed(typed_sse(*events(message("before"))[:5]))
-    huge = typed_sse({"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "x" * 10_000_000})
-    with pytest.raises(SSEBufferOverflow) as info:
-        for i in range(0, len(huge), 1 << 16):
-            stream.feed(huge[i : i + (1 << 16)])
-    assert info.value.partial == "before" and info.value.limit == MAX_EVENT_BYTES
-
-
-def test_the_answer_is_bounded_however_it_comes() -> None:
-    stream = ResponsesStream(max_chars=10)
-    stream.feed(typed_sse(*events(message("12345"))[:5]))
-    with pytest.raises(ResponseTooLarge) as info:
-        stream.feed(typed_sse({"type": "response.reasoning_text.delta", "delta": "678901"}))
-    assert info.value.partial == "12345" and info.value.limit == 10
-
-
 def test_a_long_closing_event_fits() -> None:
     # response.completed repeats the whole answer: a 2 MB answer must not overflow there.
     text = "y" * 2_000_000
     completion = stream_feed.run(ResponsesStream, [typed_sse(*events(message(text)))])[1]
     assert completion is not None and completion.content == text
-
-
-# ---- resumable streams: numbered events are taken once, whatever the dialect ------------
-
-
-def test_numbered_events_are_taken_once_across_a_reconnect() -> None:
-    evs = events(message("One", " two", " three"))
-    numbered = [b"id: %d\n" % (n + 1) + typed_sse(e) for n, e in enumerate(evs)]
-    stream = ResponsesStream(after=0)
-    stream.sequenced = True
-    taken = []
-    for piece in numbered[:6]:
-        taken += stream.feed(piece)
-    stream.reconnect()
-    for piece in numbered[3:]:  # the gateway replays from an older event
-        taken += stream.feed(piece)
-    assert stream.last_event == len(evs)
-    assert stream.close().content == "One two three"
-    assert [u for u in taken if isinstance(u, ContentDelta)] == [ContentDelta("One"), ContentDelta(" two"), ContentDelta(" three")]
-
-
-def test_a_resumed_stream_starts_from_the_text_shown() -> None:
-    evs = events(message("One", " two"))
-    rest = b"".join(b"id: %d\n" % (n + 1) + typed_sse(e) for n, e in enumerate(evs) if n >= 5)
-    stream = ResponsesStream(prefix="One", after=5)
-    stream.feed(rest)
-    assert stream.close().content == "One two"
 
 
 # ---- properties: agreement with openai-python, fuzz ---------------------------------------
@@ -420,11 +356,7 @@ def test_property_agrees_with_openai_python(items: list[tuple], cuts: list[int])
     body = typed_sse(*events(*items))
     final, snapshots = openai_final(body)
 
-    points = sorted({c % (len(body) + 1) for c in cuts})
-    stream = ResponsesStream()
-    for a, b in zip([0, *points], [*points, len(body)]):
-        stream.feed(body[a:b])
-    completion = stream.close()
+    completion = stream_feed.feed_cut(ResponsesStream, body, cuts)
 
     assert completion.content == final.output_text
     if snapshots:
@@ -437,28 +369,3 @@ def test_property_agrees_with_openai_python(items: list[tuple], cuts: list[int])
     assert completion.reasoning.replace("\n\n", "") == "".join(summaries).replace("\n\n", "")
     assert completion.usage is not None and completion.usage["prompt_tokens"] == final.usage.input_tokens
     assert completion.finish_reason == ("tool_calls" if calls else "stop")
-
-
-_keys = st.sampled_from(["type", "delta", "text", "item", "response", "output_index", "content_index", "usage",
-                         "error", "arguments", "call_id", "name", "role", "incomplete_details", "reason"])
-_types = st.sampled_from(["response.output_text.delta", "response.output_item.added", "response.completed",
-                          "response.function_call_arguments.delta", "response.incomplete", "response.failed",
-                          "error", "response.refusal.done", "response.reasoning_summary_text.delta"])
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | _text | _types,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(payloads=st.lists(st.dictionaries(_keys, _json, max_size=5), max_size=6), junk=st.binary(max_size=30))
-def test_fuzz_only_firsttoken_errors(payloads: list[Any], junk: bytes) -> None:
-    body = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads) + junk
-    stream = ResponsesStream(max_chars=50)
-    try:
-        stream.feed(body)
-        completion = stream.close()
-        json.dumps(completion.to_dict())
-    except FirstTokenError as exc:
-        assert isinstance(exc.partial, str)
