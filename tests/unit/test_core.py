@@ -305,21 +305,21 @@ def test_flow_is_only_on_when_hello_says_true() -> None:
         assert [e["text"] for e in events[:-1]] == WORDS, flow  # every chunk as it came
 
 
-# ---- the answer is assembled once (firsttoken.stream.answer._Text) ------------------------
+# ---- the answer is assembled once (firsttoken.stream.assembly._Text) ----------------------
 
 def joins_for(n_chunks: int, end: bytes, monkeypatch, *, flow: bool) -> tuple[int, list[dict]]:
     """How often the answer's text is joined while the core streams `n_chunks` chunks."""
-    from firsttoken.stream import answer
+    from firsttoken.stream import assembly
 
     joins = 0
-    value = answer._Text.value
+    value = assembly._Text.value
 
     def counted(self):
         nonlocal joins
         joins += 1
         return value(self)
 
-    monkeypatch.setattr(answer._Text, "value", counted)
+    monkeypatch.setattr(assembly._Text, "value", counted)
     events: list[dict] = []
     t = FakeTime()
     parts = [chunk(f" w{i}") for i in range(n_chunks)] + [end]

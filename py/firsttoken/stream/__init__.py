@@ -2,8 +2,9 @@
 
 * `firsttoken.stream.sse`: the WHATWG Server-Sent Events decoder (bytes → events).
 * `firsttoken.stream.answer`: what every dialect's stream shares: the bounded framing,
-  the numbered events of a resumable stream, and the one assembler of an answer;
-  `firsttoken.stream.types` holds the update and answer types.
+  the numbered events of a resumable stream, the checks of wire fields;
+  `firsttoken.stream.assembly`: the one assembler of an answer; `firsttoken.stream.types`
+  holds the update and answer types.
 * One module per API dialect, each an `AnswerStream` that says what its events mean as
   those same updates: `completions` (OpenAI Chat Completions chunks, and the servers
   that copy them), `responses` (the OpenAI Responses API), `messages` (Anthropic

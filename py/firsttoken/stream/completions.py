@@ -17,9 +17,10 @@ are content, `thinking` parts (whose `thinking` is a list of text parts, or a st
 are reasoning (docs.mistral.ai, "Reasoning": `ThinkChunk`).
 
 Every failure is a firsttoken error carrying `partial`, the text of choice 0 so far.
-The framing, the numbered events of a resumable stream and the assembly are every
-dialect's (`firsttoken.stream.answer`); what `chat.error` keeps on an error or Stop is
-the stream's `partial`, and nothing else keeps a copy (the page has the deltas). The
+The framing and the numbered events of a resumable stream (`firsttoken.stream.answer`)
+and the assembly (`firsttoken.stream.assembly`) are every dialect's; what `chat.error`
+keeps on an error or Stop is the stream's `partial`, and nothing else keeps a copy (the
+page has the deltas). The
 update and answer types live in `firsttoken.stream.types` and are re-exported here.
 """
 
@@ -29,7 +30,8 @@ import json
 from typing import Any
 
 from ..errors import InvalidChunk, ResponseTooLarge
-from .answer import DEFAULT_MAX_CHARS, Answer, AnswerStream, loads, optional_int, optional_str, upstream_error
+from .answer import AnswerStream, loads, optional_int, optional_str, upstream_error
+from .assembly import DEFAULT_MAX_CHARS, Answer
 from .sse import ServerSentEvent
 from .types import __all__ as _TYPES
 from .types import (

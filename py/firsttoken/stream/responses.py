@@ -43,9 +43,9 @@ from .answer import (
     optional_str,
     required_object,
     required_str,
-    set_usage,
     upstream_error,
 )
+from .assembly import set_usage
 from .types import ContentDelta, FinishReason, ReasoningDelta, RefusalDelta, RoleDelta, StreamDone, ToolCallDelta, Update
 
 __all__ = ["MAX_EVENT_BYTES", "ResponsesStream"]
