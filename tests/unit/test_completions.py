@@ -420,6 +420,14 @@ def test_answer_size_is_bounded() -> None:
     assert isinstance(info.value, StreamError)
 
 
+def test_endless_empty_choices_and_tool_calls_are_bounded_too() -> None:
+    stream = ChatStream(max_chars=10)
+    with pytest.raises(ResponseTooLarge):
+        stream.feed(sse(*(chunk(tool_delta(i)) for i in range(20))))
+    with pytest.raises(ResponseTooLarge):
+        ChatStream(max_chars=10).feed(sse(*(chunk({}, index=i) for i in range(20))))
+
+
 # ---- parse_completion -------------------------------------------------------------------
 
 BODY = {

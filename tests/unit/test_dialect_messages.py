@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firsttoken.errors import InvalidChunk, TruncatedStream, UpstreamError
+from firsttoken.errors import InvalidChunk, ResponseTooLarge, TruncatedStream, UpstreamError
 from firsttoken.stream.messages import MessagesStream
 from firsttoken.stream.types import (
     Completion,
@@ -268,6 +268,13 @@ def test_events_of_the_wrong_shape(data: str, says: str) -> None:
     with pytest.raises(InvalidChunk) as info:
         stream.feed(b"data: " + data.encode() + b"\n\n")
     assert says in info.value.message and info.value.partial == "kept"
+
+
+def test_endless_empty_tool_calls_are_bounded_too() -> None:
+    stream = MessagesStream(max_chars=10)
+    starts = [{"type": "content_block_start", "index": i, "content_block": {"type": "tool_use"}} for i in range(20)]
+    with pytest.raises(ResponseTooLarge):
+        stream.feed(typed_sse(*starts))
 
 
 # ---- properties: agreement with the anthropic client, fuzz -------------------------------

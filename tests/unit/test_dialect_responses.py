@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firsttoken.errors import InvalidChunk, TruncatedStream, UpstreamError
-from firsttoken.stream.responses import ResponsesStream
+from firsttoken.errors import InvalidChunk, ResponseTooLarge, TruncatedStream, UpstreamError
+from firsttoken.stream.responses import MAX_PARTS, ResponsesStream
 from firsttoken.stream.types import (
     Completion,
     ContentDelta,
@@ -311,6 +311,23 @@ def test_events_of_the_wrong_shape(data: str, says: str) -> None:
     with pytest.raises(InvalidChunk) as info:
         stream.feed(b"data: " + data.encode() + b"\n\n")
     assert says in info.value.message and info.value.partial == "kept"
+
+
+def test_endless_empty_tool_calls_are_bounded_too() -> None:
+    stream = ResponsesStream(max_chars=10)
+    added = [{"type": "response.output_item.added", "output_index": i, "item": {"type": "function_call"}}
+             for i in range(20)]
+    with pytest.raises(ResponseTooLarge):
+        stream.feed(typed_sse(*added))
+
+
+def test_done_events_past_the_parts_remembered_add_nothing() -> None:
+    deltas = [{"type": "response.output_text.delta", "output_index": i, "content_index": 0, "delta": "d"}
+              for i in range(MAX_PARTS + 5)]
+    done = {"type": "response.output_text.done", "output_index": MAX_PARTS + 1, "content_index": 0, "text": "d"}
+    stream = ResponsesStream()
+    stream.feed(typed_sse(*deltas, done))
+    assert stream.partial == "d" * (MAX_PARTS + 5)
 
 
 def test_a_long_closing_event_fits() -> None:

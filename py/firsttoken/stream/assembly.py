@@ -103,7 +103,10 @@ _TEXT_FIELDS = {ContentDelta: "content", ReasoningDelta: "reasoning", RefusalDel
 class Answer:
     """Updates in, one `Completion` out. The dialect sets `id`, `model`,
     `system_fingerprint` and `usage` (the usage in Chat Completions' names, so that
-    `chat.done` and the calibration read one shape); `add` does the rest."""
+    `chat.done` and the calibration read one shape); `add` does the rest.
+
+    `chars` counts the text of every choice and tool call, and one more for each choice
+    and tool call, so that a stream of empty ones is bounded by `max_chars` too."""
 
     def __init__(self, max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self.max_chars = max_chars
@@ -128,12 +131,13 @@ class Answer:
 
     def seed(self, text: str) -> None:
         """Choice 0's content starts with `text` (what a resumed stream had shown)."""
-        self._count(text)
+        self._count(len(text))
         self.choice(0).content.append(text)
 
     def choice(self, index: int) -> _ChoiceState:
         state = self.choices.get(index)
         if state is None:
+            self._count(1)
             state = self.choices[index] = _ChoiceState()
         return state
 
@@ -141,6 +145,7 @@ class Answer:
         calls = self.choice(choice).tool_calls
         call = calls.get(index)
         if call is None:
+            self._count(1)
             call = calls[index] = ToolCallState()
         return call
 
@@ -149,8 +154,8 @@ class Answer:
         """Whether any choice has a finish reason."""
         return any(c.finish_reason for c in self.choices.values())
 
-    def _count(self, text: str) -> None:
-        self.chars += len(text)
+    def _count(self, n: int) -> None:
+        self.chars += n
         if self.chars > self.max_chars:
             raise ResponseTooLarge(f"the answer passed {self.max_chars} characters", limit=self.max_chars)
 
@@ -160,13 +165,13 @@ class Answer:
         field = _TEXT_FIELDS.get(type(update))
         if field is not None:
             text = update.text  # type: ignore[union-attr]
-            self._count(text)
+            self._count(len(text))
             getattr(self.choice(update.index), field).append(text)  # type: ignore[union-attr]
         elif isinstance(update, ToolCallDelta):
             if update.name:
-                self._count(update.name)
+                self._count(len(update.name))
             if update.arguments:
-                self._count(update.arguments)
+                self._count(len(update.arguments))
             call = self.tool_call(update.choice, update.index)
             if update.id:
                 call.id = update.id

@@ -33,7 +33,7 @@ reported in Chat Completions' names, the response's own fields kept beside them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InvalidChunk, UpstreamError
 from .answer import (
@@ -60,6 +60,10 @@ MAX_EVENT_BYTES = 8 << 20
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 # The error codes a response fails with that say what an HTTP status would have said.
 _ERROR_STATUS = {"server_error": 500, "rate_limit_exceeded": 429}
+#: Parts remembered to have had deltas (so that their `.done` adds nothing). Past this
+#: many, `.done` events add nothing at all: never a doubled text, and a bound on what a
+#: server sending endless parts makes us hold.
+MAX_PARTS = 1024
 # A text part's events: their prefix → the update, and the field `.done` repeats it in.
 _TEXTS = {"response.output_text": (ContentDelta, "text"), "response.refusal": (RefusalDelta, "refusal")}
 
@@ -96,7 +100,7 @@ class ResponsesStream(TypedEventStream):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._tools: dict[int | None, int] = {}  # output_index → tool call number
-        self._streamed: set[tuple[str, int | None, int | None]] = set()  # parts that had deltas
+        self._streamed: set[tuple[str, int | None, int | None]] = set()  # parts that had text in deltas
         self._role = False
         self._reasoning_at: tuple[str, int | None, int | None] | None = None
 
@@ -166,50 +170,45 @@ class ResponsesStream(TypedEventStream):
                 self._answer.add(RoleDelta(role), out)
         elif kind == "function_call":
             output_index = optional_int(payload.get("output_index"))
-            arguments = optional_str(item, "arguments", "item") or ""
-            if arguments:
-                self._streamed.add(("arguments", output_index, None))
             self._answer.add(
                 ToolCallDelta(
                     self._tool(output_index),
                     optional_str(item, "call_id", "item") or None,
                     optional_str(item, "name", "item") or None,
-                    arguments,
                 ),
                 out,
             )
+            # Arguments already in the item count as their first delta.
+            arguments = optional_str(item, "arguments", "item") or ""
+            self._part_text(("arguments", output_index, None), arguments, False,
+                            lambda text: ToolCallDelta(self._tool(output_index), arguments=text), out)
 
-    @handles("response.output_text.delta", "response.refusal.delta")
-    def _text_delta(self, payload: dict[str, Any], out: list[Update]) -> None:
-        prefix = payload["type"].rpartition(".")[0]
-        kind, _ = _TEXTS[prefix]
-        text = _text(payload, "delta")
-        self._streamed.add((prefix, *_part(payload)))
-        if text:
-            self._answer.add(kind(text), out)
-
-    @handles("response.output_text.done", "response.refusal.done")
-    def _text_done(self, payload: dict[str, Any], out: list[Update]) -> None:
-        prefix = payload["type"].rpartition(".")[0]
+    @handles("response.output_text.delta", "response.refusal.delta",
+             "response.output_text.done", "response.refusal.done")
+    def _text(self, payload: dict[str, Any], out: list[Update]) -> None:
+        prefix, _, which = payload["type"].rpartition(".")
         kind, field = _TEXTS[prefix]
-        text = _text(payload, field)
-        key = (prefix, *_part(payload))
-        if key not in self._streamed:  # no delta came: the whole text, once
-            self._streamed.add(key)
-            if text:
-                self._answer.add(kind(text), out)
+        done = which == "done"
+        self._part_text((prefix, *_part(payload)), _text(payload, field if done else "delta"), done, kind, out)
 
     @handles("response.function_call_arguments.delta", "response.function_call_arguments.done")
     def _arguments(self, payload: dict[str, Any], out: list[Update]) -> None:
         done = payload["type"].endswith(".done")
-        text = _text(payload, "arguments" if done else "delta")
         output_index = optional_int(payload.get("output_index"))
-        key = ("arguments", output_index, None)
-        if done and key in self._streamed:
+        text = _text(payload, "arguments" if done else "delta")
+        self._part_text(
+            ("arguments", output_index, None), text, done,
+            lambda arguments: ToolCallDelta(self._tool(output_index), arguments=arguments), out,
+        )
+
+    def _part_text(self, key: tuple, text: str, done: bool, make: Callable[[str], Update], out: list[Update]) -> None:
+        """A part's text from a delta, or from its `.done` when no delta had text."""
+        if done and (key in self._streamed or len(self._streamed) >= MAX_PARTS):
             return
-        self._streamed.add(key)
         if text:
-            self._answer.add(ToolCallDelta(self._tool(output_index), arguments=text), out)
+            if len(self._streamed) < MAX_PARTS:
+                self._streamed.add(key)
+            self._answer.add(make(text), out)
 
     @handles("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
     def _reasoning(self, payload: dict[str, Any], out: list[Update]) -> None:
