@@ -277,6 +277,17 @@ def test_endless_empty_tool_calls_are_bounded_too() -> None:
         stream.feed(typed_sse(*starts))
 
 
+def test_a_block_index_sent_again_starts_a_new_block() -> None:
+    evs = events(tool("toolu_a", "f", '{"a": 1}'), tool("toolu_b", "g", '{"b": 2}'), text("x"), stop="tool_use")
+    for e in evs:  # every block at index 0
+        if "index" in e:
+            e["index"] = 0
+    completion = assemble(typed_sse(*evs))[1]
+    assert [(c["id"], c["function"]["arguments"]) for c in completion.tool_calls] == [
+        ("toolu_a", '{"a": 1}'), ("toolu_b", '{"b": 2}')]
+    assert completion.content == "x"
+
+
 # ---- properties: agreement with the anthropic client, fuzz -------------------------------
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)

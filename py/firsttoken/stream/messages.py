@@ -107,6 +107,7 @@ class MessagesStream(TypedEventStream):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._tools: dict[int, _ToolBlock] = {}  # block index → its tool call
+        self._calls = 0  # tool calls so far (a block index sent twice is a new call)
         self._usage: dict[str, Any] = {}
 
     def _error(self, payload: dict[str, Any]) -> UpstreamError:
@@ -148,6 +149,7 @@ class MessagesStream(TypedEventStream):
         block = required_object(payload, "content_block", "content_block_start")
         kind = block.get("type")
         answer = self._answer
+        self._tools.pop(index, None)  # a block sent again at an index starts afresh
         if kind == "text":
             text = optional_str(block, "text", "content_block")
             if text:
@@ -157,7 +159,8 @@ class MessagesStream(TypedEventStream):
             if text:
                 answer.add(ReasoningDelta(text), out)
         elif kind == "tool_use":
-            tool = self._tools[index] = _ToolBlock(len(self._tools), block.get("input"))
+            tool = self._tools[index] = _ToolBlock(self._calls, block.get("input"))
+            self._calls += 1
             answer.add(
                 ToolCallDelta(
                     tool.number,
