@@ -45,7 +45,7 @@ references of its leading system messages (`firsttoken.cache.refs`). The decisio
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..cache.refs import REF_FIELD
 from ..settings import APIS, ChatSettings
@@ -146,11 +146,7 @@ def request_body(
     if api == RESPONSES:
         body = {"model": settings.model, "input": list(_responses_input(rest)), "stream": True, "store": False}
         if system:
-            body["instructions"] = (
-                [_as_ref({"role": m["role"]}, refs[i]) if i in refs else {"role": m["role"], "content": _text(m)}
-                 for i, m in system]
-                if apart else SYSTEM_SEPARATOR.join(_text(m) for _, m in system)
-            )
+            body["instructions"] = _system(system, refs, apart, lambda m: {"role": m["role"], "content": _text(m)})
         if settings.max_tokens:
             body["max_output_tokens"] = settings.max_tokens
         return body
@@ -161,18 +157,29 @@ def request_body(
         "stream": True,
     }
     if system:
-        body["system"] = (
-            [_as_ref({"type": "text"}, refs[i]) if i in refs else {"type": "text", "text": _text(m)} for i, m in system]
-            if apart else SYSTEM_SEPARATOR.join(_text(m) for _, m in system)
-        )
+        body["system"] = _system(system, refs, apart, lambda m: {"type": "text", "text": _text(m)}, "text")
     return body
 
 
-def _as_ref(message: Mapping[str, Any], ref: str) -> dict[str, Any]:
-    # No content beside the reference: a server that does not know it refuses it.
-    out = {k: v for k, v in message.items() if k != "content"}
+def _as_ref(message: Mapping[str, Any], ref: str, text_field: str = "content") -> dict[str, Any]:
+    # No text beside the reference: a server that does not know it refuses it.
+    out = {k: v for k, v in message.items() if k != text_field}
     out[REF_FIELD] = ref
     return out
+
+
+def _system(
+    system: list[tuple[int, Message]],
+    refs: Mapping[int, str],
+    apart: bool,
+    entry: Callable[[Message], dict[str, Any]],
+    text_field: str = "content",
+) -> str | list[dict[str, Any]]:
+    """The system messages (with their indices) as the one text the API takes, or kept
+    apart for a gateway: a list of `entry`s, each in full or as its reference."""
+    if not apart:
+        return SYSTEM_SEPARATOR.join(_text(m) for _, m in system)
+    return [_as_ref(entry(m), refs[i], text_field) if i in refs else entry(m) for i, m in system]
 
 
 def _text(message: Message) -> str:
