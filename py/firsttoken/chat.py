@@ -4,7 +4,8 @@
 
 1. **prepare**: compress, count and fit it (the session's `prepare`: `firsttoken.prepare`),
    then `chat.prepared`;
-2. **request**: the HTTP request, its leading system messages sent as gateway
+2. **request**: the HTTP request, in the API dialect the settings and the model call
+   for (`firsttoken.stream.dialects`), its leading system messages sent as gateway
    references where `firsttoken.cache.refs` allows;
 3. **wait**: wait out an exhausted rate-limit window here (`chat.wait`) rather than in
    the server's queue (`firsttoken.ratelimit.Governor`);
@@ -12,8 +13,9 @@
    chunk's text a `chat.delta` through the core's delta pacing (`firsttoken.pacing`);
 5. **retry**: an attempt that failed before any text may be sent again: at once and in
    full when the gateway lost a reference, else after the governor's backoff
-   (`chat.retry`); never one that failed `offline` (the device has no network: the
-   page holds the prompt until it has);
+   (`chat.retry`), an HTTP error or an error event that stands for one (Anthropic's
+   in-stream `overloaded_error`) alike; never one that failed `offline` (the device
+   has no network: the page holds the prompt until it has);
 6. **end**: `chat.done` (with the calibration of the prompt's count against the
    server's), or `chat.error`, whose `partial` is what arrived.
 
@@ -26,8 +28,9 @@ again by itself: a connection lost mid-answer (a network error, the device offli
 stream cut short, a stall past the timeout, or the page's `chat.reconnect` after it was
 frozen) is followed by `chat.reconnecting` and a resume from the last event taken,
 at once, then with a backoff; offline, it waits for the page's `chat.reconnect` (sent
-on `online`). The same `ChatStream` takes the resumed events, each once, so nothing is
-doubled or lost. A gateway that no longer has the stream ends the request with
+on `online`). The same stream (`firsttoken.stream.answer`, in the request's dialect:
+the gateway numbers the events of any dialect it relays) takes the resumed events, each
+once, so nothing is doubled or lost. A gateway that no longer has the stream ends the request with
 `stream_gone` (the page offers Retry). A `chat.send` with `resume` (a reload, a
 restarted WebView) starts there.
 
@@ -55,6 +58,7 @@ from .errors import (
     StreamGone,
     TransportError,
     TruncatedStream,
+    UpstreamError,
 )
 from .protocol import (
     ChatDelta,
@@ -81,7 +85,8 @@ from .stream.client import (
     build_request,
     stream_chat,
 )
-from .stream.completions import ChatStream, Completion
+from .stream import dialects
+from .stream.answer import AnswerStream
 from .stream.resume import GONE_CODES, cancel_url, events_url, status_url, stream_id_of
 from .tokens import estimate_tokens
 
@@ -119,6 +124,8 @@ class ChatRequest:
         self.id = send.id
         self.messages = send.messages
         self.settings = send.settings
+        #: The API dialect the request speaks (`firsttoken.stream.dialects`).
+        self.api = dialects.api_for(send.settings)
         self.governor = session.governor(send.settings.base_url)
         self.signal = AbortSignal()
         self.timings = Timings()
@@ -127,13 +134,13 @@ class ChatRequest:
         self.attempt = 1
         self.plan: RefPlan | None = None
         #: The answer being assembled, kept across a resumed stream's connections.
-        self.assembly: ChatStream | None = None
+        self.assembly: AnswerStream | None = None
         #: The gateway's resumable stream of this answer (`chat.stream`), once named.
         self.stream_id: str | None = None
         self.resume = send.resume
         if send.resume is not None:
             self.stream_id = send.resume.stream
-            self.assembly = ChatStream(prefix=send.resume.text, after=send.resume.after)
+            self.assembly = dialects.stream_for(self.api, prefix=send.resume.text, after=send.resume.after)
             self.assembly.sequenced = True
         #: The current attempt's own signal, and whether the page asked to reconnect it.
         self._attempt_signal: AbortSignal | None = None
@@ -221,7 +228,7 @@ class ChatRequest:
                 self.session.post_event(ChatWait(id=self.id, wait_s=round(wait, 3), reason="rate_limit", quota=self._quota()))
                 await self._pause(wait)
             self.timings = Timings()
-            self.assembly = ChatStream()
+            self.assembly = dialects.stream_for(self.api)
             try:
                 completion = await self._watched(request)
                 return completion, request
@@ -230,7 +237,12 @@ class ChatRequest:
                     # The gateway runs the answer on: take its stream up again, never
                     # the prompt (billed once).
                     return await self._resumed(exc), request
-                if isinstance(exc, (StallTimeout, Offline)) or not isinstance(exc, (HTTPStatusError, TransportError)):
+                # An error event that stands for an HTTP status (Anthropic's in-stream
+                # `overloaded_error`: a 529) is retried as that status would be.
+                said_status = isinstance(exc, UpstreamError) and exc.status is not None
+                if isinstance(exc, (StallTimeout, Offline)) or not (
+                    isinstance(exc, (HTTPStatusError, TransportError)) or said_status
+                ):
                     # Offline: no attempt is spent while the device has no network; the
                     # page keeps the prompt in its outbox until `online`.
                     raise
@@ -246,7 +258,7 @@ class ChatRequest:
                     request = await self._request(messages, lead, full=True)
                     resent = True
                     continue
-                status = exc.status if isinstance(exc, HTTPStatusError) else None
+                status = exc.status if isinstance(exc, (HTTPStatusError, UpstreamError)) else None
                 headers = exc.headers if isinstance(exc, HTTPStatusError) else {}
                 delay = self.governor.retry_delay(self.attempt, status, headers, self._now())
                 if delay is None:
@@ -414,8 +426,7 @@ class ChatRequest:
         headers = dict(settings.headers)
         if self._client_id is not None:
             headers[CLIENT_HEADER] = self._client_id
-        if settings.api_key:
-            headers["authorization"] = f"Bearer {settings.api_key}"
+        headers.update(dialects.credentials(settings, self.api))
         return headers
 
     async def _wait_or_nudge(self, seconds: float) -> None:
@@ -499,7 +510,8 @@ class ChatRequest:
         client_id = await self._identity()
         self.plan = session.refs.plan(base_url, lead, client_id, full=full)
         self._client_id = self.plan.headers.get(CLIENT_HEADER)
-        return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers)
+        return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers,
+                             gateway=session.refs.capable(base_url))
 
     def _response(self, response: Response) -> None:
         status, headers = response.status, response.headers

@@ -8,10 +8,10 @@ at the adapter boundary, in one place each, never deeper.
     ├── RemoteProtocolError          the peer (server, stream) broke a protocol
     │   ├── SSEError                 the byte stream is not acceptable SSE
     │   │   └── SSEBufferOverflow    a line or event passed its bound
-    │   └── StreamError              the chat-completion stream is malformed
-    │       ├── InvalidChunk         data that is not JSON, or not a chunk
-    │       ├── UpstreamError        an {"error": ...} payload (mid-stream or as a body)
-    │       ├── TruncatedStream      the stream ended without [DONE] or finish_reason
+    │   └── StreamError              the answer's stream is malformed (any dialect)
+    │       ├── InvalidChunk         data that is not JSON, or not a chunk or event
+    │       ├── UpstreamError        an error event or payload (mid-stream or as a body)
+    │       ├── TruncatedStream      the stream ended before its end ([DONE], message_stop, …)
     │       └── ResponseTooLarge     the assembled answer passed its bound
     ├── HTTPStatusError              a non-2xx answer (status, rate-limit headers)
     ├── TransportError               the network failed (connect, reset, timeout)
@@ -111,7 +111,8 @@ class StreamError(RemoteProtocolError):
 
 
 class InvalidChunk(StreamError):
-    """A data payload that is not JSON, or not shaped like a chat-completion chunk."""
+    """A data payload that is not JSON, or not shaped like a chunk or event of its
+    dialect (a chat-completion chunk, a Responses or Messages event)."""
 
     code = "invalid_chunk"
 
@@ -120,22 +121,29 @@ class UpstreamError(StreamError):
     """The server reported an error inside the stream or as the body.
 
     `error` is the server's own error object (`{"message", "type", "code", ...}`).
+    `status` is the HTTP status the error stands for when its type says so (Anthropic's
+    in-stream `overloaded_error` is its HTTP 529, `api_error` a 500; OpenAI Responses'
+    `server_error` a 500), so that one arriving before any text is retried as that
+    status would be; None when nothing says.
     """
 
     code = "upstream_error"
 
     def __init__(
-        self, message: str = "", *, error: dict | None = None, partial: str = ""
+        self, message: str = "", *, error: dict | None = None, status: int | None = None, partial: str = ""
     ) -> None:
         super().__init__(message, partial=partial)
         self.error = error or {}
+        self.status = status
 
     def to_dict(self) -> dict[str, object]:
-        return {**super().to_dict(), "error": self.error}
+        return {**super().to_dict(), "error": self.error, "status": self.status}
 
 
 class TruncatedStream(StreamError):
-    """The stream ended before `[DONE]` or a finish_reason: the answer may be cut."""
+    """The stream ended before its end (`[DONE]` or a finish_reason; a Responses
+    stream's `response.completed` or `.incomplete`; a Messages stream's
+    `message_stop`): the answer may be cut."""
 
     code = "truncated"
 

@@ -1,9 +1,9 @@
 """Notices: things the user should know that are not errors.
 
 Two sources report them, each with a type of its own: the prompt cache falling back to
-memory (`CacheDegraded`, from `firsttoken.cache`'s `on_notice`), and counting falling
-back to estimates when the page's tokenizer could not load (`TokensEstimated`, made by
-`counting_notice`). They can happen at any moment (a background write failing), but
+memory (`CacheDegraded`, from `firsttoken.cache`'s `on_notice`), and counts that are
+estimates (`TokensEstimated`): the page's tokenizer could not load (`counting_notice`),
+or the model has no public tokenizer (Claude: `firsttoken.prepare.preparer`). They can happen at any moment (a background write failing), but
 the page shows each beside a request, so they are collected here and go out once each,
 as `notice` events (`firsttoken.protocol.Notice`), with the request during which they
 happened (`firsttoken.chat`: after `chat.prepared`, and before the request's end).
@@ -41,7 +41,8 @@ class CacheDegraded:
 
 @dataclass(frozen=True, slots=True)
 class TokensEstimated:
-    """Counts are estimates: the tokenizer did not load (`reason`: an error code)."""
+    """Counts are estimates. `reason`: why; an error code (the tokenizer did not load),
+    or `no_public_tokenizer` (the model's maker publishes none)."""
 
     code: ClassVar[str] = "tokens_estimated"
 

@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["ChatSettings"]
+__all__ = ["APIS", "ChatSettings"]
+
+#: The API dialects a request may speak (`ChatSettings.api`; `firsttoken.stream.dialects`).
+APIS = ("chat_completions", "responses", "anthropic_messages")
 
 
 @dataclass
 class ChatSettings:
-    """Where and how to send. `api_key` is sent as a bearer token and never logged."""
+    """Where and how to send. `api_key` is sent as the API wants it (a bearer token;
+    Anthropic's `x-api-key`) and never logged."""
 
     base_url: str = "/v1"
     model: str = "firsttoken-sim"
@@ -31,6 +35,9 @@ class ChatSettings:
     stall_notice_s: float = 10.0
     #: Seconds without a byte after which the request ends with `timeout`.
     stall_timeout_s: float = 60.0
+    #: The API dialect (one of `APIS`); None: the one the model is served on only, else
+    #: Chat Completions (`firsttoken.stream.dialects.api_for`).
+    api: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
@@ -47,6 +54,7 @@ class ChatSettings:
             context_window=_positive_int(data.get("context_window")),
             stall_notice_s=_positive_number(data.get("stall_notice_s")) or cls.stall_notice_s,
             stall_timeout_s=_positive_number(data.get("stall_timeout_s")) or cls.stall_timeout_s,
+            api=data.get("api") if data.get("api") in APIS else None,
         )
 
 

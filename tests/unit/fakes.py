@@ -1,11 +1,16 @@
 """Fakes for unit tests of the pure Python core: canned HTTP responses and a transport
-that gives them, a fake clock, a cache entry, and a store that fails on demand."""
+that gives them (or a body that breaks, or a script of answers), a fake clock, a cache
+entry, and a store that fails on demand."""
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+import asyncio
+import json
+from typing import Any, AsyncIterator, Callable
 
 from firsttoken.cache import Entry, MemoryStore, Meta, cache_key, text_digest
+from firsttoken.core import Core
+from firsttoken.ratelimit import Governor
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 
 OK_STREAM = (
@@ -34,6 +39,38 @@ class CannedTransport:
     async def send(self, request: HTTPRequest, abort: AbortSignal) -> Canned:
         self.sent.append(request)
         return self.responses.pop(0)
+
+
+class Broken:
+    """A 200 whose body breaks (with `error`) after `body`."""
+
+    def __init__(self, headers: dict[str, str], body: bytes, error: Exception) -> None:
+        self.status, self.headers, self._body, self._error = 200, headers, body, error
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        yield self._body
+        raise self._error
+
+    async def read(self, limit: int) -> bytes:
+        return b""
+
+
+class Script:
+    """A transport that answers each request with the next of `responses` (a callable
+    is called with the request: the test sees the request it answers)."""
+
+    def __init__(self, *responses) -> None:
+        self.responses = list(responses)
+        self.sent: list[HTTPRequest] = []
+
+    async def send(self, request: HTTPRequest, abort: AbortSignal):
+        self.sent.append(request)
+        response = self.responses.pop(0)
+        if hasattr(response, "bind"):
+            response.bind(abort)
+        if isinstance(response, Exception):
+            raise response
+        return response(request) if callable(response) else response
 
 
 class FakeTime:
@@ -88,3 +125,19 @@ class BrokenStore(MemoryStore):
 
     def close(self) -> None:
         self.closed = True
+
+
+def run_core(transport: Any, time_: FakeTime, *messages: Any,
+             governor: Callable[[], Governor] = lambda: Governor(rng=__import__("random").Random(1))) -> tuple[Core, list[dict]]:
+    """Handle `messages` (JSON text or objects) in a new core on fake time: the core, and
+    every event it posted."""
+    events: list[dict] = []
+    core = Core(post=lambda t: events.append(json.loads(t)), transport=transport,
+                clock=time_.clock, sleep=time_.sleep, governor=governor)
+
+    async def main() -> None:
+        for m in messages:
+            await core.handle(m if isinstance(m, str) else json.dumps(m))
+
+    asyncio.run(main())
+    return core, events

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,6 +35,7 @@ from firsttoken.errors import (
     TruncatedStream,
     UpstreamError,
 )
+from tests.unit import stream_feed
 
 BASE = {
     "id": "chatcmpl-AbC123",
@@ -60,37 +60,9 @@ def sse(*payloads: dict | str) -> bytes:
     return b"".join(parts)
 
 
-def splits(data: bytes) -> Iterator[list[bytes]]:
-    """Whole, one byte at a time, and cut in two at every offset."""
-    yield [data]
-    yield [data[i : i + 1] for i in range(len(data))]
-    for i in range(1, len(data)):
-        yield [data[:i], data[i:]]
-
-
-def run(chunks: list[bytes], **kw: Any) -> tuple[list[Update], Completion | None, tuple | None]:
-    stream = ChatStream(**kw)
-    updates: list[Update] = []
-    try:
-        for c in chunks:
-            updates += stream.feed(c)
-        return updates, stream.close(), None
-    except FirstTokenError as exc:
-        return updates, None, (type(exc), exc.partial)
-
-
 def assemble(body: bytes, **kw: Any) -> tuple[list[Update], Completion]:
-    """Run `body` fed every way; all ways must agree. Raises the stream's error."""
-    expected = run([body], **kw)
-    for chunks in splits(body):
-        got = run(chunks, **kw)
-        # Updates before an error may be cut differently; the error and its partial not.
-        assert (got if expected[2] is None else got[1:]) == (expected if expected[2] is None else expected[1:])
-    updates, completion, error = expected
-    if error is not None:
-        raise error[0](partial=error[1])
-    assert completion is not None
-    return updates, completion
+    """Run `body` fed every way (`stream_feed`); all ways must agree."""
+    return stream_feed.assemble(ChatStream, body, **kw)
 
 
 HELLO = sse(
@@ -150,6 +122,72 @@ def test_refusal() -> None:
     body = sse(chunk({"refusal": "I can't "}), chunk({"refusal": "help."}), chunk({}, "stop"))
     updates, completion = assemble(body)
     assert RefusalDelta("I can't ", 0) in updates and completion.refusal == "I can't help."
+
+
+# ---- Mistral: content as a list of typed parts (magistral) ----------------------------------
+
+
+def test_mistral_thinking_and_text_parts() -> None:
+    body = sse(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me "}]}]}),
+        chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "see."}], "closed": True}]}),
+        chunk({"content": [{"type": "text", "text": "It is "}, {"type": "text", "text": "4."}]}),
+        chunk({}, "stop"),
+        "[DONE]",
+    )
+    updates, completion = assemble(body)
+    assert updates[1:5] == [
+        ReasoningDelta("Let me ", 0),
+        ReasoningDelta("see.", 0),
+        ContentDelta("It is ", 0),
+        ContentDelta("4.", 0),
+    ]
+    assert (completion.reasoning, completion.content) == ("Let me see.", "It is 4.")
+
+
+def test_mistral_parts_keep_their_order_within_a_chunk() -> None:
+    parts = [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "a"}, {"type": "thinking", "thinking": ""}]
+    updates, completion = assemble(sse(chunk({"content": parts}, "stop")))
+    assert updates == [ReasoningDelta("hm", 0), ContentDelta("a", 0), FinishReason("stop", 0)]
+
+
+def test_mistral_unknown_parts_are_skipped() -> None:
+    parts = [
+        {"type": "image_url", "image_url": "data:,"},
+        {"type": "thinking", "thinking": [{"type": "reference", "reference_ids": [1]}, {"type": "text", "text": "t"}]},
+        {"type": "text", "text": "x"},
+        {"type": "x_new"},
+    ]
+    completion = assemble(sse(chunk({"content": parts}, "stop")))[1]
+    assert (completion.reasoning, completion.content) == ("t", "x")
+
+
+def test_a_whole_mistral_message_with_parts() -> None:
+    body = {**BODY, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "r"}]},
+                                         {"type": "text", "text": "c"}]}}]}
+    completion = parse_completion(json.dumps(body))
+    assert (completion.reasoning, completion.content) == ("r", "c")
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (["text"], "delta.content[0] is str, not an object"),
+        ([{"type": "text", "text": 5}], "delta.content[0].text is int"),
+        ([{"type": "thinking", "thinking": 5}], "delta.content[0].thinking is int"),
+        ([{"type": "thinking", "thinking": [None]}], "delta.content[0].thinking[0] is NoneType"),
+        ([{"type": "thinking", "thinking": [{"type": "text", "text": []}]}], "thinking[0].text is list"),
+        ({"type": "text", "text": "x"}, "delta.content is dict, not a string or a list"),
+    ],
+)
+def test_mistral_parts_of_the_wrong_type(content: Any, says: str) -> None:
+    stream = ChatStream()
+    stream.feed(sse(chunk({"content": "kept"})))
+    with pytest.raises(InvalidChunk) as info:
+        stream.feed(sse(chunk({"content": content})))
+    assert says in info.value.message and info.value.partial == "kept"
 
 
 def tool_delta(index: int | None, id: str | None = None, name: str | None = None, args: str | None = None) -> dict:
@@ -382,6 +420,14 @@ def test_answer_size_is_bounded() -> None:
     assert isinstance(info.value, StreamError)
 
 
+def test_endless_empty_choices_and_tool_calls_are_bounded_too() -> None:
+    stream = ChatStream(max_chars=10)
+    with pytest.raises(ResponseTooLarge):
+        stream.feed(sse(*(chunk(tool_delta(i)) for i in range(20))))
+    with pytest.raises(ResponseTooLarge):
+        ChatStream(max_chars=10).feed(sse(*(chunk({}, index=i) for i in range(20))))
+
+
 # ---- parse_completion -------------------------------------------------------------------
 
 BODY = {
@@ -494,11 +540,7 @@ def test_property_agrees_with_openai_python(chunks: list[dict], cuts: list[int])
     reference = state.get_final_completion()
 
     body = sse(*chunks, "[DONE]")
-    points = sorted({c % (len(body) + 1) for c in cuts})
-    stream = ChatStream()
-    for a, b in zip([0, *points], [*points, len(body)]):
-        stream.feed(body[a:b])
-    completion = stream.close()
+    completion = stream_feed.feed_cut(ChatStream, body, cuts)
 
     assert len(completion.choices) == len(reference.choices)
     for ours, theirs in zip(completion.choices, reference.choices):
@@ -540,24 +582,6 @@ def test_fuzz_only_firsttoken_errors(payloads: list[Any], junk: bytes, event: by
         parse_completion(json.dumps(payloads[0] if payloads else None))
     except FirstTokenError:
         pass
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    pieces=st.lists(
-        st.tuples(st.sampled_from([b"", b"data: ", b"data:", b"event: error\ndata: "]), st.binary(max_size=40)),
-        max_size=6,
-    ),
-    eol=st.sampled_from([b"\n\n", b"\r\n\r\n", b"\r\r", b""]),
-)
-def test_fuzz_random_bytes_raise_only_firsttoken_errors(pieces: list[tuple[bytes, bytes]], eol: bytes) -> None:
-    stream = ChatStream(max_chars=64, max_line_bytes=64, max_event_bytes=128)
-    try:
-        for prefix, junk in pieces:
-            stream.feed(prefix + junk + eol)
-        stream.close()
-    except FirstTokenError as exc:
-        assert isinstance(exc.partial, str)
 
 
 def test_feed_event_for_callers_with_their_own_sse_source() -> None:

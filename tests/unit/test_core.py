@@ -14,18 +14,10 @@ from firsttoken.core import Core
 from firsttoken.pacing import DeltaPacer
 from firsttoken.protocol import ChatDelta
 from firsttoken.ratelimit import Governor
-from tests.unit.fakes import OK_STREAM, SSE, Canned, CannedTransport, FakeTime
+from tests.unit.fakes import OK_STREAM, SSE, Canned, CannedTransport, FakeTime, run_core
 
 def run(transport, time_: FakeTime, *messages, governor=lambda: Governor(rng=__import__("random").Random(1))):
-    events: list[dict] = []
-    core = Core(post=lambda t: events.append(json.loads(t)), transport=transport,
-                clock=time_.clock, sleep=time_.sleep, governor=governor)
-
-    async def main():
-        for m in messages:
-            await core.handle(m if isinstance(m, str) else json.dumps(m))
-
-    asyncio.run(main())
+    core, events = run_core(transport, time_, *messages, governor=governor)
     return core, [e for e in events if e["type"] != "chat.prepared"]
 
 
@@ -313,21 +305,21 @@ def test_flow_is_only_on_when_hello_says_true() -> None:
         assert [e["text"] for e in events[:-1]] == WORDS, flow  # every chunk as it came
 
 
-# ---- the answer is assembled once (firsttoken.stream.completions._Text) ------------------
+# ---- the answer is assembled once (firsttoken.stream.assembly._Text) ----------------------
 
 def joins_for(n_chunks: int, end: bytes, monkeypatch, *, flow: bool) -> tuple[int, list[dict]]:
     """How often the answer's text is joined while the core streams `n_chunks` chunks."""
-    from firsttoken.stream import completions
+    from firsttoken.stream import assembly
 
     joins = 0
-    value = completions._Text.value
+    value = assembly._Text.value
 
     def counted(self):
         nonlocal joins
         joins += 1
         return value(self)
 
-    monkeypatch.setattr(completions._Text, "value", counted)
+    monkeypatch.setattr(assembly._Text, "value", counted)
     events: list[dict] = []
     t = FakeTime()
     parts = [chunk(f" w{i}") for i in range(n_chunks)] + [end]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator
 
 from firsttoken.core import Core
 from firsttoken.errors import Offline, TransportError
@@ -17,7 +16,7 @@ from firsttoken.ratelimit import Governor
 from firsttoken.stream.client import AbortSignal, HTTPRequest
 from firsttoken.stream.completions import ChatStream, ContentDelta
 from firsttoken.stream.resume import events_url, stream_id_of
-from tests.unit.fakes import SSE, Canned, FakeTime
+from tests.unit.fakes import SSE, Broken, Canned, FakeTime, Script
 
 import pytest
 
@@ -37,38 +36,6 @@ def end(n: int) -> bytes:
 
 WORDS = ["One", " two", " three", " four", " five"]
 WHOLE = b"".join(event(i + 1, w) for i, w in enumerate(WORDS)) + end(len(WORDS) + 1)
-
-
-class Broken:
-    """A 200 whose body breaks (with `error`) after `body`."""
-
-    def __init__(self, headers: dict[str, str], body: bytes, error: Exception) -> None:
-        self.status, self.headers, self._body, self._error = 200, headers, body, error
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        yield self._body
-        raise self._error
-
-    async def read(self, limit: int) -> bytes:
-        return b""
-
-
-class Script:
-    """A transport that answers each request with the next of `responses` (a callable
-    is called with the request: the test sees the request it answers)."""
-
-    def __init__(self, *responses) -> None:
-        self.responses = list(responses)
-        self.sent: list[HTTPRequest] = []
-
-    async def send(self, request: HTTPRequest, abort: AbortSignal):
-        self.sent.append(request)
-        response = self.responses.pop(0)
-        if hasattr(response, "bind"):
-            response.bind(abort)
-        if isinstance(response, Exception):
-            raise response
-        return response(request) if callable(response) else response
 
 
 def send(i: str = "a", **extra) -> dict:

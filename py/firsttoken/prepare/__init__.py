@@ -15,7 +15,8 @@ of the leading system messages (for gateway references) and the count as written
    each text before and after, fitting counts what is kept, the live count wants the
    text as written. All of them ask one memo, the one place where counting happens.
 3. **Fit** (`tokens.fit_messages`) into the budget: system messages and the newest turn
-   are kept, older turns dropped or cut.
+   are kept, older turns dropped or cut. Counts are of the prompt in the dialect it is
+   sent in (`firsttoken.stream.dialects.api_for`): exact only where that is verified.
 
 Two speed-ups live inside step 1, and neither is a second path: the **cache**
 (`firsttoken.cache`, across sessions) holds each leading system message's result
@@ -57,6 +58,7 @@ from ..cache import Cache, Entry
 from ..compress import RepeatState, Report, compress_messages
 from ..compress.report import sum_reports
 from ..settings import ChatSettings
+from ..stream.dialects import api_for
 from .counts import TextCounts, texts_of
 from .lead import Lead, cache_keys, cached, compression_id, entry_for, leading_system_count
 from .memory import ConversationMemory, Point, prefix_digests
@@ -176,7 +178,7 @@ async def prepare(
     `LocalProtocolError` for an unknown compression level.
     """
     started = clock()
-    model, level = settings.model, settings.compress
+    model, level, api = settings.model, settings.compress, api_for(settings)
     default_budget, window_known = tokens.budget_for(settings)
     budget = default_budget if budget is None else budget
     encoding, _ = tokens.encoding_for_model(model)
@@ -245,10 +247,10 @@ async def prepare(
     prompt_tokens: int | None = None
     exact, dropped, truncated = False, [], []
     if counts is not None:
-        fit = tokens.fit_messages(to_send, budget, model, reserve_for_reply=0, count=counts)
+        fit = tokens.fit_messages(to_send, budget, model, reserve_for_reply=0, count=counts, api=api)
         prompt_tokens, exact, dropped = fit.total, fit.exact, list(fit.dropped)
         truncated = [{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated]
-        uncompressed = tokens.count_chat(messages, model, count=counts)
+        uncompressed = tokens.count_chat(messages, model, count=counts, api=api)
         if memory is not None:
             memory.keep_counts(encoding, counts.of(t for m in (*messages, *to_send) for t in texts_of(m)))
         to_send = fit.messages

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable
 from .. import tokens
 from ..cache import Cache
 from ..errors import ContextBudgetExceeded
-from ..notices import Notices, counting_notice
+from ..notices import Notices, TokensEstimated, counting_notice
 from ..settings import ChatSettings
 from . import ConversationMemory, Prepared, prepare
 
@@ -53,6 +53,7 @@ class Preparer:
         #: The conversation's compression, kept between live counts and sends.
         self.memory = ConversationMemory()
         self._estimating = False  # counting failed and the user was told (once a session)
+        self._told_estimated: set[str] = set()  # models told to have no public tokenizer
 
     async def counter(self, model: str) -> Callable[[str], int] | None:
         """An exact counter for `model`'s encoding, or None when none can be had (the
@@ -73,7 +74,17 @@ class Preparer:
 
     async def prepare(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
         """Compress, count and fit the conversation before it leaves the device, with this
-        session's counter, cache and memory. `live`: for the live count (no storage I/O)."""
+        session's counter, cache and memory. `live`: for the live count (no storage I/O).
+        A model without a public tokenizer (Claude) is counted all the same, and its
+        counts are estimates: a `tokens_estimated` notice says so, once a session."""
+        model = settings.model
+        if not tokens.public_tokenizer(model) and model not in self._told_estimated and len(self._told_estimated) < 64:
+            self._told_estimated.add(model)
+            self.notices.add(TokensEstimated(
+                reason="no_public_tokenizer",
+                message=f"Token counts for {model} are estimates: its maker publishes no tokenizer. They are"
+                        " counted with OpenAI's o200k_base and corrected by what the server reports.",
+            ))
         return await prepare(
             messages, settings, counter=await self.counter(settings.model), clock=self.clock,
             cache=self.cache, memory=self.memory, live=live,

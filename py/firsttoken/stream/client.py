@@ -2,7 +2,8 @@
 
 The client never does I/O itself. It takes a `Transport` (the worker's `fetch` in the
 page, a socket in end-to-end tests, canned chunks in unit tests), builds the HTTP
-request, feeds the response bytes to the pure `completions.ChatStream`, and yields
+request in the API dialect the settings call for (`firsttoken.stream.dialects`), feeds
+the response bytes to that dialect's pure `answer.AnswerStream`, and yields
 what happened as typed events (`Response`, `BytesSeen`, `Text`, then `Finished`), which
 the caller (`firsttoken.chat`) watches for text, for its rate limits and for silences.
 Cancellation goes through an `AbortSignal` that the transport wires to its own
@@ -16,11 +17,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Union
 
-from .completions import ChatStream, Completion, ContentDelta, ReasoningDelta, parse_completion
-from ..errors import Aborted, FirstTokenError, HTTPStatusError, UpstreamError
+from ..errors import Aborted, FirstTokenError, HTTPStatusError
 from ..ratelimit import parse_retry_after_headers
 from ..settings import ChatSettings
+from . import dialects
+from .answer import AnswerStream
+from .completions import ChatStream
 from .resume import stream_id_of
+from .types import Completion, ContentDelta, ReasoningDelta
 
 __all__ = [
     "AbortSignal",
@@ -96,36 +100,30 @@ def build_request(
     *,
     refs: Mapping[int, str] | None = None,
     headers: Mapping[str, str] | None = None,
+    gateway: bool = False,
 ) -> HTTPRequest:
-    """The streaming chat-completion request, with usage asked for in a final chunk.
+    """The streaming request for `messages`, in the dialect the settings and the model
+    call for (`dialects.api_for`); Chat Completions asks for usage in a final chunk.
 
     `refs` (message index → `sha256:…`) sends those system messages as references the
     firsttoken gateway expands (bridge/PROTOCOL.md, "Cache references"); they carry no
-    `content`, so a server that does not know the extension refuses them loudly rather
-    than answering without the system prompt. `headers` are added (the client id).
+    text, so a server that does not know the extension refuses them loudly rather
+    than answering without the system prompt. `gateway`: the server is a gateway known
+    to take references. `headers` are added (the client id).
     """
-    if refs:
-        messages = [_as_ref(m, refs[i]) if i in refs else m for i, m in enumerate(messages)]
-    body: dict[str, Any] = {
-        "model": settings.model,
-        "messages": messages,
-        "stream": True,
-        "stream_options": {"include_usage": True},
+    api = dialects.api_for(settings)
+    body = dialects.request_body(messages, settings, api, refs=refs, gateway=gateway)
+    sent_headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        **dialects.request_headers(settings, api),
+        **settings.headers,
+        **(headers or {}),
+        **dialects.credentials(settings, api),
     }
-    if settings.max_tokens:
-        body["max_completion_tokens"] = settings.max_tokens
-    sent_headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.headers, **(headers or {})}
-    if settings.api_key:
-        sent_headers["authorization"] = f"Bearer {settings.api_key}"
-    url = settings.base_url.rstrip("/") + "/chat/completions"
+    url = settings.base_url.rstrip("/") + dialects.request_path(api)
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     return HTTPRequest("POST", url, sent_headers, data)
-
-
-def _as_ref(message: dict[str, Any], ref: str) -> dict[str, Any]:
-    out = {k: v for k, v in message.items() if k != "content"}
-    out["x_firsttoken_ref"] = ref
-    return out
 
 
 @dataclass
@@ -221,15 +219,16 @@ async def stream_chat(
     abort: AbortSignal,
     clock: Callable[[], float],
     timings: Timings | None = None,
-    stream: ChatStream | None = None,
+    stream: AnswerStream | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Send `request` and yield what happens: `Response` once, then per network chunk
     `BytesSeen` and, when it carried text, `Text`; `Finished` with the assembled
     completion last. Errors are firsttoken errors carrying `partial`, the answer so far
-    as `ChatStream` assembled it. `clock`: milliseconds since the epoch (an HTTP-date in
+    as the stream assembled it. `clock`: milliseconds since the epoch (an HTTP-date in
     `retry-after` is measured against it when the response has no `Date`). `stream`:
-    the answer this response continues (a resumed stream: `firsttoken.stream.resume`);
-    by default a new one.
+    what reads the answer, in the request's dialect (`dialects.stream_for`), or the
+    answer this response continues (a resumed stream: `firsttoken.stream.resume`); by
+    default a new chat completion.
     """
     timings = timings if timings is not None else Timings()
     timings.send = clock()
@@ -252,7 +251,7 @@ async def stream_chat(
             # Some servers ignore stream=true; a JSON body is the same answer in one piece.
             body = await response.read(MAX_JSON_BODY)
             timings.first_byte = timings.first_delta = clock()
-            completion = parse_completion(body)
+            completion = stream.parse_body(body)
             if completion.content:
                 yield Text(completion.content, completion.reasoning or "", [], 0)
             timings.done = clock()

@@ -58,8 +58,15 @@ examples/How_to_count_tokens_with_tiktoken.ipynb), which compared it with the AP
   reproduces the cookbook's examples exactly but only approximates nested schemas,
   which it does not count.
 
+* other API dialects (`api`: `firsttoken.settings.APIS`): a Responses prompt is counted
+  by the same rule (an input item is rendered as a chat message is; the system messages
+  joined into `instructions` as the messages they were), and so is an Anthropic
+  Messages one; neither rule is verified against its API, so neither count is exact.
+  Claude models have no public tokenizer (`public_tokenizer`): they are counted with
+  o200k_base, an estimate, which `Calibration` scales by what the server reports.
+
 `ChatCount.exact` is True only for text-only messages on a family the cookbook
-verified, without tools; `notes` lists what was estimated. Even "exact" counts can drift
+verified, without tools, sent as Chat Completions; `notes` lists what was estimated. Even "exact" counts can drift
 when a provider changes its hidden formatting, which `Calibration` corrects.
 
 Fitting (`fit_messages`)
@@ -87,7 +94,7 @@ from firsttoken.tokens.bpe_data import (
     load_encoding_data,
     parse_bpe_ranks,
 )
-from firsttoken.tokens.budget import DEFAULT_REPLY_RESERVE, budget_for, estimate_tokens, rough_count_chat
+from firsttoken.tokens.budget import DEFAULT_REPLY_RESERVE, budget_for, estimate_tokens, reply_reserve, rough_count_chat
 from firsttoken.tokens.calibration import Calibration
 from firsttoken.tokens.chat import (
     IMAGE_TOKENS_DEFAULT,
@@ -119,9 +126,11 @@ from firsttoken.tokens.fit import FitResult, TruncatedMessage, fit_messages
 from firsttoken.tokens.models import (
     DEFAULT_CONTEXT_WINDOW,
     ModelInfo,
+    api_of_model,
     context_window,
     encoding_for_model,
     model_info,
+    public_tokenizer,
 )
 
 __all__ = [
@@ -133,9 +142,11 @@ __all__ = [
     # models
     "ModelInfo",
     "DEFAULT_CONTEXT_WINDOW",
+    "api_of_model",
     "context_window",
     "encoding_for_model",
     "model_info",
+    "public_tokenizer",
     "resolve_encoding",
     # chat
     "ChatCount",
@@ -152,6 +163,7 @@ __all__ = [
     "DEFAULT_REPLY_RESERVE",
     "budget_for",
     "estimate_tokens",
+    "reply_reserve",
     "rough_count_chat",
     # backends
     "ENCODINGS",

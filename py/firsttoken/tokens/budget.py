@@ -19,7 +19,7 @@ from typing import Any, Mapping, Protocol, Sequence
 from firsttoken.tokens.chat import _part_text, count_chat
 from firsttoken.tokens.models import context_window
 
-__all__ = ["DEFAULT_REPLY_RESERVE", "BudgetSettings", "budget_for", "estimate_tokens", "rough_count_chat"]
+__all__ = ["DEFAULT_REPLY_RESERVE", "BudgetSettings", "budget_for", "estimate_tokens", "reply_reserve", "rough_count_chat"]
 
 #: Tokens kept free for the reply when `max_tokens` is not set (or a quarter of the
 #: window, for a small one).
@@ -44,10 +44,21 @@ def budget_for(settings: BudgetSettings) -> tuple[int, bool]:
     wins over our table) less a reserve for the reply: `max_tokens`, else
     `DEFAULT_REPLY_RESERVE` or a quarter of the window, whichever is smaller.
     `window known` is False when the model is not in our table and no setting says."""
-    window, known = context_window(settings.model)
+    window, known = _window(settings)
+    return window - reply_reserve(settings), known
+
+
+def reply_reserve(settings: BudgetSettings) -> int:
+    """The tokens kept free for the reply: `max_tokens`, else `DEFAULT_REPLY_RESERVE` or a
+    quarter of the window, whichever is smaller. Also the `max_tokens` sent where the API
+    demands one (Anthropic Messages), so that prompt and reply fit the window together."""
+    return settings.max_tokens or min(DEFAULT_REPLY_RESERVE, _window(settings)[0] // 4)
+
+
+def _window(settings: BudgetSettings) -> tuple[int, bool]:
     if settings.context_window:
-        window, known = settings.context_window, True
-    return window - (settings.max_tokens or min(DEFAULT_REPLY_RESERVE, window // 4)), known
+        return settings.context_window, True
+    return context_window(settings.model)
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]], model: str) -> int:

@@ -1,5 +1,5 @@
-"""Counting the tokens of a chat-completions prompt. See `firsttoken.tokens` for the rules
-and their sources."""
+"""Counting the tokens of a chat prompt, in any API dialect. See `firsttoken.tokens` for
+the rules and their sources."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from firsttoken.tokens.encoders import Encoder, _count_with, get_encoder
-from firsttoken.tokens.models import ChatFormat, model_info
+from firsttoken.tokens.models import ChatFormat, model_info, public_tokenizer
 
 __all__ = [
     "IMAGE_TOKENS_DEFAULT",
@@ -51,19 +51,37 @@ class ChatCount:
     notes: tuple[str, ...]
 
 
-class _Counter:
-    """Counts messages for one model; collects notes on what was estimated."""
+# What each API dialect's prompt costs beside its text, where it is not Chat Completions'
+# verified rule. Responses: an input message item is rendered as a chat message is (the
+# same model, the same frame: 3 tokens + role + content, 3 priming the reply), and the
+# system messages, joined into `instructions`, are counted as the messages they were (a
+# few tokens too many per system message after the first: the safe side). Nothing
+# published compares this with the API's `input_tokens`, so the count is not exact
+# (`POST /v1/responses/input_tokens` could check it). Anthropic: no tokenizer and no
+# published frame at all.
+_DIALECT_NOTES = {
+    "responses": "Responses API: instructions and input items counted like chat messages (unverified)",
+    "anthropic_messages": "Anthropic Messages: message overhead assumed like Chat Completions",
+}
 
-    def __init__(self, model: str, count: TextCount | None = None) -> None:
+
+class _Counter:
+    """Counts messages for one model and API dialect; collects notes on what was estimated."""
+
+    def __init__(self, model: str, count: TextCount | None = None, api: str = "chat_completions") -> None:
         info = model_info(model)
         self.format: ChatFormat = info.chat_format
         self.encoder: Encoder = get_encoder(info.encoding)
         self._count = count
         self.notes: dict[str, None] = {}  # ordered set
-        if not info.known:
+        if not public_tokenizer(model):
+            self.note(f"{model!r}: no public tokenizer; an estimate with {info.encoding}")
+        elif not info.known:
             self.note(f"unknown model {model!r}: counted with o200k_base, formatted like gpt-4o")
         elif not info.chat_format.verified:
             self.note(f"{model!r}: message overhead assumed {info.chat_format.name}")
+        if api in _DIALECT_NOTES:
+            self.note(_DIALECT_NOTES[api])
 
     def note(self, text: str) -> None:
         self.notes[text] = None
@@ -189,11 +207,13 @@ def count_chat_detailed(
     tools: Sequence[Mapping[str, Any]] | None = None,
     *,
     count: TextCount | None = None,
+    api: str = "chat_completions",
 ) -> ChatCount:
-    """Tokens of a chat-completions prompt, per message, with notes on what was estimated.
+    """Tokens of a chat prompt, per message, with notes on what was estimated.
     `count`, if given, counts each text instead of `model`'s encoder (it must agree
-    with it: a memo over it, say)."""
-    counter = _Counter(model, count)
+    with it: a memo over it, say). `api`: the dialect it is sent in
+    (`firsttoken.settings.APIS`); only Chat Completions' overhead is verified."""
+    counter = _Counter(model, count, api)
     per_message = tuple(counter.message(m) for m in messages)
     tool_tokens = counter.tools(tools)
     priming = counter.format.reply_priming
@@ -214,6 +234,7 @@ def count_chat(
     tools: Sequence[Mapping[str, Any]] | None = None,
     *,
     count: TextCount | None = None,
+    api: str = "chat_completions",
 ) -> int:
     """Prompt tokens the server will likely report for `messages` (+ `tools`) on `model`."""
-    return count_chat_detailed(messages, model, tools, count=count).total
+    return count_chat_detailed(messages, model, tools, count=count, api=api).total

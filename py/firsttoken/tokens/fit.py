@@ -128,6 +128,7 @@ def fit_messages(
     min_partial_tokens: int = 16,
     cut_side: Literal["start", "end"] = "start",
     count: TextCount | None = None,
+    api: str = "chat_completions",
 ) -> FitResult:
     """Choose the messages to send so the prompt fits `budget - reserve_for_reply` tokens.
 
@@ -143,11 +144,12 @@ def fit_messages(
     since silently rewriting the operator's instructions would change behaviour.
 
     `count`, if given, counts each text instead of `model`'s encoder (a memo over it,
-    so that texts the caller counted already cost nothing here).
+    so that texts the caller counted already cost nothing here). `api`: the dialect the
+    prompt is sent in (`count_chat_detailed`).
     """
     if budget < 0 or reserve_for_reply < 0 or min_partial_tokens < 1:
         raise ValueError("budget and reserve_for_reply must be >= 0, min_partial_tokens >= 1")
-    counter = _Counter(model, count)
+    counter = _Counter(model, count, api)
     costs = [counter.message(m) for m in messages]
     available = budget - reserve_for_reply
     fixed = counter.format.reply_priming + counter.tools(tools)
@@ -213,7 +215,7 @@ def fit_messages(
     kept = sorted({*pinned, *turn, *kept_history})
     kept_set = set(kept)
     result = [replaced.get(i) or dict(messages[i]) for i in kept]
-    final = count_chat_detailed(result, model, tools, count=count)
+    final = count_chat_detailed(result, model, tools, count=count, api=api)
     if final.total > available:  # counting is additive, so this cannot happen; guard anyway
         raise TokenizerError(f"fit_messages overshot: {final.total} > {available}")
     return FitResult(

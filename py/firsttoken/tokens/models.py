@@ -1,11 +1,12 @@
-"""Model names → encoding and chat-format rule. Pure data; see `firsttoken.tokens`."""
+"""Model names → encoding, chat-format rule, context window, and the API a model is served
+on when only one serves it. Pure data; see `firsttoken.tokens`."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-__all__ = ["ChatFormat", "ModelInfo", "encoding_for_model", "model_info"]
+__all__ = ["ChatFormat", "ModelInfo", "api_of_model", "encoding_for_model", "model_info", "public_tokenizer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +108,9 @@ def encoding_for_model(model: str) -> tuple[str, bool]:
     return info.encoding, info.known
 
 
-# Context windows (prompt + reply, in tokens) as OpenAI's model pages list them. A
-# prefix table, longest prefix first: dated snapshots share their family's window.
+# Context windows (prompt + reply, in tokens) as OpenAI's and Anthropic's model pages
+# list them. A prefix table, longest prefix first: dated snapshots share their family's
+# window.
 _CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("gpt-4.1", 1_047_576),
     ("gpt-5", 400_000),
@@ -127,6 +129,8 @@ _CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("o4", 200_000),
     ("gpt-oss", 131_072),
     ("firsttoken-sim", 128_000),
+    # Every Claude model since Claude 3 (1 M for some only behind a beta header).
+    ("claude", 200_000),
 )
 
 #: The window assumed for a model not in the table (the page lets the user set one).
@@ -140,3 +144,39 @@ def context_window(model: str) -> tuple[int, bool]:
         if base.startswith(prefix):
             return size, True
     return DEFAULT_CONTEXT_WINDOW, False
+
+
+# Models served on one API only. OpenAI's pro and codex models answer "This model is
+# only supported in v1/responses" on /chat/completions (o3-pro, o1-pro, gpt-5-pro,
+# gpt-5.2-pro, gpt-5-codex: their model pages, and the reports in RESEARCH-2026-12.md);
+# Claude is served on Anthropic's Messages API (OpenAI-compatible layers exist, but the
+# Messages API is the one that carries all of it). Dated snapshots follow their family.
+_DATED = r"(?:-\d{4}-\d{2}-\d{2})?"
+_API_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), api)
+    for pattern, api in (
+        (rf"(?:o1-pro|o3-pro|gpt-5(?:\.\d+)?-pro){_DATED}", "responses"),
+        (rf"(?:gpt-5(?:\.\d+)?-codex(?:-mini|-max)?|codex-mini-latest){_DATED}", "responses"),
+        (r"claude-.*", "anthropic_messages"),
+    )
+)
+
+
+def api_of_model(model: str) -> str | None:
+    """The API `model` is served on when only one serves it ("responses",
+    "anthropic_messages"), else None. A provider-prefixed name ("openai/o3-pro",
+    "anthropic/claude-sonnet-4") is a router's (OpenRouter, LiteLLM), and routers serve
+    every model on Chat Completions: None."""
+    name = model.strip().lower()
+    if "/" in name:
+        return None
+    for pattern, api in _API_RULES:
+        if pattern.fullmatch(name):
+            return api
+    return None
+
+
+def public_tokenizer(model: str) -> bool:
+    """False for a family whose maker publishes no tokenizer (Claude: Anthropic offers a
+    counting endpoint, not the vocabulary), whose counts can only be estimates."""
+    return not _base_name(model).startswith("claude")
