@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="base URL of a real OpenAI-compatible API, e.g. https://api.openai.com/v1")
     p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the upstream API key (never logged)")
+    p.add_argument("--anthropic-key-env", default="ANTHROPIC_API_KEY",
+                   help="environment variable holding the key for the upstream's /messages route, sent as "
+                        "x-api-key (never logged); unset: the upstream key")
     p.add_argument("--client-key-env", default=None,
                    help="environment variable holding a key that clients must present; the gateway "
                         "refuses to start if the variable is unset or empty (off without this flag)")
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="seconds an idle kept-alive connection stays open")
     p.add_argument("--max-connections", type=int, default=_SERVER.max_connections)
     p.add_argument("--streams-per-client", type=int, default=GatewayConfig.streams_per_client,
-                   help="concurrent chat completions per client (API key, else address)")
+                   help="concurrent answers (all routes together) per client (API key, else address)")
     p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
     p.add_argument("--tps", type=float, default=_SIM.tps)
     p.add_argument("--chunk", type=int, default=_SIM.chunk)
@@ -158,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
         upstream=args.upstream,
         upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
+        anthropic_key=(os.environ.get(args.anthropic_key_env) or None) if args.upstream else None,
         max_body_bytes=args.max_body_bytes,
         limits=FlowLimits(
             rpm=args.rpm, tpm=args.tpm, gateway_rpm=args.gateway_rpm, gateway_tpm=args.gateway_tpm,

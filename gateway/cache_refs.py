@@ -6,13 +6,28 @@ The extension (bridge/PROTOCOL.md, "Cache references"):
   (`AdvertiseRefs`), which is how a client tells this gateway from any other
   OpenAI-compatible server.
 * A client identifies itself with ``x-firsttoken-client: <random id>``. From such a
-  client, every system/developer message that arrives in full is stored (`RefStore`),
-  keyed by SHA-256 of its UTF-8 text.
+  client, every system text that arrives in full is stored (`RefStore`), keyed by
+  SHA-256 of its UTF-8 text.
 * Such a client may then send ``{"role": "system", "x_firsttoken_ref": "sha256:<hex>"}``
-  (no content). `expand_refs` replaces it with the stored text before the request is
-  validated or forwarded (gateway/chat_body.py runs it, once per request), so neither the validation nor an upstream ever sees the
-  extension. A reference the store does not hold is answered 409 with code
-  ``cache_ref_unknown``; the client then sends the text again, in full.
+  (no content) instead of the text. `expand_refs` replaces it with the stored text
+  before the request is validated or forwarded (gateway/chat_body.py runs it, once per
+  request), so neither the validation nor an upstream ever sees the extension. A
+  reference the store does not hold is answered 409 with code ``cache_ref_unknown``;
+  the client then sends the text again, in full.
+
+Where a system text, and so a reference, may stand depends on the dialect (a `Site`
+each, listed by `chat_sites`, `responses_sites`, `messages_sites`):
+
+* Chat Completions: a system or developer message (the form above).
+* Responses: `instructions` (``{"x_firsttoken_ref": …}`` in place of the string), and
+  a system or developer input item (the message form).
+* Anthropic Messages: `system` as a string (``{"x_firsttoken_ref": …}`` in place of
+  it) or each of its text blocks (``{"type": "text", "x_firsttoken_ref": …}``, other
+  fields such as ``cache_control`` kept). Its messages are user and assistant turns
+  only, so a reference there is a 400.
+
+Each system text at those places that arrives in full is stored: a string content,
+instructions or system, or one text block.
 
 Isolation: entries are kept per client, its `owner` (gateway/access.py: SHA-256 over
 the Authorization header and the client id), so a reference resolves only for the client that sent the text. Knowing
@@ -49,8 +64,12 @@ __all__ = [
     "entry_of",
     "RefStores",
     "SharedRefStore",
+    "Site",
+    "chat_sites",
     "expand_refs",
+    "messages_sites",
     "referenced",
+    "responses_sites",
     "system_entries",
 ]
 
@@ -170,15 +189,6 @@ class RefStore:
             self.total_bytes -= self._client_bytes.pop(client)
 
 
-def _unknown(i: int) -> APIError:
-    return APIError(
-        409,
-        f"messages[{i}] refers to a system message this gateway does not hold for this client; send its text.",
-        param=f"messages[{i}]",
-        code=UNKNOWN_REF_CODE,
-    )
-
-
 #: A system text ready to store: its SHA-256 (hex) and its UTF-8 bytes.
 Entry = tuple[str, bytes]
 
@@ -192,58 +202,138 @@ def entry_of(text: str) -> Entry | None:
     return hashlib.sha256(data).hexdigest(), data
 
 
-def referenced(data: Any) -> list[str]:
-    """The digests a decoded body refers to (well-formed references only; `expand_refs`
+# ---- where references stand -----------------------------------------------------------------
+
+#: A message object: its system text is its string `content` (system and developer
+#: roles only); a reference is the message with `x_firsttoken_ref` and no content.
+MESSAGE = "message"
+#: A string field: a reference is an object holding `x_firsttoken_ref` alone.
+TEXT = "text"
+#: A text block (`{"type": "text", "text": …}`): a reference is the block with
+#: `x_firsttoken_ref` and no text (its other fields, such as `cache_control`, stay).
+BLOCK = "block"
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One place in a decoded body where a system text may stand: `holder[key]`, in
+    `form` (above); `param` names it in errors (`messages[0]`, `instructions`,
+    `system[1]`)."""
+
+    param: str
+    holder: Any
+    key: Any
+    form: str
+
+
+def chat_sites(data: Any) -> list[Site]:
+    """Chat Completions: every message (only system and developer ones may be references)."""
+    return _items(data, "messages")
+
+
+def responses_sites(data: Any) -> list[Site]:
+    """Responses: `instructions`, and every input item (system and developer messages)."""
+    sites = [Site("instructions", data, "instructions", TEXT)] if isinstance(data, dict) and "instructions" in data else []
+    return sites + _items(data, "input")
+
+
+def messages_sites(data: Any) -> list[Site]:
+    """Anthropic Messages: `system`, as a string or each of its text blocks. Its messages
+    are sites too, so that a reference there is refused as one (Messages has no
+    system turns) rather than read as a message without content."""
+    system = data.get("system") if isinstance(data, dict) else None
+    if isinstance(system, list):
+        sites = [Site(f"system[{i}]", system, i, BLOCK) for i in range(len(system))]
+    else:
+        sites = [Site("system", data, "system", TEXT)] if system is not None else []
+    return sites + _items(data, "messages")
+
+
+def _items(data: Any, name: str) -> list[Site]:
+    items = data.get(name) if isinstance(data, dict) else None
+    return [Site(f"{name}[{i}]", items, i, MESSAGE) for i in range(len(items))] if isinstance(items, list) else []
+
+
+def _reference(site: Site) -> dict[str, Any] | None:
+    value = site.holder[site.key]
+    return value if isinstance(value, dict) and REF_FIELD in value else None
+
+
+def referenced(sites: list[Site]) -> list[str]:
+    """The digests the references at `sites` name (well-formed ones only; `expand_refs`
     judges the rest)."""
-    messages = data.get("messages") if isinstance(data, dict) else None
     found = []
-    for message in messages if isinstance(messages, list) else ():
-        ref = message.get(REF_FIELD) if isinstance(message, dict) else None
-        match = _REF.match(ref) if isinstance(ref, str) else None
+    for site in sites:
+        ref = _reference(site)
+        match = _REF.match(ref[REF_FIELD]) if ref is not None and isinstance(ref[REF_FIELD], str) else None
         if match:
             found.append(match.group(1))
     return found
 
 
-def expand_refs(data: Any, texts: Mapping[str, str]) -> bool:
-    """Replace, in the decoded body `data`, every `x_firsttoken_ref` message by its text
-    from `texts` (what the client's store holds, by digest); True if any was. Raises
-    `APIError`: 400 for a malformed reference, 409 `cache_ref_unknown` for one `texts`
-    lacks."""
-    messages = data.get("messages") if isinstance(data, dict) else None
-    if not isinstance(messages, list):
-        return False  # validation reports it
+def expand_refs(sites: list[Site], texts: Mapping[str, str]) -> bool:
+    """Replace every reference at `sites` by its text from `texts` (what the client's
+    store holds, by digest); True if any was. Raises `APIError`: 400 for a malformed
+    reference, 409 `cache_ref_unknown` for one `texts` lacks."""
     changed = False
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict) or REF_FIELD not in message:
+    for site in sites:
+        ref = _reference(site)
+        if ref is None:
             continue
-        ref = message[REF_FIELD]
-        match = _REF.match(ref) if isinstance(ref, str) else None
+        where = site.param
+        value = ref[REF_FIELD]
+        match = _REF.match(value) if isinstance(value, str) else None
         if match is None:
-            raise invalid(f"'messages[{i}].{REF_FIELD}' must be 'sha256:' and 64 lowercase hex digits.",
-                          param=f"messages[{i}].{REF_FIELD}", code="invalid_value")
-        if not isinstance(message.get("role"), str) or message["role"] not in _ROLES:  # ["user"] is unhashable
-            raise invalid(f"'messages[{i}]': only system and developer messages may be references.",
-                          param=f"messages[{i}].role", code="invalid_value")
-        if message.get("content") not in (None, ""):
-            raise invalid(f"'messages[{i}]' has both content and a reference.",
-                          param=f"messages[{i}].content", code="invalid_value")
+            raise invalid(f"'{where}.{REF_FIELD}' must be 'sha256:' and 64 lowercase hex digits.",
+                          param=f"{where}.{REF_FIELD}", code="invalid_value")
+        _check_shape(site, ref)
         text = texts.get(match.group(1))
         if text is None:
-            raise _unknown(i)
-        del message[REF_FIELD]
-        message["content"] = text
+            raise APIError(409, f"{where} refers to a system text this gateway does not hold for this client; send its text.",
+                           param=where, code=UNKNOWN_REF_CODE)
+        if site.form == TEXT:
+            site.holder[site.key] = text
+        else:
+            del ref[REF_FIELD]
+            ref["content" if site.form == MESSAGE else "text"] = text
+            if site.form == BLOCK:
+                ref.setdefault("type", "text")
         changed = True
     return changed
 
 
-def system_entries(messages: list[dict[str, Any]]) -> list[Entry]:
-    """The system/developer texts of a valid request, hashed (CPU work: off the loop)."""
+def _check_shape(site: Site, ref: dict[str, Any]) -> None:
+    where = site.param
+    if site.form == TEXT:
+        if len(ref) != 1:
+            raise invalid(f"'{where}' as a reference holds '{REF_FIELD}' and nothing else.", param=where, code="invalid_value")
+    elif site.form == MESSAGE:
+        if not isinstance(ref.get("role"), str) or ref["role"] not in _ROLES:  # ["user"] is unhashable
+            raise invalid(f"'{where}': only system and developer messages may be references.",
+                          param=f"{where}.role", code="invalid_value")
+        if ref.get("content") not in (None, ""):
+            raise invalid(f"'{where}' has both content and a reference.", param=f"{where}.content", code="invalid_value")
+    else:
+        if ref.get("type", "text") != "text":
+            raise invalid(f"'{where}': only text blocks may be references.", param=f"{where}.type", code="invalid_value")
+        if ref.get("text") not in (None, ""):
+            raise invalid(f"'{where}' has both text and a reference.", param=f"{where}.text", code="invalid_value")
+
+
+def system_entries(sites: list[Site]) -> list[Entry]:
+    """The system texts at `sites` of a valid request, hashed (CPU work: off the loop)."""
     entries = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(message.get("role"), str) and message["role"] in _ROLES and isinstance(content, str) and content:
-            entry = entry_of(content)
+    for site in sites:
+        value = site.holder[site.key]
+        if site.form == TEXT:
+            text = value
+        elif site.form == MESSAGE:
+            role = value.get("role") if isinstance(value, dict) else None
+            text = value.get("content") if isinstance(role, str) and role in _ROLES else None
+        else:
+            text = value.get("text") if isinstance(value, dict) and value.get("type") == "text" else None
+        if isinstance(text, str) and text:
+            entry = entry_of(text)
             if entry is not None:
                 entries.append(entry)
     return entries
