@@ -87,26 +87,25 @@ class Dialect:
     resumable: bool
 
 
-CHAT = Dialect(
-    name="chat", path="/v1/chat/completions", upstream_path="/chat/completions", vendor=OPENAI,
-    parse=chat.parse, check=chat.check, ref_sites=cache_refs.chat_sites, check_supported=chat.check_supported,
-    framing=chat.ChatFraming, usage_total=chat.usage_total, event_text=chat.event_text, body_text=chat.body_text,
-    dry_run_object="chat.completion.dry_run", resumable=True,
-)
-RESPONSES = Dialect(
-    name="responses", path="/v1/responses", upstream_path="/responses", vendor=OPENAI,
-    parse=responses.parse, check=responses.check, ref_sites=cache_refs.responses_sites,
-    check_supported=responses.check_supported, framing=responses.ResponsesFraming,
-    usage_total=responses.usage_total, event_text=responses.event_text, body_text=responses.body_text,
-    dry_run_object="response.dry_run", resumable=False,
-)
-MESSAGES = Dialect(
-    name="messages", path="/v1/messages", upstream_path="/messages", vendor=ANTHROPIC,
-    parse=messages.parse, check=messages.check, ref_sites=cache_refs.messages_sites,
-    check_supported=messages.check_supported, framing=messages.MessagesFraming,
-    usage_total=messages.usage_total, event_text=messages.event_text, body_text=messages.body_text,
-    dry_run_object="message.dry_run", resumable=False,
-)
+def _dialect(module: Any, *, name: str, path: str, vendor: str, framing: Callable[..., Framing],
+             ref_sites: Callable[[Any], list[cache_refs.Site]], dry_run_object: str, resumable: bool = False) -> Dialect:
+    """A dialect from its module, which names its pieces alike (`parse`, `check`,
+    `check_supported`, `usage_total`, `event_text`, `body_text`). Its upstream route is
+    its own without `/v1`: an upstream's base URL ends in `/v1`."""
+    return Dialect(
+        name=name, path=path, upstream_path=path.removeprefix("/v1"), vendor=vendor, parse=module.parse,
+        check=module.check, ref_sites=ref_sites, check_supported=module.check_supported, framing=framing,
+        usage_total=module.usage_total, event_text=module.event_text, body_text=module.body_text,
+        dry_run_object=dry_run_object, resumable=resumable,
+    )
+
+
+CHAT = _dialect(chat, name="chat", path="/v1/chat/completions", vendor=OPENAI, framing=chat.ChatFraming,
+                ref_sites=cache_refs.chat_sites, dry_run_object="chat.completion.dry_run", resumable=True)
+RESPONSES = _dialect(responses, name="responses", path="/v1/responses", vendor=OPENAI, framing=responses.ResponsesFraming,
+                     ref_sites=cache_refs.responses_sites, dry_run_object="response.dry_run")
+MESSAGES = _dialect(messages, name="messages", path="/v1/messages", vendor=ANTHROPIC, framing=messages.MessagesFraming,
+                    ref_sites=cache_refs.messages_sites, dry_run_object="message.dry_run")
 
 DIALECTS = (CHAT, RESPONSES, MESSAGES)
 _BY_PATH = {d.path: d for d in DIALECTS}

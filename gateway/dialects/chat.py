@@ -269,22 +269,19 @@ def usage_total(usages: Sequence[dict[str, Any]], streaming: bool) -> int | None
 
 def event_text(event: Any) -> str:
     """Choice text of one streamed chunk."""
-    pieces = []
-    for choice in event.get("choices") or () if isinstance(event, dict) else ():
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        content = delta.get("content") if isinstance(delta, dict) else None
-        if isinstance(content, str):
-            pieces.append(content)
-    return "".join(pieces)
+    return _choice_text(event, "delta")
 
 
 def body_text(body: Any) -> str:
     """Choice text of a whole `chat.completion`."""
+    return _choice_text(body, "message")
+
+
+def _choice_text(data: Any, where: str) -> str:
     pieces = []
-    for choice in body.get("choices") or () if isinstance(body, dict) else ():
-        message = choice.get("message") if isinstance(choice, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
+    for choice in data.get("choices") or () if isinstance(data, dict) else ():
+        holder = choice.get(where) if isinstance(choice, dict) else None
+        content = holder.get("content") if isinstance(holder, dict) else None
         if isinstance(content, str):
             pieces.append(content)
     return "".join(pieces)
-
