@@ -13,10 +13,11 @@ Faults, by the same header:
     drop_after=N      drop the connection after N content chunks (no clean end)
     error_after=N     send the dialect's error event after N content chunks, then end
     status=429        answer at once with that status (429 carries rate-limit headers)
-    retry_after=S     the retry-after seconds sent with status=429/503 (default 1)
+    retry_after=S     the retry-after seconds sent with status=429/503/529 (default 1)
     stall_ms=N        stall N ms, after `stall_after` content chunks (default 0)
-    stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk, for
-                      measuring chunk-to-paint latency in benchmarks
+    stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk (every
+                      text delta, in Responses and Messages), for measuring
+                      chunk-to-paint latency in benchmarks
     echo=1            answer with the last user message verbatim (in word pieces, paced
                       as above), so that tests can make the model say given text
 """
