@@ -71,7 +71,7 @@ class SimulatedBackend:
         simulator.check_status(params)
         read.dialect.check_supported(chat)
         answer = await self.offload.run(simulator.prepare, chat, params)
-        framing = read.dialect.framing(chat, answer.settled, stamp=wall_clock_ms if params.stamp else None)
+        framing = read.dialect.framing(chat, answer.outcome, stamp=wall_clock_ms if params.stamp else None)
         if not chat.stream:
             content = await self.offload.run(_whole, framing, answer.pieces)
             return Response(content, media_type="application/json", headers=framing.headers)

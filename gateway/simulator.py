@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Itera
 
 from firsttoken.tokens import estimate_tokens
 
-from .dialects.wire import Settled, json_string
+from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
 from .validation import ChatRequest, message_text
 
@@ -277,7 +277,7 @@ class Simulator:
             pieces = (m.group() for m in _PIECE.finditer(prompt))
         else:
             pieces, count = iter_answer(req.messages, n), n
-        return Answer(pieces, Settled(finish, self.count_tokens(req.messages, req.model), count))
+        return Answer(pieces, Outcome(finish, self.count_tokens(req.messages, req.model), count))
 
     async def stream(self, framing: Framing, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
         """The answer's events in `framing`'s wire format, paced by `params`.
@@ -349,8 +349,8 @@ _SLICE_S = 0.005
 
 @dataclass(slots=True)
 class Answer:
-    """A settled answer: its pieces (made lazily, as they are consumed, once), why it
-    ends and its usage."""
+    """A settled answer: its pieces (made lazily, as they are consumed, once), and how it
+    turns out."""
 
     pieces: Iterator[str]
-    settled: Settled
+    outcome: Outcome

@@ -77,7 +77,7 @@ class Dialect:
     check: Callable[[Any, bytes], ChatRequest]
     ref_sites: Callable[[Any], list[cache_refs.Site]]
     check_supported: Callable[[ChatRequest], None]
-    #: `framing(req, settled, stamp=None)`: one answer's `Framing`.
+    #: `framing(req, outcome, stamp=None)`: one answer's `Framing`.
     framing: Callable[..., Framing]
     usage_total: Callable[[Sequence[dict[str, Any]], bool], int | None]
     event_text: Callable[[Any], str]

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ..errors import APIError, invalid
 from ..validation import ChatRequest, check_object, decode_body, message_text
-from .wire import Settled, Stamp, json_string, last_total, new_id
+from .wire import Outcome, Stamp, json_string, last_total, new_id
 
 __all__ = [
     "ChatFraming", "ROLES", "body_text", "check", "check_supported", "event_text", "parse", "usage_total",
@@ -191,8 +191,8 @@ class ChatFraming:
     about 22,000 events a second. `stamp` adds `x_firsttoken_sent_ms` to every chunk.
     """
 
-    def __init__(self, req: ChatRequest, settled: Settled, *, stamp: Stamp = None) -> None:
-        self.req, self.settled, self.stamp = req, settled, stamp
+    def __init__(self, req: ChatRequest, outcome: Outcome, *, stamp: Stamp = None) -> None:
+        self.req, self.outcome, self.stamp = req, outcome, stamp
         #: Response headers of this answer: none beyond the usual.
         self.headers: dict[str, str] = {}
         self.id = new_id("chatcmpl-")
@@ -217,7 +217,7 @@ class ChatFraming:
         return self._close(self._base + b',"choices":' + json.dumps(choices, separators=(",", ":")).encode() + self._usage_null)
 
     def _usage(self) -> dict[str, int]:
-        s = self.settled
+        s = self.outcome
         return {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
                 "total_tokens": s.prompt_tokens + s.completion_tokens}
 
@@ -228,7 +228,7 @@ class ChatFraming:
         return self._close(self._head + json_string(text).encode() + self._tail)
 
     def closing(self) -> bytes:
-        events = [self._choice({}, self.settled.finish)]
+        events = [self._choice({}, self.outcome.finish)]
         if self.req.include_usage:
             events.append(self._close(self._base + b',"choices":[],"usage":' + json.dumps(self._usage()).encode()))
         events.append(b"data: [DONE]\n\n")
@@ -250,7 +250,7 @@ class ChatFraming:
                     "index": 0,
                     "message": {"role": "assistant", "content": text, "refusal": None},
                     "logprobs": None,
-                    "finish_reason": self.settled.finish,
+                    "finish_reason": self.outcome.finish,
                 }
             ],
             "usage": self._usage(),

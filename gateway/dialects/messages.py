@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ..errors import APIError, invalid, new_request_id
 from ..validation import ChatRequest, check_object, decode_body
-from .wire import Settled, Stamp, compact, is_count, json_string, new_id, sse_event
+from .wire import Outcome, Stamp, compact, is_count, json_string, new_id, sse_event
 
 __all__ = ["MessagesFraming", "body_text", "check", "check_supported", "event_text", "parse", "usage_total"]
 
@@ -177,13 +177,13 @@ class MessagesFraming:
     _DELTA_HEAD = (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
                    b'"delta":{"type":"text_delta","text":')
 
-    def __init__(self, req: ChatRequest, settled: Settled, *, stamp: Stamp = None) -> None:
-        self.req, self.settled, self.stamp = req, settled, stamp
+    def __init__(self, req: ChatRequest, outcome: Outcome, *, stamp: Stamp = None) -> None:
+        self.req, self.outcome, self.stamp = req, outcome, stamp
         self.headers = {"request-id": new_request_id()}
         self.id = new_id("msg_")
 
     def _message(self, content: list[dict[str, Any]], *, done: bool) -> dict[str, Any]:
-        s = self.settled
+        s = self.outcome
         return {
             "id": self.id, "type": "message", "role": "assistant", "model": self.req.model, "content": content,
             "stop_reason": _STOP_REASONS.get(s.finish, "end_turn") if done else None, "stop_sequence": None,
@@ -205,11 +205,11 @@ class MessagesFraming:
         return self._DELTA_HEAD + json_string(text).encode() + b"}" + stamp + b"}\n\n"
 
     def closing(self) -> bytes:
-        stop = {"stop_reason": _STOP_REASONS.get(self.settled.finish, "end_turn"), "stop_sequence": None}
+        stop = {"stop_reason": _STOP_REASONS.get(self.outcome.finish, "end_turn"), "stop_sequence": None}
         return b"".join((
             sse_event("content_block_stop", b'{"type":"content_block_stop","index":0}'),
             sse_event("message_delta", compact({"type": "message_delta", "delta": stop,
-                                                "usage": {"output_tokens": self.settled.completion_tokens}})),
+                                                "usage": {"output_tokens": self.outcome.completion_tokens}})),
             sse_event("message_stop", b'{"type":"message_stop"}'),
         ))
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from ..errors import APIError, invalid
 from ..validation import ChatRequest, check_object, decode_body, message_text
 from .chat import check_numbers, refuse_tools
-from .wire import Settled, Stamp, compact, json_string, last_total, new_id, sse_event
+from .wire import Outcome, Stamp, compact, json_string, last_total, new_id, sse_event
 
 __all__ = ["ResponsesFraming", "body_text", "check", "check_supported", "event_text", "parse", "usage_total"]
 
@@ -186,8 +186,8 @@ class ResponsesFraming:
     string and a tail; `stamp` adds `x_firsttoken_sent_ms` to each.
     """
 
-    def __init__(self, req: ChatRequest, settled: Settled, *, stamp: Stamp = None) -> None:
-        self.req, self.settled, self.stamp = req, settled, stamp
+    def __init__(self, req: ChatRequest, outcome: Outcome, *, stamp: Stamp = None) -> None:
+        self.req, self.outcome, self.stamp = req, outcome, stamp
         self.headers: dict[str, str] = {}
         self.id = new_id("resp_", 48, _HEX)
         self.item_id = new_id("msg_", 48, _HEX)
@@ -200,7 +200,7 @@ class ResponsesFraming:
 
     @property
     def _complete(self) -> bool:
-        return self.settled.finish != "length"
+        return self.outcome.finish != "length"
 
     def _event(self, name: str, fields: dict[str, Any]) -> bytes:
         event = sse_event(name, compact({"type": name, "sequence_number": self._sequence, **fields}))
@@ -212,7 +212,7 @@ class ResponsesFraming:
         return {"id": self.item_id, "type": "message", "status": status, "content": content, "role": "assistant"}
 
     def _response(self, output: list[dict[str, Any]], *, done: bool) -> dict[str, Any]:
-        raw, s = self.req.raw, self.settled
+        raw, s = self.req.raw, self.outcome
         status = "in_progress" if not done else "completed" if self._complete else "incomplete"
         usage = None
         if done:

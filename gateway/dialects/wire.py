@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-__all__ = ["Settled", "Stamp", "compact", "is_count", "json_string", "last_total", "new_id", "sse_event"]
+__all__ = ["Outcome", "Stamp", "compact", "is_count", "json_string", "last_total", "new_id", "sse_event"]
 
 #: The time a benchmark's chunk left, in wall-clock ms (the built-in model's `stamp=1`),
 #: or None for no stamp.
@@ -18,10 +18,10 @@ Stamp = Callable[[], float] | None
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
-    """An answer as the built-in model settled it before its first piece: why it ends
-    (`finish`: "stop" when the model is done, "length" when `max_tokens` cut it, in
-    Chat Completions' words; each framing says it in its own) and its usage."""
+class Outcome:
+    """How an answer turns out, known to the built-in model before its first piece: why
+    it ends (`finish`: "stop" when the model is done, "length" when `max_tokens` cut it,
+    in Chat Completions' words; each framing says it in its own) and its usage."""
 
     finish: str
     prompt_tokens: int

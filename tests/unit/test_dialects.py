@@ -23,7 +23,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 
 from gateway.cache_refs import chat_sites, expand_refs, messages_sites, referenced, responses_sites, system_entries
 from gateway.dialects import CHAT, DIALECTS, MESSAGES, RESPONSES, Dialect, dialect_at, error_response
-from gateway.dialects.wire import Settled
+from gateway.dialects.wire import Outcome
 from gateway.errors import APIError, anthropic_type
 from gateway.limits.usage import UsageMeter
 from gateway.simulator import prompt_digest
@@ -98,8 +98,8 @@ texts = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, m
        cut=st.integers(1, 97))
 def test_each_framing_carries_any_text_to_the_official_decoders(dialect: Dialect, pieces: list[str], finish: str,
                                                                  cut: int) -> None:
-    settled = Settled(finish, 11, len(pieces))
-    framing = dialect.framing(request_of(dialect), settled)
+    outcome = Outcome(finish, 11, len(pieces))
+    framing = dialect.framing(request_of(dialect), outcome)
     stream = framing.opening() + b"".join(framing.delta(p) for p in pieces) + framing.closing()
     events = decode(dialect, stream, cut)
     assert [e.event for e in events] == expected_types(dialect, len(pieces), finish)
@@ -120,7 +120,7 @@ def test_each_framing_carries_any_text_to_the_official_decoders(dialect: Dialect
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 def test_an_error_mid_stream_is_each_dialects_error_event(dialect: Dialect) -> None:
-    framing = dialect.framing(request_of(dialect), Settled("stop", 1, 1))
+    framing = dialect.framing(request_of(dialect), Outcome("stop", 1, 1))
     (event,) = decode(dialect, framing.failure("boom", "simulated"), 1000)
     data = json.loads(event.data)
     if dialect is CHAT:
@@ -136,7 +136,7 @@ def test_an_error_mid_stream_is_each_dialects_error_event(dialect: Dialect) -> N
 
 
 def test_a_messages_stream_cut_before_its_output_usage_is_counted_from_its_text() -> None:
-    framing = MESSAGES.framing(request_of(MESSAGES), Settled("stop", 11, 2))
+    framing = MESSAGES.framing(request_of(MESSAGES), Outcome("stop", 11, 2))
     meter = UsageMeter(MESSAGES, streaming=True)
     meter.feed(framing.opening() + framing.delta("abc") + framing.delta("de"))
     assert meter.settle(11, len) == {"total_tokens": 11 + 5, "exact": True}  # not message_start's placeholder
