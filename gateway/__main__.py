@@ -1,4 +1,5 @@
-"""`python -m gateway`: serve the page and the OpenAI-compatible endpoint."""
+"""`python -m gateway`: serve the page and the API endpoint (OpenAI's Chat Completions and
+Responses, Anthropic's Messages)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--upstream", default=os.environ.get("FIRSTTOKEN_UPSTREAM") or None,
-                   help="base URL of a real OpenAI-compatible API, e.g. https://api.openai.com/v1")
+                   help="base URL of a real API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1; "
+                        "each route goes to its route of the same name there")
     p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the upstream API key (never logged)")
     p.add_argument("--anthropic-key-env", default="ANTHROPIC_API_KEY",

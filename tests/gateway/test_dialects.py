@@ -148,6 +148,11 @@ def test_bad_bodies_are_each_apis_typed_400(plain: str) -> None:
     assert zero.value.body["error"] == {"type": "invalid_request_error",  # type: ignore[index]
                                         "message": "max_tokens: Input should be greater than or equal to 1"}
     assert zero.value.request_id and zero.value.request_id == zero.value.body["request_id"]  # type: ignore[index]
+    with pytest.raises(anthropic.BadRequestError) as no_tools:  # refused by the model, not the body check
+        claude(plain).messages.create(model=MODEL, max_tokens=10, messages=[{"role": "user", "content": USER}],
+                                      tools=[{"name": "f", "input_schema": {"type": "object"}}])
+    assert no_tools.value.body["error"] == {"type": "invalid_request_error",  # type: ignore[index]
+                                            "message": "tools: this model does not support tools"}
     missing = httpx.post(plain + "/v1/messages", json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
     assert missing.status_code == 400 and missing.json()["error"]["message"] == "max_tokens: Field required"
     broken = httpx.post(plain + "/v1/messages", content=b"{", headers={"content-type": "application/json"})
