@@ -23,7 +23,7 @@ from starlette.routing import Route
 from gateway.app import GatewayConfig, create_app
 from gateway.dialects import MESSAGES, RESPONSES
 from gateway.limits.usage import UsageMeter
-from tests.servers import serve_app
+from tests.servers import gateway, serve_app
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "dialects"
 TEXT = "A frame at 60 Hz lasts 16.7 ms — keep work under 8 ms. 🙂"
@@ -151,6 +151,17 @@ def test_keys_go_the_way_each_api_wants_them(proxy: str, upstream: tuple[str, Re
         assert r.status_code == 200
         sent = last(replay)["headers"]
         assert "x-api-key" not in sent and "authorization" not in sent
+
+
+def test_the_cli_reads_each_key_from_its_environment_and_logs_neither(upstream: tuple[str, Replay]) -> None:
+    url, replay = upstream
+    keys = {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+    with gateway("--upstream", url + "/v1", "--log-level", "debug", env=keys) as proxy:
+        assert httpx.post(proxy + "/v1/messages", json=TURNS, timeout=30).status_code == 200
+        assert last(replay)["headers"]["x-api-key"] == ANTHROPIC_KEY
+        assert httpx.post(proxy + "/v1/responses", json=INPUT, timeout=30).status_code == 200
+        assert last(replay)["headers"]["authorization"] == f"Bearer {OPENAI_KEY}"
+    assert OPENAI_KEY not in "".join(proxy.log) and ANTHROPIC_KEY not in "".join(proxy.log)
 
 
 def test_upstream_errors_pass_in_their_own_shape(proxy: str) -> None:
