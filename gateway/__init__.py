@@ -1,4 +1,5 @@
-"""The firsttoken gateway: serves the page and an OpenAI-compatible endpoint.
+"""The firsttoken gateway: serves the page, and an API endpoint in three dialects
+(OpenAI's Chat Completions and Responses, Anthropic's Messages).
 
 Pieces, each one idea, composed in `app.create_app` (the middleware from the outside in):
 
@@ -9,16 +10,17 @@ Pieces, each one idea, composed in `app.create_app` (the middleware from the out
 - `boundary`    anything that escapes: one log line and a JSON 500
 - `guard`       who may ask from a browser: Host, Origin and Content-Type checks
 - `access`      the gateway's key, and who the client is, decided once per request
-- `chat_body`   the chat body read, parsed and its references expanded, once per request
-- `validation`  reading and validating chat-completion requests (bounded body, typed errors)
-- `cache_refs`  system messages sent once, then named by hash (memory or Redis)
+- `chat_body`   a request's body read, parsed and its references expanded, once per request
+- `dialects`    each API dialect defined once: its request, refusals, wire format, usage
+- `validation`  reading request bodies (bounded, strict JSON), what every dialect's checks share
+- `cache_refs`  system texts sent once, then named by hash (memory or Redis)
 - `limits`      rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
 - `backends`    what answers: the built-in model (`simulator`) or an `upstream` API
 - `simulator`   the built-in deterministic model, with pacing and fault injection
-- `upstream`    a proxy to a real OpenAI-compatible API
+- `upstream`    a proxy to a real API (OpenAI's, or Anthropic's for `/v1/messages`)
 - `redact`      secrets cut out of whatever an upstream sends back
 - `streams`     resumable streams: a firsttoken client's answer outlives its connection
-- `errors`      OpenAI-style error objects
+- `errors`      error objects, in OpenAI's shape or Anthropic's
 - `shared`      the Redis connection gateway processes share (`--redis`)
 - `offload`     CPU work off the event loop (bounded threads, one worker process)
 - `server`      uvicorn with header/body timeouts, a connection cap, streams per client

@@ -1,4 +1,5 @@
-"""`python -m gateway`: serve the page and the OpenAI-compatible endpoint."""
+"""`python -m gateway`: serve the page and the API endpoint (OpenAI's Chat Completions and
+Responses, Anthropic's Messages)."""
 
 from __future__ import annotations
 
@@ -64,9 +65,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--upstream", default=os.environ.get("FIRSTTOKEN_UPSTREAM") or None,
-                   help="base URL of a real OpenAI-compatible API, e.g. https://api.openai.com/v1")
+                   help="base URL of a real API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1; "
+                        "each route goes to its route of the same name there")
     p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the upstream API key (never logged)")
+    p.add_argument("--anthropic-key-env", default="ANTHROPIC_API_KEY",
+                   help="environment variable holding the key for the upstream's /messages route, sent as "
+                        "x-api-key (never logged); unset: the upstream key")
     p.add_argument("--client-key-env", default=None,
                    help="environment variable holding a key that clients must present; the gateway "
                         "refuses to start if the variable is unset or empty (off without this flag)")
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="seconds an idle kept-alive connection stays open")
     p.add_argument("--max-connections", type=int, default=_SERVER.max_connections)
     p.add_argument("--streams-per-client", type=int, default=GatewayConfig.streams_per_client,
-                   help="concurrent chat completions per client (API key, else address)")
+                   help="concurrent answers (all routes together) per client (API key, else address)")
     p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
     p.add_argument("--tps", type=float, default=_SIM.tps)
     p.add_argument("--chunk", type=int, default=_SIM.chunk)
@@ -158,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
         upstream=args.upstream,
         upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
+        anthropic_key=(os.environ.get(args.anthropic_key_env) or None) if args.upstream else None,
         max_body_bytes=args.max_body_bytes,
         limits=FlowLimits(
             rpm=args.rpm, tpm=args.tpm, gateway_rpm=args.gateway_rpm, gateway_tpm=args.gateway_tpm,

@@ -5,14 +5,19 @@ budget) checks the gateway's own key, when it has one, and puts the request's `C
 in the scope's state; every later layer reads it there (`client_of`) instead of
 deriving it again from the headers.
 
+A client's key is its `credential`: `Authorization: Bearer <key>`, as OpenAI's clients
+send it, or `x-api-key: <key>`, as Anthropic's do (read as the same Bearer, so one key
+is one client either way; Authorization wins when both come). The gateway's own key
+may come either way, on every route.
+
 One rule, `identify`, says who a client is, in two parts for two jobs:
 
 - `owner`: a firsttoken client, its `x-firsttoken-client` id scoped by its
-  Authorization (SHA-256 of both, bridge/PROTOCOL.md "Cache references"), or None.
+  credential (SHA-256 of both, bridge/PROTOCOL.md "Cache references"), or None.
   Whose cache references and resumable streams these are, so a reference or a stream
   resolves only for the client that made it.
-- `account`: its Authorization (hashed), else its address. What a client cannot shed
-  by naming itself anew: the bound on concurrent chat completions (gateway/server.py).
+- `account`: its credential (hashed), else its address. What a client cannot shed
+  by naming itself anew: the bound on concurrent answers (gateway/server.py).
 
 `limit_key` (whose rate buckets) is the owner when there is one, else the account: a
 client id is chosen by the client, so per-client limits bind cooperating clients;
@@ -33,9 +38,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from firsttoken.cache.refs import CLIENT_HEADER
 
+from .dialects import error_response
 from .errors import APIError
 
-__all__ = ["API_PREFIX", "Access", "Client", "client_key", "client_of", "identify"]
+__all__ = ["API_PREFIX", "Access", "Client", "client_key", "client_of", "credential", "identify"]
 
 API_PREFIX = "/v1/"
 _STATE_KEY = "client"
@@ -62,8 +68,18 @@ class Client:
         return "c" + self.owner[:32] if self.owner is not None else self.account
 
 
-def identify(headers: Headers, peer: str | None) -> Client:
+def credential(headers: Headers) -> str | None:
+    """The key a request presents: its Authorization, else its `x-api-key` as the
+    `Bearer` it stands for."""
     authorization = headers.get("authorization")
+    if authorization:
+        return authorization
+    key = headers.get("x-api-key")
+    return f"Bearer {key}" if key else None
+
+
+def identify(headers: Headers, peer: str | None) -> Client:
+    authorization = credential(headers)
     if authorization:
         account = "k" + hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
     else:
@@ -83,8 +99,8 @@ def client_of(scope: Scope) -> Client:
 
 
 class Access:
-    """ASGI middleware for `/v1/`: a 401 unless the request carries the gateway's key
-    (when it has one), then the request's `Client` in its state."""
+    """ASGI middleware for `/v1/`: a 401 unless the request's credential is the
+    gateway's key (when it has one), then the request's `Client` in its state."""
 
     def __init__(self, app: ASGIApp, *, key: str | None, prefix: str = API_PREFIX) -> None:
         self.app = app
@@ -96,11 +112,11 @@ class Access:
             await self.app(scope, receive, send)
             return
         if self.expected is not None:
-            sent = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            sent = (credential(Headers(scope=scope)) or "").encode("latin-1")
             # Constant time: how much of a guess was right must not show in the timing.
             if not hmac.compare_digest(sent, self.expected):
                 error = APIError(401, "Incorrect API key provided.", code="invalid_api_key")
-                await error.response()(scope, receive, send)
+                await error_response(error, scope)(scope, receive, send)
                 return
         client_of(scope)
         await self.app(scope, receive, send)

@@ -23,6 +23,7 @@ from .backends import Backend, SimulatedBackend, UpstreamBackend
 from .boundary import ErrorBoundary
 from .cache_refs import AdvertiseRefs, RefLimits, RefStore, SharedRefStore
 from .chat_body import ReadChat, chat_of
+from .dialects import DIALECTS, error_response
 from .errors import APIError
 from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
@@ -42,13 +43,17 @@ class GatewayConfig:
     sim: SimParams = field(default_factory=SimParams)
     upstream: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
+    #: The key for the upstream's Anthropic route (`/messages`), sent as `x-api-key`;
+    #: None: `upstream_key` (gateway/upstream.py).
+    anthropic_key: str | None = field(default=None, repr=False)
     max_body_bytes: int = 4 * 1024 * 1024
     #: Rate limits (gateway/limits): per client and for the gateway, the queue.
     limits: FlowLimits = field(default_factory=FlowLimits)
     #: Redis shared by gateway processes (rate buckets, cache references); None: memory.
     redis: str | None = None
     connect_src: str = "'self' https: http://localhost:* http://127.0.0.1:*"
-    #: When set, /v1/* requires `Authorization: Bearer <client_key>` (a gateway of one's own).
+    #: When set, /v1/* requires `Authorization: Bearer <client_key>` or `x-api-key:
+    #: <client_key>` (a gateway of one's own; gateway/access.py).
     #: Never empty: `create_app` refuses "" (an empty key would admit everyone).
     client_key: str | None = field(default=None, repr=False)
     #: Host names this gateway answers to, besides localhost, 127.0.0.1 and ::1 (the
@@ -56,7 +61,7 @@ class GatewayConfig:
     allowed_hosts: tuple[str, ...] = ()
     #: Web origins other than the gateway's own that may call /v1/ (with CORS).
     allow_origins: tuple[str, ...] = ()
-    #: Concurrent chat completions per client (API key, else address): gateway/server.py.
+    #: Concurrent answers (every dialect) per client (API key, else address): gateway/server.py.
     streams_per_client: int = 256
     frame_ancestors: str = "'self'"
     #: COOP/COEP on every response (cross-origin isolation). Off only to see the page as
@@ -85,8 +90,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         raise ValueError("client_key is empty; give a real key, or None to accept any client")
     offload = Offload()
     backend: Backend = (
-        UpstreamBackend(Upstream(config.upstream, config.upstream_key, forward_client_auth=config.client_key is None,
-                                 secrets=(config.client_key,)))
+        UpstreamBackend(Upstream(config.upstream, config.upstream_key, anthropic_key=config.anthropic_key,
+                                 forward_client_auth=config.client_key is None, secrets=(config.client_key,)))
         if config.upstream else SimulatedBackend(config.sim, offload)
     )
     shared = SharedState(config.redis) if config.redis else None
@@ -102,12 +107,13 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         if config.resume is not None else None
     )
 
-    async def chat_completions(request: Request) -> Response:
+    async def answer(request: Request) -> Response:
         read = chat_of(request.scope)
-        response = await backend.chat(request, read)
-        # A firsttoken client's streamed answer runs apart from its connection, to be
-        # resumed (gateway/streams); any other answer goes out as it is.
-        if streams is not None and read.chat.stream:
+        assert read is not None  # ReadChat read every dialect's body
+        response = await backend.answer(request, read)
+        # A firsttoken client's streamed chat completion runs apart from its
+        # connection, to be resumed (gateway/streams); any other answer goes out as it is.
+        if streams is not None and read.chat.stream and read.dialect.resumable:
             return await streams.detach(request, response)
         return response
 
@@ -122,7 +128,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, APIError)
-        return exc.response()
+        return error_response(exc, request.scope)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -132,7 +138,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             error = APIError(405, f"Method {request.method} is not allowed on {request.url.path}.", code="method_not_allowed")
         else:
             error = APIError(exc.status_code, str(exc.detail))
-        return error.response()
+        return error_response(error, request.scope)
 
     @asynccontextmanager
     async def lifespan(app: Starlette):
@@ -162,8 +168,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # The gateway's key, and who the client is, decided once.
         Middleware(Access, key=config.client_key),
         Middleware(StreamsPerClient, limit=config.streams_per_client),
-        # The chat body, read, parsed, its references expanded, once (so that flow
-        # control counts what the model will read).
+        # The body of each dialect's request, read, parsed, its references expanded,
+        # once (so that flow control counts what the model will read).
         Middleware(ReadChat, max_body_bytes=config.max_body_bytes, offload=offload, refs=refs),
         Middleware(FlowControl, flow=flow),
         # The precompressed variants of the static files (innermost: it asks the router
@@ -173,7 +179,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     ]
     app = Starlette(
         routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            *(Route(dialect.path, answer, methods=["POST"]) for dialect in DIALECTS),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             *(stream_routes(streams) if streams is not None else []),

@@ -1,14 +1,16 @@
 """What answers the API: the built-in model or an upstream one, behind one seam.
 
 `create_app` picks one `Backend` and every route asks it; nothing else in the gateway
-asks which it is. A backend answers a chat request already read, parsed and admitted
-(gateway/chat_body.py, gateway/limits), and the model listings.
+asks which it is. A backend answers a request of any dialect (gateway/dialects)
+already read, parsed and admitted (gateway/chat_body.py, gateway/limits), and the
+model listings.
 
-- `SimulatedBackend`: the built-in model (gateway/simulator.py), its CPU work (an
+- `SimulatedBackend`: the built-in model (gateway/simulator.py), one answer paced the
+  same way in every dialect and framed in the dialect's wire format, its CPU work (an
   answer's preparation, a non-streamed answer's encoding, a large prompt's count) off
   the event loop (gateway/offload.py).
-- `UpstreamBackend`: a real OpenAI-compatible API (gateway/upstream.py), the body
-  passed on as the client sent it (references expanded).
+- `UpstreamBackend`: a real API (gateway/upstream.py): each route's body passed on as
+  the client sent it (references expanded) to the upstream's route of the same name.
 
 `fail_open` is what the backend makes of Redis being down, by default: open for the
 built-in model (nothing to protect but this process), closed in front of an upstream
@@ -19,17 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Iterator, Protocol
 from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .chat_body import ChatBody
-from .errors import APIError
+from .errors import ANTHROPIC, APIError
 from .offload import Offload
-from .simulator import MODEL_IDS, SIM_HEADER, SimParams, Simulator
+from .simulator import MODEL_IDS, SIM_HEADER, SimParams, Simulator, wall_clock_ms
 from .upstream import Upstream
+
+if TYPE_CHECKING:  # types only
+    from .dialects import Framing
 
 __all__ = ["Backend", "SimulatedBackend", "UpstreamBackend"]
 
@@ -42,7 +47,7 @@ class Backend(Protocol):
     name: str
     fail_open: bool
 
-    async def chat(self, request: Request, read: ChatBody) -> Response: ...
+    async def answer(self, request: Request, read: ChatBody) -> Response: ...
 
     async def models(self, request: Request) -> Response: ...
 
@@ -60,19 +65,20 @@ class SimulatedBackend:
         counter = _exact_counter(offload)
         self.simulator = Simulator(params, sleep=asyncio.sleep, **({"count_tokens": counter} if counter else {}))
 
-    async def chat(self, request: Request, read: ChatBody) -> Response:
+    async def answer(self, request: Request, read: ChatBody) -> Response:
         simulator, chat = self.simulator, read.chat
         params = simulator.params(request.headers.get(SIM_HEADER))
         simulator.check_status(params)
-        simulator.check_request(chat)
+        read.dialect.check_supported(chat)
         answer = await self.offload.run(simulator.prepare, chat, params)
+        framing = read.dialect.framing(chat, answer.outcome, stamp=wall_clock_ms if params.stamp else None)
         if not chat.stream:
-            content = await self.offload.run(simulator.complete, chat, answer)
-            return Response(content, media_type="application/json")
+            content = await self.offload.run(_whole, framing, answer.pieces)
+            return Response(content, media_type="application/json", headers=framing.headers)
         return StreamingResponse(
-            simulator.stream(chat, params, answer),
+            simulator.stream(framing, params, answer),
             media_type="text/event-stream; charset=utf-8",
-            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no", **framing.headers},
         )
 
     async def models(self, request: Request) -> Response:
@@ -96,19 +102,24 @@ class UpstreamBackend:
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
 
-    async def chat(self, request: Request, read: ChatBody) -> Response:
-        return await self.upstream.forward(
-            "/chat/completions", read.body, request.headers.get("authorization"), request.headers.get(SIM_HEADER)
-        )
+    async def answer(self, request: Request, read: ChatBody) -> Response:
+        dialect = read.dialect
+        return await self.upstream.forward(dialect.upstream_path, read.body, request.headers,
+                                           anthropic=dialect.vendor == ANTHROPIC)
 
     async def models(self, request: Request) -> Response:
-        return await self.upstream.get("/models", request.headers.get("authorization"))
+        return await self.upstream.get("/models", request.headers)
 
     async def model(self, request: Request, model_id: str) -> Response:
-        return await self.upstream.get(f"/models/{quote(model_id, safe='')}", request.headers.get("authorization"))
+        return await self.upstream.get(f"/models/{quote(model_id, safe='')}", request.headers)
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
+
+
+def _whole(framing: Framing, pieces: Iterator[str]) -> bytes:
+    """A non-streamed answer, encoded (CPU work: off the loop)."""
+    return framing.whole("".join(pieces))
 
 
 def _model_object(model_id: str, created: int) -> dict:

@@ -1,6 +1,6 @@
 """The last line of defence (a plain ASGI middleware, the outermost): whatever escapes
-a route becomes one concise log line and, if no response has started, an OpenAI-style
-500. Nothing reaches the server, so the client never gets uvicorn's plain-text 500 and
+a route becomes one concise log line and, if no response has started, a JSON 500 in
+the route's error shape. Nothing reaches the server, so the client never gets uvicorn's plain-text 500 and
 the log never gets the two full tracebacks (Starlette's and uvicorn's) it used to write
 for each failure: a client that can make the gateway fail cannot also flood its log.
 
@@ -17,6 +17,7 @@ import traceback
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .dialects import error_response
 from .errors import APIError
 
 __all__ = ["ErrorBoundary", "describe"]
@@ -64,4 +65,4 @@ class ErrorBoundary:
             log.error("%s %s failed: %s", scope["method"], scope["path"], describe(exc))
             if not started:
                 error = APIError(500, "The gateway hit an internal error.", type="server_error")
-                await error.response()(scope, receive, send)
+                await error_response(error, scope)(scope, receive, send)

@@ -19,8 +19,8 @@ be able to spend it, nor read the answers. Three checks, each closing one hole:
   bodies. Requiring it closes `no-cors` spending even where Origin were missing: 415.
 
 Origins allowed with `--allow-origin` are answered with CORS headers (and their
-preflights with 204), so that a page there may call the API. Refusals are OpenAI-style
-error objects.
+preflights with 204), so that a page there may call the API. Refusals are error
+objects in the route's shape (gateway/dialects, `error_response`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .dialects import error_response
 from .errors import APIError
 
 __all__ = ["LOCAL_HOSTS", "RequestGuard", "hostname"]
@@ -104,7 +105,7 @@ class RequestGuard:
         await self.app(scope, receive, send_with_cors)
 
     async def _refuse(self, scope: Scope, send: Send, error: APIError) -> None:
-        await error.response()(scope, _no_body, send)
+        await error_response(error, scope)(scope, _no_body, send)
 
     async def _preflight(self, send: Send, origin: str, asked: bytes) -> None:
         # The origin is trusted (configured), so whatever headers it asks for may come.

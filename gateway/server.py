@@ -14,8 +14,8 @@ h11 protocol (`LimitedH11Protocol`), and an ASGI middleware (`StreamsPerClient`)
   at once, so the process stays well clear of its descriptor limit (where accept()
   fails and asyncio logs an error for each attempt). Refusals are logged at most once
   every 10 s;
-- **concurrent chat completions per client** (`StreamsPerClient`): past the limit, a 429
-  with `retry-after`.
+- **concurrent answers per client** (`StreamsPerClient`, on every dialect's route):
+  past the limit, a 429 with `retry-after`.
 
 `GatewayServer` tells the app when shutting down begins (`begin_shutdown`): uvicorn
 waits for every running request before the ASGI lifespan hears "shutdown", and a
@@ -46,6 +46,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .access import client_of
+from .dialects import DIALECTS, error_response
 from .errors import APIError
 
 __all__ = ["GatewayServer", "ServerLimits", "LimitedH11Protocol", "StreamsPerClient", "uvicorn_config", "raise_fd_limit"]
@@ -190,18 +191,19 @@ def raise_fd_limit(wanted: int) -> int:
 
 
 class StreamsPerClient:
-    """ASGI middleware: at most `limit` chat completions in flight per client (its
-    `Client.account`, gateway/access.py: its Authorization, else its address, which a
-    client cannot shed by naming itself anew); past it, 429 with `retry-after`."""
+    """ASGI middleware: at most `limit` answers (chat completions, responses, messages
+    together) in flight per client (its `Client.account`, gateway/access.py: its key,
+    else its address, which a client cannot shed by naming itself anew); past it, 429
+    with `retry-after`."""
 
-    def __init__(self, app: ASGIApp, *, limit: int, path: str = "/v1/chat/completions") -> None:
+    def __init__(self, app: ASGIApp, *, limit: int, paths: frozenset[str] = frozenset(d.path for d in DIALECTS)) -> None:
         self.app = app
         self.limit = limit
-        self.path = path
+        self.paths = paths
         self._open: dict[str, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != self.path:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
         key = client_of(scope).account
@@ -211,7 +213,7 @@ class StreamsPerClient:
                 type="requests", code="too_many_concurrent_requests",
                 headers={"retry-after": "1", "retry-after-ms": "1000"},
             )
-            await error.response()(scope, receive, send)
+            await error_response(error, scope)(scope, receive, send)
             return
         self._open[key] = self._open.get(key, 0) + 1
         try:

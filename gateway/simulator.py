@@ -1,20 +1,23 @@
 """The built-in model: deterministic answers, realistic pacing, injectable faults.
 
 The answer is derived from the prompt alone (a hash seeds the generator), so the same
-prompt always gets the same text: tests can assert on it and prompt caches can be
-exercised. Pacing (time to first token, tokens per second, tokens per chunk) and faults
+prompt always gets the same text, in every dialect: tests can assert on it and prompt
+caches can be exercised. This module makes the text and paces it; how it is framed on
+the wire (Chat Completions chunks, Responses events, Anthropic Messages events) is the
+dialect's `Framing` (gateway/dialects), sans-IO. Pacing (time to first token, tokens per second, tokens per chunk) and faults
 are set per process by command-line flags and per request by the header
 
     x-firsttoken-sim: ttft_ms=300,tps=40,chunk=1,tokens=200
 
 Faults, by the same header:
-    drop_after=N      drop the connection after N content chunks (no [DONE])
-    error_after=N     send an {"error": ...} event after N content chunks, then end
+    drop_after=N      drop the connection after N content chunks (no clean end)
+    error_after=N     send the dialect's error event after N content chunks, then end
     status=429        answer at once with that status (429 carries rate-limit headers)
-    retry_after=S     the retry-after seconds sent with status=429/503 (default 1)
+    retry_after=S     the retry-after seconds sent with status=429/503/529 (default 1)
     stall_ms=N        stall N ms, after `stall_after` content chunks (default 0)
-    stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk, for
-                      measuring chunk-to-paint latency in benchmarks
+    stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk (every
+                      text delta, in Responses and Messages), for measuring
+                      chunk-to-paint latency in benchmarks
     echo=1            answer with the last user message verbatim (in word pieces, paced
                       as above), so that tests can make the model say given text
 """
@@ -26,15 +29,18 @@ import json
 import random
 import re
 import time
-import uuid
 from dataclasses import dataclass, fields, replace
 from itertools import islice
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator
 
 from firsttoken.tokens import estimate_tokens
 
+from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
 from .validation import ChatRequest, message_text
+
+if TYPE_CHECKING:  # types only
+    from .dialects import Framing
 
 SIM_HEADER = "x-firsttoken-sim"
 MODEL_IDS = ("firsttoken-sim", "firsttoken-sim-mini")
@@ -176,7 +182,7 @@ def prompt_digest(messages: list[dict[str, Any]]) -> bytes:
         digest.update((b", [" if i else b"[") + role + b', "')
         text = message_text(message)
         for start in range(0, len(text), _DIGEST_SLICE):
-            digest.update(_json_string(text[start : start + _DIGEST_SLICE])[1:-1].encode("utf-8", "replace"))
+            digest.update(json_string(text[start : start + _DIGEST_SLICE])[1:-1].encode("utf-8", "replace"))
         digest.update(b'"]')
     digest.update(b"]")
     return digest.digest()
@@ -241,7 +247,7 @@ class Simulator:
             return
         headers: dict[str, str] = {}
         # Flow control (gateway/limits) adds the rate-limit headers a 429 implies.
-        if params.status in (429, 503):
+        if params.status in (429, 503, 529):
             headers["retry-after"] = f"{params.retry_after:g}"
             headers["retry-after-ms"] = str(int(params.retry_after * 1000))
         kind = {429: ("rate_limit_exceeded", "requests"), 401: ("invalid_api_key", "invalid_request_error")}
@@ -254,99 +260,34 @@ class Simulator:
             headers=headers,
         )
 
-    def check_request(self, req: ChatRequest) -> None:
-        """Refuse, as the real API does for a model without them, what this model cannot
-        do: more than one choice, and tools. (`response_format` json_object is done.)"""
-        n = req.raw.get("n")
-        if n not in (None, 1):
-            raise APIError(400, f"Unsupported value: 'n' does not support {n} with this model. Only the default (1) value is supported.",
-                           param="n", code="unsupported_value")
-        if req.raw.get("tools"):
-            raise APIError(400, "Unsupported parameter: 'tools' is not supported with this model.",
-                           param="tools", code="unsupported_parameter")
-        if req.raw.get("tool_choice") not in (None, "none", "auto"):
-            raise APIError(400, "Unsupported parameter: 'tool_choice' is not supported with this model.",
-                           param="tool_choice", code="unsupported_parameter")
-        kind = _response_format(req)
-        if kind not in ("text", "json_object"):
-            raise APIError(400, f"Invalid parameter: 'response_format' of type '{kind}' is not supported with this model.",
-                           param="response_format", code="unsupported_value")
-        if kind == "json_object" and not any("json" in message_text(m).lower() for m in req.messages):
-            raise APIError(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
-                           param="messages", code="invalid_value")
-
     def prepare(self, req: ChatRequest, params: SimParams) -> Answer:
         """Settle the answer: its length, finish reason and usage. CPU work over the whole
         prompt: the app runs it off the event loop."""
         n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
         finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
-        if _response_format(req) == "json_object":
+        pieces: Iterator[str]
+        if req.format == "json_object":
             text = json.dumps({"answer": "".join(iter_answer(req.messages, min(n, 4096)))}, ensure_ascii=False)
-            pieces = _PIECE.findall(text)
-            answer = Answer(iter(pieces), len(pieces), "stop", {})
+            found = _PIECE.findall(text)
+            pieces, count, finish = iter(found), len(found), "stop"
         elif params.echo:
             prompt = next((message_text(m) for m in reversed(req.messages) if m.get("role") == "user"), "")
             # Counted, not kept: the pieces are cut again as they are sent.
             count = sum(1 for _ in _PIECE.finditer(prompt))
-            answer = Answer((m.group() for m in _PIECE.finditer(prompt)), count, finish, {})
+            pieces = (m.group() for m in _PIECE.finditer(prompt))
         else:
-            answer = Answer(iter_answer(req.messages, n), n, finish, {})
-        prompt_tokens = self.count_tokens(req.messages, req.model)
-        answer.usage.update(
-            prompt_tokens=prompt_tokens, completion_tokens=answer.count, total_tokens=prompt_tokens + answer.count
-        )
-        return answer
+            pieces, count = iter_answer(req.messages, n), n
+        return Answer(pieces, Outcome(finish, self.count_tokens(req.messages, req.model), count))
 
-    def complete(self, req: ChatRequest, answer: Answer) -> bytes:
-        """A non-streaming `chat.completion` object, encoded (CPU work: off the loop)."""
-        body = {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.model,
-            "system_fingerprint": "fp_firsttoken_sim",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "".join(answer.pieces), "refusal": None},
-                    "logprobs": None,
-                    "finish_reason": answer.finish,
-                }
-            ],
-            "usage": answer.usage,
-        }
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-    async def stream(self, req: ChatRequest, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
-        """The answer as Server-Sent Events, paced by `params` (OpenAI's chunk format).
+    async def stream(self, framing: Framing, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
+        """The answer's events in `framing`'s wire format, paced by `params`.
 
         Events that are due are sent together, up to `_BATCH_BYTES` at a time, and the
         loop is given back at least every `_SLICE_S` even when the schedule is behind
         (a million tokens at a million per second), so one stream never stalls others.
         """
-        base = json.dumps({
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": req.model,
-            "system_fingerprint": "fp_firsttoken_sim",
-        }, separators=(",", ":"))[:-1].encode()
-        usage_null = b',"usage":null' if req.include_usage else b""
-
-        def close(body: bytes) -> bytes:
-            stamp = b',"x_firsttoken_sent_ms":%r' % (time.time() * 1000.0) if params.stamp else b""
-            return b"data: " + body + stamp + b"}\n\n"
-
-        # Every content event is `head + JSON string + tail` (OpenAI's field order).
-        head = base + b',"choices":[{"index":0,"delta":{"content":'
-        tail = b'},"logprobs":null,"finish_reason":null}]' + usage_null
-
-        def choice(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-            choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
-            return close(base + b',"choices":' + json.dumps(choices, separators=(",", ":")).encode() + usage_null)
-
         await self.sleep(params.ttft_ms / 1000.0)
-        yield choice({"role": "assistant", "content": "", "refusal": None})
+        yield framing.opening()
         # Chunks are due on an absolute schedule from the first one, so that sleep
         # overshoot does not accumulate and the measured rate is the asked-for rate.
         interval = params.chunk / params.tps
@@ -365,8 +306,7 @@ class Simulator:
                     yield b"".join(batch)
                 raise DropConnection
             if params.error_after is not None and sent >= params.error_after:
-                error = {"message": "Simulated error mid-stream (injected).", "type": "server_error", "param": None, "code": "simulated"}
-                batch.append(b"data: " + json.dumps({"error": error}).encode() + b"\n\n")
+                batch.append(framing.failure("Simulated error mid-stream (injected).", "simulated"))
                 yield b"".join(batch)
                 return
             if params.stall_ms and sent == params.stall_after:
@@ -383,7 +323,7 @@ class Simulator:
                     batch, size = [], 0
                 await self.sleep(max(delay, 0.0))
                 given_back = clock()
-            event = close(head + _json_string(text).encode() + tail)
+            event = framing.delta(text)
             batch.append(event)
             size += len(event)
             sent += 1
@@ -391,16 +331,15 @@ class Simulator:
             if batch:
                 yield b"".join(batch)
             raise DropConnection
-        batch.append(choice({}, answer.finish))
-        if req.include_usage:
-            batch.append(close(base + b',"choices":[],"usage":' + json.dumps(answer.usage).encode()))
-        batch.append(b"data: [DONE]\n\n")
+        batch.append(framing.closing())
         yield b"".join(batch)
 
 
-# json.dumps(text, ensure_ascii=False) builds a new encoder per call (a third of the
-# stream's own time, profiled); the C string encoder it ends in is the same output.
-_json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+def wall_clock_ms() -> float:
+    """Now, in wall-clock ms: the `stamp=1` of each chunk (a benchmark compares it with
+    the page's paint time, so it must be wall-clock, not monotonic)."""
+    return time.time() * 1000.0
+
 
 # Due events are written together up to this size, and the loop is given back at least
 # this often, however far behind the schedule is.
@@ -410,15 +349,8 @@ _SLICE_S = 0.005
 
 @dataclass(slots=True)
 class Answer:
-    """A settled answer: its pieces (made lazily, as they are consumed, once), how many
-    there are, why it ends, and its usage."""
+    """A settled answer: its pieces (made lazily, as they are consumed, once), and how it
+    turns out."""
 
     pieces: Iterator[str]
-    count: int
-    finish: str
-    usage: dict[str, int]
-
-
-def _response_format(req: ChatRequest) -> str:
-    fmt = req.raw.get("response_format")
-    return fmt.get("type", "text") if isinstance(fmt, dict) else "text"
+    outcome: Outcome

@@ -1,14 +1,15 @@
-"""Reading and validating `POST /v1/chat/completions` bodies.
+"""Reading request bodies, and what every dialect's validation shares.
 
-The body is read with a hard bound (so a client cannot make us buffer without end), then
-checked field by field. Every failure becomes an `APIError` naming the offending `param`,
-the way OpenAI reports it, never an exception escaping to the server.
+The body is read with a hard bound (so a client cannot make us buffer without end),
+decoded as strict JSON, and checked for lone surrogates; each dialect
+(gateway/dialects) then checks its own fields into one `ChatRequest`. Every failure
+becomes an `APIError` naming the offending `param`, never an exception escaping to the
+server.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +18,17 @@ from starlette.requests import Request
 
 from .errors import APIError, invalid
 
-ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+__all__ = ["ChatRequest", "check_object", "decode_body", "message_text", "read_body", "replay_body"]
 
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """A validated chat-completion request. `raw` is the body exactly as parsed."""
+    """A validated request, whatever its dialect. `messages` is its prompt as Chat
+    Completions messages (a system message for the dialect's system text or
+    instructions, then its turns, text as text parts): what flow control counts and
+    the built-in model answers; `tools` its function tools in Chat Completions' form,
+    counted with it. `raw` is the body exactly as parsed; `format` the answer's format
+    ("text", "json_object", or a type the built-in model refuses)."""
 
     model: str
     messages: list[dict[str, Any]]
@@ -30,6 +36,8 @@ class ChatRequest:
     include_usage: bool
     max_tokens: int | None
     raw: dict[str, Any] = field(repr=False)
+    format: str = "text"
+    tools: list[dict[str, Any]] | None = None
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -64,11 +72,6 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def parse_chat_request(body: bytes) -> ChatRequest:
-    """Validate a chat-completion body; raise `APIError` (400) on the first problem."""
-    return check_chat(decode_body(body), body)
-
-
 def decode_body(body: bytes) -> Any:
     """The JSON of a body (RFC 8259, strictly: no NaN or Infinity), or a 400."""
     try:
@@ -80,9 +83,10 @@ def decode_body(body: bytes) -> Any:
         ) from None
 
 
-def check_chat(data: Any, body: bytes) -> ChatRequest:
-    """Validate `data`, the decoded `body`; raise `APIError` (400) on the first problem.
-    (`body` is scanned for escaped surrogates, far faster than walking `data`.)"""
+def check_object(data: Any, body: bytes) -> dict[str, Any]:
+    """`data` (the decoded `body`) if it is a JSON object holding no lone surrogate,
+    else a 400. (`body` is scanned for escaped surrogates, far faster than walking
+    `data`.)"""
     if not isinstance(data, dict):
         raise invalid("The request body must be a JSON object.")
     if _SURROGATE_ESCAPE.search(body):
@@ -90,79 +94,7 @@ def check_chat(data: Any, body: bytes) -> ChatRequest:
             _check_unicode(data, "")
         except RecursionError:
             raise invalid("The request body is nested too deeply.") from None
-
-    model = data.get("model")
-    if model is None:
-        raise invalid("you must provide a model parameter", param="model", code="missing_required_parameter")
-    if not isinstance(model, str) or not model:
-        raise invalid("model must be a non-empty string.", param="model", code="invalid_type")
-
-    messages = data.get("messages")
-    if messages is None:
-        raise invalid("Missing required parameter: 'messages'.", param="messages", code="missing_required_parameter")
-    if not isinstance(messages, list) or not messages:
-        raise invalid("'messages' must be a non-empty array.", param="messages", code="invalid_type")
-    for i, message in enumerate(messages):
-        _check_message(message, i)
-
-    stream = data.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise invalid("'stream' must be a boolean.", param="stream", code="invalid_type")
-
-    include_usage = False
-    options = data.get("stream_options")
-    if options is not None:
-        if not isinstance(options, dict):
-            raise invalid("'stream_options' must be an object.", param="stream_options", code="invalid_type")
-        if not stream:
-            raise invalid(
-                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                param="stream_options",
-            )
-        flag = options.get("include_usage", False)
-        if not isinstance(flag, bool):
-            raise invalid("'stream_options.include_usage' must be a boolean.", param="stream_options.include_usage", code="invalid_type")
-        include_usage = flag
-
-    max_tokens = None
-    for name in ("max_completion_tokens", "max_tokens"):
-        value = data.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise invalid(f"'{name}' must be a positive integer.", param=name, code="invalid_type")
-        max_tokens = value if max_tokens is None else min(max_tokens, value)
-
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        value = data.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        ):
-            raise invalid(f"'{name}' must be a number.", param=name, code="invalid_type")
-
-    for name, kind in (("response_format", dict), ("tools", list)):
-        value = data.get(name)
-        if value is not None and not isinstance(value, kind):
-            raise invalid(f"'{name}' must be {'an object' if kind is dict else 'an array'}.", param=name, code="invalid_type")
-    fmt = data.get("response_format")
-    if fmt is not None and not isinstance(fmt.get("type"), str):
-        raise invalid("Missing required parameter: 'response_format.type'.", param="response_format.type",
-                      code="missing_required_parameter")
-
-    n = data.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > 128):
-        raise invalid("'n' must be an integer from 1 to 128.", param="n", code="invalid_type")
-
-    return ChatRequest(
-        model=model,
-        messages=messages,
-        stream=stream,
-        include_usage=include_usage,
-        max_tokens=max_tokens,
-        raw=data,
-    )
+    return data
 
 
 # A `\uD800`-`\uDFFF` escape: JSON allows it, but a lone one is no character (RFC 8259
@@ -185,40 +117,6 @@ def _check_unicode(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_unicode(item, f"{where}[{i}]")
-
-
-def _check_message(message: Any, i: int) -> None:
-    where = f"messages[{i}]"
-    if not isinstance(message, dict):
-        raise invalid(f"'{where}' must be an object.", param=where, code="invalid_type")
-    role = message.get("role")
-    if role is None:
-        raise invalid(f"Missing required parameter: '{where}.role'.", param=f"{where}.role", code="missing_required_parameter")
-    if not isinstance(role, str) or role not in ROLES:  # a list or an object is not hashable
-        raise invalid(
-            f"Invalid value: '{str(role)[:40]}'. Supported values are: {', '.join(sorted(ROLES))}.",
-            param=f"{where}.role",
-            code="invalid_value",
-        )
-    content = message.get("content")
-    if content is None:
-        # Assistant turns that only call tools carry no content.
-        if role == "assistant" and (message.get("tool_calls") or message.get("function_call")):
-            return
-        raise invalid(f"Missing required parameter: '{where}.content'.", param=f"{where}.content", code="missing_required_parameter")
-    if isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise invalid(f"'{where}.content' must be a string or an array.", param=f"{where}.content", code="invalid_type")
-    for j, part in enumerate(content):
-        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise invalid(
-                f"'{where}.content[{j}]' must be an object with a 'type'.",
-                param=f"{where}.content[{j}]",
-                code="invalid_type",
-            )
-        if part["type"] == "text" and not isinstance(part.get("text"), str):
-            raise invalid(f"'{where}.content[{j}].text' must be a string.", param=f"{where}.content[{j}].text", code="invalid_type")
 
 
 def message_text(message: dict[str, Any]) -> str:

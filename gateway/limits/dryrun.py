@@ -1,4 +1,5 @@
-"""`POST /v1/chat/completions?dry_run=true`: the seed article's step 1.
+"""`?dry_run=true` on any dialect's route (`POST /v1/chat/completions`, `/v1/responses`,
+`/v1/messages`): the seed article's step 1.
 
 The request is read, its cache references expanded and validated exactly as a real one
 (so a bad body gets the same 4xx), its prompt counted; then, instead of an answer, what
@@ -33,19 +34,20 @@ def wants_dry_run(scope: Scope) -> bool:
 
 
 class DryRun:
-    """`POST /v1/chat/completions?dry_run=true`: the count and the limiter's outlook,
-    nothing generated, nothing spent."""
+    """`?dry_run=true`: the count and the limiter's outlook, nothing generated, nothing
+    spent."""
 
     def __init__(
-        self, chat: ChatRequest, *, ask: Ask, prompt_tokens: int, window: int | None,
+        self, chat: ChatRequest, *, object: str, ask: Ask, prompt_tokens: int, window: int | None,
         outlook: Callable[[Ask], Awaitable[Outlook]], fail_open: bool | None,
         headers: Callable[[Sequence[BucketView]], dict[str, str]],
     ) -> None:
-        """`chat` and what flow control made of it (`ask` of the buckets, its exact
-        `prompt_tokens`, the model's context `window`); `outlook` asks the limiter
-        without spending, `fail_open` is what a limiter that is down means, and
-        `headers` are the rate-limit headers of a verdict's buckets."""
-        self.chat, self.ask, self.prompt_tokens, self.window = chat, ask, prompt_tokens, window
+        """`chat` and what flow control made of it (`ask` of the buckets, its
+        `prompt_tokens`, the model's context `window`); `object` names the answer by
+        dialect (`chat.completion.dry_run`, `response.dry_run`, `message.dry_run`);
+        `outlook` asks the limiter without spending, `fail_open` is what a limiter that
+        is down means, and `headers` are the rate-limit headers of a verdict's buckets."""
+        self.chat, self.object, self.ask, self.prompt_tokens, self.window = chat, object, ask, prompt_tokens, window
         self.outlook, self.fail_open, self.headers = outlook, fail_open, headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -64,7 +66,7 @@ class DryRun:
                     limiter["retry_after_s"] = math.ceil(outlook.wait_s) if math.isfinite(outlook.wait_s) else None
         needed = self.prompt_tokens + (chat.max_tokens or 0)
         body = {
-            "object": "chat.completion.dry_run",
+            "object": self.object,
             "model": chat.model,
             "prompt_tokens": self.prompt_tokens,
             "estimated_tokens": self.prompt_tokens,

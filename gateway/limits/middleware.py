@@ -4,16 +4,21 @@ Per request:
 
 1. Who: the request's `Client.limit_key` (gateway/access.py: client id, else API key,
    else peer address).
-2. Cost: one request, and for chat completions the prompt's exact tokens
-   (`firsttoken.tokens.count_chat`, off the event loop: gateway/offload.py) plus the
-   completion reserved from `max_tokens` (or `reserve_tokens`).
+2. Cost: one request, and for a request of any dialect (chat completions, responses,
+   messages: gateway/dialects) its prompt's tokens (`firsttoken.tokens.count_chat`
+   over the prompt the dialect read: system text or instructions, then the turns;
+   exact for OpenAI's models, an estimate with o200k_base for others, Claude's among
+   them, whose tokenizer is not public), off the event loop (gateway/offload.py),
+   plus the completion reserved from its `max_tokens` (or `reserve_tokens`).
 3. `Limiter.admit`: now, after a wait in the fair queue, or a 429 saying when to come
    back. `?dry_run=true` stops before this and answers what would happen (`dryrun`).
-4. The answer goes out with OpenAI's `x-ratelimit-*` headers from the buckets; as it
-   passes, `UsageMeter` reads what it really cost, and the tokens buckets are charged
-   or refunded the difference once it ends.
+4. The answer goes out with OpenAI's `x-ratelimit-*` headers from the buckets (on
+   every route: they are the gateway's own limits); as it passes, `UsageMeter` reads
+   what it really cost where its dialect says, and the tokens buckets are charged or
+   refunded the difference once it ends.
 
-The chat request is the one `ReadChat` (gateway/chat_body.py) parsed, in front of this:
+Refusals go out in the route's error shape (`dialects.error_response`). The request
+is the one `ReadChat` (gateway/chat_body.py) parsed, in front of this:
 a body the app would refuse was refused there, so a dry run and a real request get the
 same answer, and a bad request spends nothing.
 """
@@ -32,7 +37,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from firsttoken.ratelimit import parse_rate_limit_headers
 
 from ..access import client_of
-from ..chat_body import chat_of
+from ..chat_body import ChatBody, chat_of
+from ..dialects import error_response
 from ..errors import APIError
 from ..shared import SharedState, SharedStateDown
 from ..validation import ChatRequest
@@ -93,6 +99,8 @@ class Claim:
     prompt_tokens: int = 0
     reserved_tokens: int = 0
     model: str = ""
+    #: The request's body as read, when it has one (a request of a dialect).
+    read: ChatBody | None = None
 
 
 class Flow:
@@ -138,26 +146,27 @@ class Flow:
             await app(scope, receive, send)
             return
         try:
-            claim, chat = await self._claim(scope)
-            if chat is not None and wants_dry_run(scope):
+            claim = await self._claim(scope)
+            read = claim.read
+            if read is not None and wants_dry_run(scope):
                 await DryRun(
-                    chat, ask=claim.ask, prompt_tokens=claim.prompt_tokens, window=self.context_window(chat.model),
-                    outlook=self.limiter.outlook, fail_open=self.limits.fail_open,
-                    headers=lambda views: self._headers(claim, views),
+                    read.chat, object=read.dialect.dry_run_object, ask=claim.ask, prompt_tokens=claim.prompt_tokens,
+                    window=self.context_window(read.chat.model), outlook=self.limiter.outlook,
+                    fail_open=self.limits.fail_open, headers=lambda views: self._headers(claim, views),
                 )(scope, receive, send)
                 return
             verdict = await self._admit(claim)
         except APIError as error:
-            await error.response()(scope, receive, send)
+            await error_response(error, scope)(scope, receive, send)
             return
         await self._pass(app, scope, receive, send, claim, verdict)
 
-    async def _claim(self, scope: Scope) -> tuple[Claim, ChatRequest | None]:
+    async def _claim(self, scope: Scope) -> Claim:
         key = client_of(scope).limit_key
-        chat = None
+        read = chat_of(scope)
+        chat = read.chat if read is not None else None
         prompt = reserved = 0
-        if scope["path"] == self.prefix + "chat/completions" and scope["method"] == "POST":
-            chat = chat_of(scope).chat
+        if chat is not None:
             # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
             if self.limits.tpm or self.limits.gateway_tpm or wants_dry_run(scope):
                 prompt = await self._run(_count_prompt, self.count_chat, chat)
@@ -179,7 +188,7 @@ class Flow:
                     costs.append(cost)
                     kinds.append(kind)
         ask = Ask(key, ids, rates, costs, frozenset(shared))
-        return Claim(ask, kinds, prompt, reserved, chat.model if chat else ""), chat
+        return Claim(ask, kinds, prompt, reserved, chat.model if chat else "", read)
 
     def _down(self) -> APIError | None:
         """What Redis being down means for a request: None (fail open) or a 503."""
@@ -247,8 +256,9 @@ class Flow:
                         del out[name]
                     for name, value in headers.items():
                         out[name] = value
-                if claim.ask.ids and claim.model:
-                    meter = UsageMeter(streaming=out.get("content-type", "").startswith("text/event-stream"))
+                if claim.ask.ids and claim.read is not None:
+                    meter = UsageMeter(claim.read.dialect,
+                                       streaming=out.get("content-type", "").startswith("text/event-stream"))
             elif message["type"] == "http.response.body" and meter is not None:
                 meter.feed(message.get("body", b""))
             await send(message)
@@ -319,9 +329,8 @@ def default_counters() -> tuple[CountChat, CountText, Callable[[str], int]]:
 
 
 def _count_prompt(count_chat: CountChat, chat: ChatRequest) -> int:
-    tools = chat.raw.get("tools")
     try:
-        return count_chat(chat.messages, chat.model, tools if isinstance(tools, list) else None)
+        return count_chat(chat.messages, chat.model, chat.tools)
     except Exception:  # noqa: BLE001 - a count that fails must not fail the request
         # An upper bound: a BPE token is at least one byte.
         return len(json.dumps(chat.messages, ensure_ascii=False).encode("utf-8", "replace"))

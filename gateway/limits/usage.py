@@ -1,24 +1,42 @@
 """How many tokens an answer really cost, read from the response as it passes. Pure.
 
-The server's own `usage` is the truth when the answer carries it (non-streaming
-answers always do; streams do with `stream_options.include_usage`). Otherwise the
-completion is counted from the streamed `delta.content` text. Bounded: the first
-`head_bytes` of the body are kept for counting and the last `tail_bytes` for the usage
-object, which comes last; a longer answer's count is extrapolated from the head by
-bytes, which is an estimate, and said so.
+The server's own usage is the truth when the answer carries it (non-streaming answers
+always do; Chat Completions streams with `stream_options.include_usage`, Responses and
+Messages streams always). Otherwise the completion is counted from the answer's text.
+Where the usage and the text stand is the dialect's to say (a `Reading`:
+gateway/dialects). Bounded: the first `head_bytes` of the body are kept for counting
+and the last `tail_bytes` for the usage object, which comes last; a longer answer's
+count is extrapolated from the head by bytes, which is an estimate, and said so.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from firsttoken.stream.sse import SSEDecoder
 
-__all__ = ["UsageMeter", "Settled"]
+__all__ = ["Reading", "Settled", "UsageMeter"]
 
-_USAGE = re.compile(rb'"usage"\s*:\s*(\{[^{}]*\})')
+# A usage object, one level of objects nested in it at most (`input_tokens_details`,
+# Anthropic's `cache_creation`): no key of these APIs' usage nests deeper. Possessive
+# (Python 3.11), so that a long run that never closes is given up in linear time
+# rather than split every possible way.
+_USAGE = re.compile(rb'"usage"\s*:\s*(\{(?:[^{}]++|\{[^{}]*+\})*+\})')
+
+
+class Reading(Protocol):
+    """Where a dialect's answer states its cost (gateway/dialects, `Dialect`)."""
+
+    def usage_total(self, usages: Sequence[dict[str, Any]], streaming: bool) -> int | None:
+        """The tokens the usage objects found (in order) report, or None."""
+
+    def event_text(self, event: Any) -> str:
+        """The answer text one streamed event (its decoded JSON) carries."""
+
+    def body_text(self, body: Any) -> str:
+        """The answer text of a whole answer (its decoded JSON)."""
 
 
 class Settled(dict):
@@ -26,7 +44,8 @@ class Settled(dict):
 
 
 class UsageMeter:
-    def __init__(self, *, streaming: bool, head_bytes: int = 1 << 20, tail_bytes: int = 16 << 10) -> None:
+    def __init__(self, reading: Reading, *, streaming: bool, head_bytes: int = 1 << 20, tail_bytes: int = 16 << 10) -> None:
+        self.reading = reading
         self.streaming = streaming
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
@@ -51,65 +70,51 @@ class UsageMeter:
     def settle(self, prompt_tokens: int, count_text: Callable[[str], int]) -> Settled:
         """Tokens the request cost: the reported usage, else prompt + counted completion.
         Runs `count_text` (CPU-bound): call it off the event loop."""
-        # The usage object comes last: in the tail once the answer outgrew the head
-        # (the tail may start mid-object; the head's end and the tail's start join).
-        reported = _last_usage(bytes(self._head[-self.tail_bytes :] + self._tail)) or _last_usage(bytes(self._head))
+        # Usage objects may stand early (Anthropic's message_start) and last: in the
+        # head, and in the tail once the answer outgrew the head (the tail may start
+        # mid-object; the head's end and the tail's start join).
+        usages = _usages(bytes(self._head))
+        if self._tail:
+            usages += _usages(bytes(self._head[-self.tail_bytes :] + self._tail))
+        reported = self.reading.usage_total(usages, self.streaming)
         if reported is not None:
-            total = reported.get("total_tokens")
-            if isinstance(total, int) and total >= 0:
-                return Settled(total_tokens=total, exact=True)
-            parts = [reported.get("prompt_tokens"), reported.get("completion_tokens")]
-            if all(isinstance(p, int) and p >= 0 for p in parts):
-                return Settled(total_tokens=sum(parts), exact=True)  # type: ignore[arg-type]
-        text = _streamed_text(bytes(self._head)) if self.streaming else _message_text(bytes(self._head))
+            return Settled(total_tokens=reported, exact=True)
+        text = self._streamed_text() if self.streaming else self._body_text()
         completion = count_text(text) if text else 0
         exact = len(self._head) == self.total_bytes
         if not exact and self._head:
             completion = round(completion * self.total_bytes / len(self._head))
         return Settled(total_tokens=prompt_tokens + completion, exact=exact)
 
+    def _streamed_text(self) -> str:
+        decoder = SSEDecoder()
+        try:
+            events = decoder.feed(bytes(self._head))
+        except Exception:  # noqa: BLE001 - a broken stream is counted as far as it parsed
+            return ""
+        pieces: list[str] = []
+        for event in events:
+            try:
+                data = json.loads(event.data)
+            except ValueError:
+                continue  # [DONE], or not ours to judge
+            pieces.append(self.reading.event_text(data))
+        return "".join(pieces)
 
-def _last_usage(data: bytes) -> dict[str, Any] | None:
-    found = None
+    def _body_text(self) -> str:
+        try:
+            return self.reading.body_text(json.loads(bytes(self._head)))
+        except ValueError:
+            return ""
+
+
+def _usages(data: bytes) -> list[dict[str, Any]]:
+    found = []
     for match in _USAGE.finditer(data):
         try:
             value = json.loads(match.group(1))
         except ValueError:
             continue
         if isinstance(value, dict):
-            found = value
+            found.append(value)
     return found
-
-
-def _streamed_text(data: bytes) -> str:
-    decoder = SSEDecoder()
-    pieces: list[str] = []
-    try:
-        events = decoder.feed(data)
-    except Exception:  # noqa: BLE001 - a broken stream is counted as far as it parsed
-        return ""
-    for event in events:
-        try:
-            chunk = json.loads(event.data)
-        except ValueError:
-            continue  # [DONE], or not ours to judge
-        for choice in chunk.get("choices") or () if isinstance(chunk, dict) else ():
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            content = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(content, str):
-                pieces.append(content)
-    return "".join(pieces)
-
-
-def _message_text(data: bytes) -> str:
-    try:
-        body = json.loads(data)
-    except ValueError:
-        return ""
-    pieces = []
-    for choice in body.get("choices") or () if isinstance(body, dict) else ():
-        message = choice.get("message") if isinstance(choice, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            pieces.append(content)
-    return "".join(pieces)

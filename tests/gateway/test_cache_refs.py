@@ -18,7 +18,7 @@ from firsttoken.cache import Cache, MemoryStore
 from firsttoken.core import Core
 from firsttoken.ratelimit import Governor
 from gateway.access import client_key
-from gateway.cache_refs import RefLimits, RefStore, expand_refs, referenced
+from gateway.cache_refs import RefLimits, RefStore, chat_sites, expand_refs, referenced
 from gateway.errors import APIError
 from tests.socket_transport import run_core
 from tests.servers import gateway
@@ -93,8 +93,8 @@ def test_a_reference_resolves_only_for_the_client_that_sent_the_text() -> None:
 
     def expand(owner: str | None) -> dict:
         data = body(ref())
-        texts = {d: t for d in referenced(data) if owner and (t := store.get(owner, d)) is not None}
-        assert expand_refs(data, texts)
+        texts = {d: t for d in referenced(chat_sites(data)) if owner and (t := store.get(owner, d)) is not None}
+        assert expand_refs(chat_sites(data), texts)
         return data
 
     for other in (client_key("Bearer k2", "client-0123456789abcdef"), client_key("Bearer k1", "client-fedcba9876543210"),

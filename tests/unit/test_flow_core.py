@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from gateway.limits.answers import go_duration, rate_headers
 from gateway.limits.fairqueue import FairQueue
 from gateway.limits.gcra import Rate, decide, reconcile, view
+from gateway.dialects import CHAT
 from gateway.limits.usage import UsageMeter
 from firsttoken.ratelimit import parse_duration, parse_rate_limit_headers
 
@@ -200,7 +201,7 @@ def _delta(text: str) -> dict:
 @given(st.integers(1, 400))
 def test_usage_meter_reads_the_same_whatever_the_chunking(cut: int) -> None:
     body = _sse(_delta("hello "), _delta("world"), {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}})
-    meter = UsageMeter(streaming=True, head_bytes=64, tail_bytes=128)  # the tail holds the usage object
+    meter = UsageMeter(CHAT, streaming=True, head_bytes=64, tail_bytes=128)  # the tail holds the usage object
     for i in range(0, len(body), cut):
         meter.feed(body[i : i + cut])
     assert meter.settle(7, len) == {"total_tokens": 9, "exact": True}
@@ -208,14 +209,14 @@ def test_usage_meter_reads_the_same_whatever_the_chunking(cut: int) -> None:
 
 def test_usage_meter_counts_streamed_text_without_usage_and_extrapolates_past_its_head() -> None:
     body = _sse(*(_delta("ab") for _ in range(10)))
-    meter = UsageMeter(streaming=True)
+    meter = UsageMeter(CHAT, streaming=True)
     meter.feed(body)
     assert meter.settle(5, len) == {"total_tokens": 5 + 20, "exact": True}
-    small = UsageMeter(streaming=True, head_bytes=len(body) // 2, tail_bytes=16)
+    small = UsageMeter(CHAT, streaming=True, head_bytes=len(body) // 2, tail_bytes=16)
     for i in range(0, len(body), 7):
         small.feed(body[i : i + 7])
     settled = small.settle(5, len)
     assert not settled["exact"] and 5 + 14 <= settled["total_tokens"] <= 5 + 26
-    whole = UsageMeter(streaming=False)
+    whole = UsageMeter(CHAT, streaming=False)
     whole.feed(json.dumps({"choices": [{"message": {"content": "abc"}}]}).encode())
     assert whole.settle(1, len) == {"total_tokens": 4, "exact": True}

@@ -1,61 +1,19 @@
-"""Cache references: system messages a client sends once and then names by hash.
-
-The extension (bridge/PROTOCOL.md, "Cache references"):
-
-* Every response under /v1/ carries ``x-firsttoken-gateway: cache-refs=1``
-  (`AdvertiseRefs`), which is how a client tells this gateway from any other
-  OpenAI-compatible server.
-* A client identifies itself with ``x-firsttoken-client: <random id>``. From such a
-  client, every system/developer message that arrives in full is stored (`RefStore`),
-  keyed by SHA-256 of its UTF-8 text.
-* Such a client may then send ``{"role": "system", "x_firsttoken_ref": "sha256:<hex>"}``
-  (no content). `expand_refs` replaces it with the stored text before the request is
-  validated or forwarded (gateway/chat_body.py runs it, once per request), so neither the validation nor an upstream ever sees the
-  extension. A reference the store does not hold is answered 409 with code
-  ``cache_ref_unknown``; the client then sends the text again, in full.
-
-Isolation: entries are kept per client, its `owner` (gateway/access.py: SHA-256 over
-the Authorization header and the client id), so a reference resolves only for the client that sent the text. Knowing
-or guessing a hash gives nothing to anyone else. The store is bounded per client
-(entries, bytes) and in all (bytes), least recently used first out.
+"""The store of cache references' texts: per client, bounded, least recently used first
+out; in this process's memory (`RefStore`) or in Redis for every gateway process
+(`SharedRefStore`). What the texts are and where references stand: the package's
+docstring and `sites`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Protocol
 
-from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from ..shared import SharedState, SharedStateDown
 
-from firsttoken.cache.refs import ADVERTISED, CLIENT_HEADER, GATEWAY_HEADER, REF_FIELD, UNKNOWN_REF_CODE
-
-from .errors import APIError, invalid
-from .shared import SharedState, SharedStateDown
-
-__all__ = [
-    "CLIENT_HEADER",
-    "GATEWAY_HEADER",
-    "ADVERTISED",
-    "REF_FIELD",
-    "UNKNOWN_REF_CODE",
-    "RefLimits",
-    "RefStore",
-    "AdvertiseRefs",
-    "Entry",
-    "entry_of",
-    "RefStores",
-    "SharedRefStore",
-    "expand_refs",
-    "referenced",
-    "system_entries",
-]
-
-_REF = re.compile(r"sha256:([0-9a-f]{64})\Z")
-_ROLES = frozenset({"system", "developer"})
+__all__ = ["Entry", "RefLimits", "RefStore", "RefStores", "SharedRefStore", "entry_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,15 +128,6 @@ class RefStore:
             self.total_bytes -= self._client_bytes.pop(client)
 
 
-def _unknown(i: int) -> APIError:
-    return APIError(
-        409,
-        f"messages[{i}] refers to a system message this gateway does not hold for this client; send its text.",
-        param=f"messages[{i}]",
-        code=UNKNOWN_REF_CODE,
-    )
-
-
 #: A system text ready to store: its SHA-256 (hex) and its UTF-8 bytes.
 Entry = tuple[str, bytes]
 
@@ -192,89 +141,12 @@ def entry_of(text: str) -> Entry | None:
     return hashlib.sha256(data).hexdigest(), data
 
 
-def referenced(data: Any) -> list[str]:
-    """The digests a decoded body refers to (well-formed references only; `expand_refs`
-    judges the rest)."""
-    messages = data.get("messages") if isinstance(data, dict) else None
-    found = []
-    for message in messages if isinstance(messages, list) else ():
-        ref = message.get(REF_FIELD) if isinstance(message, dict) else None
-        match = _REF.match(ref) if isinstance(ref, str) else None
-        if match:
-            found.append(match.group(1))
-    return found
-
-
-def expand_refs(data: Any, texts: Mapping[str, str]) -> bool:
-    """Replace, in the decoded body `data`, every `x_firsttoken_ref` message by its text
-    from `texts` (what the client's store holds, by digest); True if any was. Raises
-    `APIError`: 400 for a malformed reference, 409 `cache_ref_unknown` for one `texts`
-    lacks."""
-    messages = data.get("messages") if isinstance(data, dict) else None
-    if not isinstance(messages, list):
-        return False  # validation reports it
-    changed = False
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict) or REF_FIELD not in message:
-            continue
-        ref = message[REF_FIELD]
-        match = _REF.match(ref) if isinstance(ref, str) else None
-        if match is None:
-            raise invalid(f"'messages[{i}].{REF_FIELD}' must be 'sha256:' and 64 lowercase hex digits.",
-                          param=f"messages[{i}].{REF_FIELD}", code="invalid_value")
-        if not isinstance(message.get("role"), str) or message["role"] not in _ROLES:  # ["user"] is unhashable
-            raise invalid(f"'messages[{i}]': only system and developer messages may be references.",
-                          param=f"messages[{i}].role", code="invalid_value")
-        if message.get("content") not in (None, ""):
-            raise invalid(f"'messages[{i}]' has both content and a reference.",
-                          param=f"messages[{i}].content", code="invalid_value")
-        text = texts.get(match.group(1))
-        if text is None:
-            raise _unknown(i)
-        del message[REF_FIELD]
-        message["content"] = text
-        changed = True
-    return changed
-
-
-def system_entries(messages: list[dict[str, Any]]) -> list[Entry]:
-    """The system/developer texts of a valid request, hashed (CPU work: off the loop)."""
-    entries = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(message.get("role"), str) and message["role"] in _ROLES and isinstance(content, str) and content:
-            entry = entry_of(content)
-            if entry is not None:
-                entries.append(entry)
-    return entries
-
-
 class RefStores(Protocol):
     """What the request path asks of a store, in memory or in Redis."""
 
     async def get_many(self, client: str, digests: list[str]) -> dict[str, str]: ...
 
     async def remember(self, client: str, entries: list[Entry]) -> None: ...
-
-
-class AdvertiseRefs:
-    """ASGI middleware: ``x-firsttoken-gateway: cache-refs=1`` on every /v1/ response."""
-
-    def __init__(self, app: ASGIApp, prefix: str = "/v1/") -> None:
-        self.app = app
-        self.prefix = prefix
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
-            await self.app(scope, receive, send)
-            return
-
-        async def advertise(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                MutableHeaders(scope=message)[GATEWAY_HEADER] = ADVERTISED
-            await send(message)
-
-        await self.app(scope, receive, advertise)
 
 
 # ---- shared through Redis ----------------------------------------------------------------

@@ -1,0 +1,258 @@
+"""Anthropic's Messages API on the wire: `POST /v1/messages`.
+
+Its request (Anthropic API reference, "Messages"): `model`, `max_tokens` (required),
+`messages` (user and assistant turns, content a string or blocks), `system` (a string
+or text blocks), `stream`. Its answer: a `message` object, or Server-Sent Events
+(reference, "Streaming Messages"): `message_start`, `content_block_start`, `ping`,
+`content_block_delta` (`text_delta`)…, `content_block_stop`, `message_delta` (the
+`stop_reason` and the output's `usage`), `message_stop`. An error mid-stream is an
+`error` event holding an error object. Its 400s say `<field path>: <problem>`, as
+Anthropic's do; errors go out in Anthropic's shape (gateway/errors.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from ..errors import APIError, invalid, new_request_id
+from ..validation import ChatRequest, check_object, decode_body
+from .wire import Outcome, Stamp, compact, is_count, json_string, new_id, sse_event
+
+__all__ = ["MessagesFraming", "body_text", "check", "check_supported", "event_text", "parse", "usage_total"]
+
+ROLES = ("user", "assistant")
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
+
+
+# ---- the request ----------------------------------------------------------------------
+
+
+def parse(body: bytes) -> ChatRequest:
+    return check(decode_body(body), body)
+
+
+def check(data: Any, body: bytes) -> ChatRequest:
+    """Validate a Messages body (Anthropic's 400s); its prompt is `system` as a system
+    message, then the turns."""
+    data = check_object(data, body)
+    model = _required(data, "model")
+    if not isinstance(model, str) or not model:
+        raise _bad("model", "Input should be a valid string")
+    max_tokens = _required(data, "max_tokens")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise _bad("max_tokens", "Input should be a valid integer")
+    if max_tokens < 1:
+        raise _bad("max_tokens", "Input should be greater than or equal to 1")
+
+    prompt: list[dict[str, Any]] = []
+    system = data.get("system")
+    if isinstance(system, list):
+        for i, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise _bad(f"system.{i}.type", "Input should be 'text'")
+            if not isinstance(block.get("text"), str):
+                raise _bad(f"system.{i}.text", "Input should be a valid string")
+        if system:
+            prompt.append({"role": "system", "content": [{"type": "text", "text": b["text"]} for b in system]})
+    elif isinstance(system, str):
+        if system:
+            prompt.append({"role": "system", "content": system})
+    elif system is not None:
+        raise _bad("system", "Input should be a valid string or a list of text blocks")
+
+    turns = _required(data, "messages")
+    if not isinstance(turns, list):
+        raise _bad("messages", "Input should be a valid list")
+    if not turns:
+        raise _bad("messages", "at least one message is required")
+    prompt.extend(_turn(turn, i) for i, turn in enumerate(turns))
+
+    stream = data.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise _bad("stream", "Input should be a valid boolean")
+    for name in ("temperature", "top_p", "top_k"):
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise _bad(name, "Input should be a valid number")
+    tools = data.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise _bad("tools", "Input should be a valid list")
+
+    # Custom tools, in Chat Completions' form, to be counted as chat's are; Anthropic's
+    # own tools (web search, bash) have no schema to count.
+    functions = [{"type": "function", "function": {"name": t.get("name"), "description": t.get("description", ""),
+                                                    "parameters": t["input_schema"]}}
+                 for t in tools or () if isinstance(t, dict) and isinstance(t.get("input_schema"), dict)]
+    return ChatRequest(model=model, messages=prompt, stream=bool(stream), include_usage=False,
+                       max_tokens=max_tokens, raw=data, tools=functions or None)
+
+
+def _required(data: dict[str, Any], name: str) -> Any:
+    if name not in data:
+        raise _bad(name, "Field required")
+    return data[name]
+
+
+def _bad(where: str, problem: str) -> APIError:
+    return invalid(f"{where}: {problem}", param=where)
+
+
+def _turn(turn: Any, i: int) -> dict[str, Any]:
+    """Message `i`, checked, as a chat message for counting and answering: its text
+    blocks as text; a tool's use or result as the text it carries; an image as chat's
+    image parts are counted (a fixed estimate); other blocks uncounted."""
+    where = f"messages.{i}"
+    if not isinstance(turn, dict):
+        raise _bad(where, "Input should be a valid dictionary")
+    role = _required_in(turn, "role", where)
+    if not isinstance(role, str) or role not in ROLES:
+        raise _bad(f"{where}.role", "Input should be 'user' or 'assistant'")
+    content = _required_in(turn, "content", where)
+    if isinstance(content, str):
+        return {"role": role, "content": content}
+    if not isinstance(content, list):
+        raise _bad(f"{where}.content", "Input should be a valid string or a list of content blocks")
+    parts = []
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise _bad(f"{where}.content.{j}", "Input should be a content block with a 'type'")
+        kind = block["type"]
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise _bad(f"{where}.content.{j}.text", "Input should be a valid string")
+            parts.append({"type": "text", "text": block["text"]})
+        elif kind == "image":
+            parts.append({"type": "image_url", "image_url": {"detail": None}})
+        elif kind in ("tool_use", "tool_result", "thinking"):
+            parts.append({"type": "text", "text": _carried_text(block)})
+        else:
+            parts.append({"type": kind})
+    return {"role": role, "content": parts}
+
+
+def _required_in(turn: dict[str, Any], name: str, where: str) -> Any:
+    if name not in turn:
+        raise _bad(f"{where}.{name}", "Field required")
+    return turn[name]
+
+
+def _carried_text(block: dict[str, Any]) -> str:
+    kind = block["type"]
+    if kind == "tool_use":
+        return f"{block.get('name', '')} {json.dumps(block.get('input'), ensure_ascii=False)}"
+    if kind == "thinking":
+        return str(block.get("thinking") or "")
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return content if isinstance(content, str) else ""
+
+
+# ---- what the built-in model refuses ------------------------------------------------------
+
+
+def check_supported(req: ChatRequest) -> None:
+    """Anthropic's 400s for what the built-in model cannot do: tools (and a
+    `tool_choice` that would force one), and extended thinking."""
+    raw = req.raw
+    if raw.get("tools"):
+        raise _bad("tools", "this model does not support tools")
+    choice = raw.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        raise _bad("tool_choice", "this model does not support tools")
+    thinking = raw.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        raise _bad("thinking", "this model does not support extended thinking")
+
+
+# ---- the answer ---------------------------------------------------------------------------
+
+
+class MessagesFraming:
+    """One answer as Messages events, or one `message` object. Each text delta is a
+    pre-encoded head, the piece's JSON string and a tail; `stamp` adds
+    `x_firsttoken_sent_ms` to each. Every answer carries a `request-id` header."""
+
+    _DELTA_HEAD = (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+                   b'"delta":{"type":"text_delta","text":')
+
+    def __init__(self, req: ChatRequest, outcome: Outcome, *, stamp: Stamp = None) -> None:
+        self.req, self.outcome, self.stamp = req, outcome, stamp
+        self.headers = {"request-id": new_request_id()}
+        self.id = new_id("msg_")
+
+    def _message(self, content: list[dict[str, Any]], *, done: bool) -> dict[str, Any]:
+        s = self.outcome
+        return {
+            "id": self.id, "type": "message", "role": "assistant", "model": self.req.model, "content": content,
+            "stop_reason": _STOP_REASONS.get(s.finish, "end_turn") if done else None, "stop_sequence": None,
+            "usage": {"input_tokens": s.prompt_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                      # message_start says 1, as the real API does: the output so far.
+                      "output_tokens": s.completion_tokens if done else 1},
+        }
+
+    def opening(self) -> bytes:
+        return b"".join((
+            sse_event("message_start", compact({"type": "message_start", "message": self._message([], done=False)})),
+            sse_event("content_block_start", compact({"type": "content_block_start", "index": 0,
+                                                      "content_block": {"type": "text", "text": ""}})),
+            sse_event("ping", b'{"type":"ping"}'),
+        ))
+
+    def delta(self, text: str) -> bytes:
+        stamp = b',"x_firsttoken_sent_ms":%r' % self.stamp() if self.stamp is not None else b""
+        return self._DELTA_HEAD + json_string(text).encode() + b"}" + stamp + b"}\n\n"
+
+    def closing(self) -> bytes:
+        stop = {"stop_reason": _STOP_REASONS.get(self.outcome.finish, "end_turn"), "stop_sequence": None}
+        return b"".join((
+            sse_event("content_block_stop", b'{"type":"content_block_stop","index":0}'),
+            sse_event("message_delta", compact({"type": "message_delta", "delta": stop,
+                                                "usage": {"output_tokens": self.outcome.completion_tokens}})),
+            sse_event("message_stop", b'{"type":"message_stop"}'),
+        ))
+
+    def failure(self, message: str, code: str) -> bytes:
+        return sse_event("error", compact({"type": "error", "error": {"type": "api_error", "message": message}}))
+
+    def whole(self, text: str) -> bytes:
+        return compact(self._message([{"type": "text", "text": text}], done=True))
+
+
+# ---- reading an answer's cost (gateway/limits/usage.py) -------------------------------------
+
+
+def usage_total(usages: Sequence[dict[str, Any]], streaming: bool) -> int | None:
+    """Input tokens (cache writes and reads included) from the last usage that gives
+    them, plus output tokens from the last that gives them. A stream says its output
+    in `message_delta`, after `message_start`'s placeholder: a stream cut before it
+    (one usage seen) reports nothing, and its text is counted instead."""
+    if streaming and len(usages) < 2:
+        return None
+    given = None
+    output = None
+    for usage in reversed(usages):
+        if given is None and is_count(usage.get("input_tokens")):
+            given = sum(usage.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                        if is_count(usage.get(k)))
+        if output is None and is_count(usage.get("output_tokens")):
+            output = usage["output_tokens"]
+    return given + output if given is not None and output is not None else None
+
+
+def event_text(event: Any) -> str:
+    """The text of a `content_block_delta` event's `text_delta`."""
+    if not isinstance(event, dict) or event.get("type") != "content_block_delta":
+        return ""
+    delta = event.get("delta")
+    if isinstance(delta, dict) and delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+        return delta["text"]
+    return ""
+
+
+def body_text(body: Any) -> str:
+    """The text blocks of a whole `message`."""
+    blocks = body.get("content") if isinstance(body, dict) else None
+    return "".join(b["text"] for b in blocks or () if isinstance(b, dict) and b.get("type") == "text"
+                   and isinstance(b.get("text"), str))
