@@ -8,7 +8,7 @@ import asyncio
 import concurrent.futures
 import json
 import time
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 import httpx
 
@@ -46,10 +46,12 @@ class SocketResponse:
 
 
 class SocketTransport:
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: httpx.AsyncClient, sent: list[HTTPRequest] | None = None) -> None:
         self.client = client
+        self.sent = sent if sent is not None else []  # every request, as the core made it
 
     async def send(self, request: HTTPRequest, abort: AbortSignal) -> SocketResponse:
+        self.sent.append(request)
         req = self.client.build_request(request.method, request.url, headers=request.headers, content=request.body)
         try:
             response = await self.client.send(req, stream=True)
@@ -60,9 +62,11 @@ class SocketTransport:
         return SocketResponse(response, abort)
 
 
-def run_core(gateway_url: str, script, governor=lambda: Governor(max_attempts=1)):
+def run_core(gateway_url: str, script, governor=lambda: Governor(max_attempts=1), sent: list[HTTPRequest] | None = None,
+             **options: Any):
     """Run `script(core, events, wait_for)` against a core wired to a socket transport.
-    Retries are off unless a test asks for them (`governor`)."""
+    Retries are off unless a test asks for them (`governor`); `sent` collects the
+    requests the core made; `options`: more of `Core`'s (a cache, say)."""
 
     async def main():
         events: list[dict] = []
@@ -79,8 +83,8 @@ def run_core(gateway_url: str, script, governor=lambda: Governor(max_attempts=1)
             return next(e for e in events if predicate(e))
 
         async with httpx.AsyncClient(timeout=30) as client:
-            core = Core(post=post, transport=SocketTransport(client), clock=lambda: time.time() * 1000, sleep=asyncio.sleep,
-                        governor=governor)
+            core = Core(post=post, transport=SocketTransport(client, sent), clock=lambda: time.time() * 1000, sleep=asyncio.sleep,
+                        governor=governor, **options)
             await script(core, events, wait_for)
         return events
 

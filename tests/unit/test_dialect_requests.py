@@ -100,9 +100,12 @@ def test_responses() -> None:
 
 def test_responses_to_a_gateway_keeps_system_messages_apart_and_refers_to_them() -> None:
     settings = ChatSettings(base_url=BASE, model="o3-pro")
-    assert body_of(build_request(CONVERSATION, settings, gateway=True))["instructions"] == [
-        {"role": "system", "content": "You are terse."}, {"role": "system", "content": "Answer in French."}]
-    assert body_of(build_request(CONVERSATION, settings, refs={0: REF}, gateway=True))["instructions"] == [
+    body = body_of(build_request(CONVERSATION, settings, gateway=True))
+    assert "instructions" not in body and body["input"][:3] == [
+        {"role": "system", "content": "You are terse."}, {"role": "system", "content": "Answer in French."},
+        {"role": "user", "content": "Weather in Paris?"}]
+    body = body_of(build_request(CONVERSATION, settings, refs={0: REF}, gateway=True))
+    assert "instructions" not in body and body["input"][:2] == [
         {"role": "system", "x_firsttoken_ref": REF}, {"role": "system", "content": "Answer in French."}]
 
 

@@ -20,10 +20,12 @@ references of its leading system messages (`firsttoken.cache.refs`). The decisio
   text the API documents, joined by a blank line (`SYSTEM_SEPARATOR`). To a firsttoken
   gateway known to take references (`gateway`), they go as a list, one entry a message,
   so that the gateway can store each text and expand each reference in place, then
-  join them the same way: Responses `[{"role", "content"} | {"role",
-  "x_firsttoken_ref"}]`, Messages `[{"type": "text", "text"} | {"type": "text",
-  "x_firsttoken_ref"}]` (bridge/PROTOCOL.md, "Cache references"). A server that does
-  not know the extension refuses such a list rather than answering without it.
+  join them the same way: Responses as leading `input` items (`{"role", "content"} |
+  {"role", "x_firsttoken_ref"}`: the API takes system and developer messages there as it
+  takes `instructions`), Messages as `system` blocks (`{"type": "text", "text"} |
+  {"type": "text", "x_firsttoken_ref"}`) (bridge/PROTOCOL.md, "Cache references"). A
+  server that does not know the extension refuses a reference rather than answering
+  without it.
 * **Responses** is sent with `store: false`: nothing is kept on OpenAI's side, and no
   `previous_response_id` is sent. That would need `store: true` (the conversation kept
   on the server for 30 days), would make what the model sees differ from what was
@@ -145,7 +147,12 @@ def request_body(
     apart = gateway or bool(refs)
     if api == RESPONSES:
         body = {"model": settings.model, "input": list(_responses_input(rest)), "stream": True, "store": False}
-        if system:
+        if system and apart:
+            # Input items of their own: the API takes system and developer messages there
+            # as it takes `instructions`, and the gateway expands references in place.
+            lead = _system(system, refs, apart, lambda m: {"role": m["role"], "content": _text(m)})
+            body["input"] = [*lead, *body["input"]]
+        elif system:
             body["instructions"] = _system(system, refs, apart, lambda m: {"role": m["role"], "content": _text(m)})
         if settings.max_tokens:
             body["max_output_tokens"] = settings.max_tokens
