@@ -59,6 +59,8 @@ export class EndFollower {
     });
 
     this.fresh = new Set();
+    this.measured = []; // [message, width, height]: measured, to settle next frame
+    this.pending = false; // a frame is asked for, to settle and follow
     new MutationObserver((records) => this.changed(records))
       .observe(list, { subtree: true, attributes: true, attributeFilter: ['data-state'], attributeOldValue: true });
     // One observer for the list's height (a reload's late layout, an answer growing) and
@@ -130,7 +132,7 @@ export class EndFollower {
   // an error ("ResizeObserver loop completed with undelivered notifications",
   // https://drafts.csswg.org/resize-observer/#deliver-resize-error; seen in WebKitGTK).
   resized(entries) {
-    const measured = [];
+    const measured = this.measured;
     for (const { target, contentRect } of entries) {
       if (!this.fresh.has(target)) continue;
       this.fresh.delete(target);
@@ -138,15 +140,22 @@ export class EndFollower {
       // The placeholder stands for the content box (padding and border come on top).
       measured.push([target, Math.ceil(contentRect.width), Math.ceil(contentRect.height)]);
     }
-    if (measured.length) {
-      requestAnimationFrame(() => {
-        for (const [target, w, h] of measured) {
-          if (!target.isConnected) continue;
-          target.style.containIntrinsicSize = `auto ${w}px auto ${h}px`;
-          delete target.dataset.fresh;
-        }
-      });
-    }
-    this.follow();
+    // Following waits for the next frame's start too: a scroll here brings messages
+    // of `content-visibility: auto` on screen, whose real heights then replace their
+    // placeholders inside this callback, changing the list's size again (the same loop
+    // error; WebKitGTK, tests/webkit/test_render.py under load). A reply's text is
+    // followed where it is painted (reply-painter.js), so only late layout (a reload,
+    // highlighting, typeset math) waits this frame.
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      for (const [target, w, h] of measured.splice(0)) {
+        if (!target.isConnected) continue;
+        target.style.containIntrinsicSize = `auto ${w}px auto ${h}px`;
+        delete target.dataset.fresh;
+      }
+      this.follow();
+    });
   }
 }
