@@ -221,7 +221,7 @@ class SSEDecoder:
         if self._at_start:
             self._at_start = False
             bom = block.startswith(_BOM)
-        if bom or not self._decode_chat_block(block, out):
+        if bom or not (self._decode_chat_block(block, out) or self._decode_typed_block(block, out)):
             lines = block.split(b"\n")
             lines.pop()  # the empty string after the last LF
             # A block no longer than the bound cannot hold a line past it. A BOM counts
@@ -313,6 +313,55 @@ class SSEDecoder:
             self._id_buffer = event_id
         out.extend(events)  # type: ignore[arg-type]
         self._last_event_id = event_id
+        return True
+
+    def _decode_typed_block(self, block: bytes, out: list[ServerSentEvent]) -> bool:
+        """The typed dialects' shape (Responses, Messages): `event: T` then `data: P`,
+        then a blank line, per event; the block's complete events at once, as
+        `_decode_chat_block` does, the lines after its last blank line by the loop.
+
+        A network cut lands inside an event's long `data:` line far more often than in
+        a chat stream's blank line, so the unfinished tail is left to `_process`, and an
+        event type it kept (`event: T` came, the data not yet) is taken up here. Returns
+        False, having changed nothing, for any other shape.
+        """
+        if self._data or self._event_retry is not None:
+            return False
+        if self.max_event_bytes < self.max_line_bytes or len(block) > self.max_line_bytes:
+            return False
+        cut = block.rfind(b"\n\n")
+        if cut < 0:
+            return False
+        event_type = self._event_type.decode("utf-8", "replace")
+        head = block[:cut].decode("utf-8", "replace")
+        if head.startswith("\n"):
+            # A blank line first (the previous block ended inside "\n\n"): with no data
+            # buffered it dispatches nothing, and empties the event type (§9.2.6).
+            head = head[1:]
+            event_type = ""
+        event_id = self._id_buffer
+        events = []
+        for text in head.split("\n\n"):
+            if text.startswith("event: "):
+                event_type, found, text = text[7:].partition("\ndata: ")
+                if not found:
+                    return False
+            elif text.startswith("data: "):
+                text = text[6:]
+            else:
+                return False
+            if "\n" in text or "\n" in event_type:
+                return False  # another field, or more lines: the loop's
+            events.append(_EventBuilder(event_type or "message", text, event_id, None))
+            event_type = ""
+        out.extend(events)  # type: ignore[arg-type]
+        self._event_type = b""
+        self._last_event_id = event_id
+        tail = block[cut + 2 :]
+        if tail:
+            lines = tail.split(b"\n")
+            lines.pop()  # the empty string after the last LF
+            self._process(lines, out)
         return True
 
     def _process(self, lines: list[bytes], out: list[ServerSentEvent]) -> None:
