@@ -28,6 +28,7 @@ from typing import Any
 
 from firsttoken import protocol
 from firsttoken.settings import APIS
+from firsttoken.stream.dialects import ANTHROPIC_VERSION
 from firsttoken.tokens.models import API_RULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,8 @@ HEADER = """\
 // version, its size limit, and every type of request and event with its fields, each
 // `required` or `optional` (a request field with a default; an event field left out
 // when empty); and the `api` setting's values, with the model rules that pick one when
-// it is unset (py/firsttoken/settings.py, py/firsttoken/tokens/models.py).
+// it is unset and the Anthropic API version spoken (py/firsttoken/settings.py,
+// py/firsttoken/tokens/models.py, py/firsttoken/stream/dialects.py).
 """
 
 
@@ -117,6 +119,8 @@ def render() -> str:
         _constant("MODEL_APIS", "Models served on one API only, which an unset `api` picks: `[pattern, api]`, in order;"
                   " a model name, trimmed and lower-cased, with no '/' (a router's), that the whole pattern matches"
                   " (flags `su`) is served on `api`, any other on `chat_completions`.", _model_apis()),
+        _constant("ANTHROPIC_VERSION", "The `anthropic-version` every request to `anthropic_messages` carries.",
+                  ANTHROPIC_VERSION),
     ]
     return "\n".join(parts)
 

@@ -6,7 +6,8 @@
 // version, its size limit, and every type of request and event with its fields, each
 // `required` or `optional` (a request field with a default; an event field left out
 // when empty); and the `api` setting's values, with the model rules that pick one when
-// it is unset (py/firsttoken/settings.py, py/firsttoken/tokens/models.py).
+// it is unset and the Anthropic API version spoken (py/firsttoken/settings.py,
+// py/firsttoken/tokens/models.py, py/firsttoken/stream/dialects.py).
 
 const deepFreeze = (value) => {
   for (const inner of Object.values(value)) if (typeof inner === 'object') deepFreeze(inner);
@@ -62,3 +63,6 @@ export const MODEL_APIS = deepFreeze([
   ["(?:gpt-5(?:\\.\\d+)?-codex(?:-mini|-max)?|codex-mini-latest)(?:-\\d{4}-\\d{2}-\\d{2})?", "responses"],
   ["claude-.*", "anthropic_messages"],
 ]);
+
+/** The `anthropic-version` every request to `anthropic_messages` carries. */
+export const ANTHROPIC_VERSION = "2023-06-01";

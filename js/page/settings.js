@@ -24,6 +24,13 @@ export const COMPRESSION = {
   max: 'Also drops docstrings, doc comments and licence headers in code.',
 };
 
+/** The API dialects (js/link/protocol.js `APIS`), as the Settings sheet names them. */
+export const API_NAMES = {
+  chat_completions: 'Chat Completions',
+  responses: 'Responses',
+  anthropic_messages: 'Anthropic Messages',
+};
+
 // The model table's rules (generated from firsttoken.tokens.models.API_RULES), compiled
 // once: anchored at both ends, as Python's `fullmatch` reads them.
 const MODEL_RULES = MODEL_APIS.map(([pattern, api]) => [new RegExp(`^(?:${pattern})$`, 'su'), api]);
@@ -60,8 +67,8 @@ export function parseBaseUrl(text) {
 }
 
 export class Settings extends EventTarget {
-  /** `fields`: the form's {baseUrl, baseUrlError, model, api, system, compress,
-   * compressHint, apiKey} elements (baseUrlError, api and compressHint optional). Emits
+  /** `fields`: the form's {baseUrl, baseUrlError, model, api, apiHint, system, compress,
+   * compressHint, apiKey} elements (baseUrlError, api, apiHint and compressHint optional). Emits
    * `system` when the system prompt changed (it is counted with the conversation),
    * `model` when the model did, `api` when the API did, `compress` when the level did,
    * and `connection` when the base URL or key did. */
@@ -83,6 +90,7 @@ export class Settings extends EventTarget {
     fields.model.value = typeof this.stored.model === 'string' ? this.stored.model : '';
     fields.model.addEventListener('change', () => {
       this.keep('model', fields.model.value.trim());
+      this.explainApi();
       this.dispatchEvent(new Event('model'));
     });
     if (fields.api) {
@@ -90,8 +98,10 @@ export class Settings extends EventTarget {
       fields.api.addEventListener('change', () => {
         // Automatic is kept as no value (JSON.stringify leaves an undefined field out).
         this.keep('api', APIS.includes(fields.api.value) ? fields.api.value : undefined);
+        this.explainApi();
         this.dispatchEvent(new Event('api'));
       });
+      this.explainApi();
     }
     fields.system.value = typeof this.stored.system === 'string' ? this.stored.system : '';
     fields.system.addEventListener('change', () => {
@@ -120,6 +130,16 @@ export class Settings extends EventTarget {
     const { compress, compress_level: old } = this.stored;
     if (typeof compress === 'string' && Object.hasOwn(COMPRESSION, compress)) return compress;
     return typeof old === 'string' && Object.hasOwn(COMPRESSION, old) ? old : 'balanced';
+  }
+
+  // What Automatic picks for the model now, and the rule in one line.
+  explainApi() {
+    const { apiHint } = this.fields;
+    if (!apiHint) return;
+    apiHint.textContent = this.api
+      ? 'Every request uses this API, whatever the model.'
+      : `Now ${API_NAMES[this.dialect]} (for ${this.model}). Claude models use Anthropic Messages;`
+        + ' the pro and codex models, Responses; others, Chat Completions.';
   }
 
   hint() {

@@ -185,3 +185,16 @@ def test_the_page_picks_the_api_the_core_picks_for_every_model_name() -> None:
     assert {"responses", "anthropic_messages", "chat_completions"} <= set(core)
     assert page["chosen"] == ["responses"] * len(names)
     assert page["unknown"] == [api_for(ChatSettings.from_dict({"model": name, "api": "chat"})) for name in names]
+
+
+@needs_node
+def test_the_model_list_sends_the_key_as_the_core_sends_it_with_a_chat() -> None:
+    from firsttoken.settings import APIS, ChatSettings
+    from firsttoken.stream.dialects import credentials, request_headers
+
+    cases = [[api, key] for api in APIS for key in ("", "sk-user")]
+    page = node("import { keyHeaders } from './js/page/connection.js';"
+                f"console.log(JSON.stringify({json.dumps(cases)}.map(([api, key]) => keyHeaders(api, key))));")
+    for (api, key), headers in zip(cases, page):
+        settings = ChatSettings(api_key=key, api=api)
+        assert headers == {**credentials(settings, api), **request_headers(settings, api)}, (api, key)
