@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, Request, expect
 from tests.e2e.conftest import (
     ANSWER, DESKTOP, PIECE, PIXEL_7, Console, expected_answer, send, steer, stored_answers, wait_ready, watched_page,
 )
+from tests.e2e.native_host import as_host, host_answer, host_message, post
 
 pytestmark = pytest.mark.e2e
 
@@ -254,3 +255,29 @@ def test_the_model_list_sends_the_key_as_the_chosen_api_wants_it(page: Page, gat
     assert headers.get("x-api-key") == "sk-user" and headers.get("anthropic-version") == "2023-06-01"
     assert headers.get("anthropic-dangerous-direct-browser-access") == "true"
     expect(page.locator("#models option")).not_to_have_count(0)
+
+
+def test_a_hosts_api_setting_reaches_its_chats_and_the_pages(page: Page, gateway_url: str) -> None:
+    as_host(page)
+    steer(page, FAST, compress="off")
+    sent = chats(page)
+    page.goto(gateway_url + "/")
+    post(page, {"type": "settings.set", "id": "s", "settings": {"api": "anthropic_messages"}})
+    assert host_message(page, "settings.applied", "s")["settings"] == {"api": "anthropic_messages", "api_key": False}
+    wait_ready(page)
+    hi = [{"role": "user", "content": "hello from the app"}]
+    post(page, {"type": "chat.send", "id": "h1", "messages": hi, "settings": {"headers": {"x-firsttoken-sim": FAST}}})
+    assert host_answer(page, "h1") == expected_answer(gateway_url, hi)
+    with page.expect_request(is_chat("anthropic_messages")):
+        send(page, "and from the user")  # the page's own chat: the host's API over the form's Automatic
+    answer_of(page, 0)
+    # A value the protocol does not name is refused, and nothing changes.
+    post(page, {"type": "settings.set", "id": "bad", "settings": {"api": "gemini"}})
+    assert host_message(page, "error", "bad")["error"]["code"] == "invalid_message"
+    post(page, {"type": "settings.set", "id": "clear", "settings": {"api": None}})
+    host_message(page, "settings.applied", "clear")
+    with page.expect_request(is_chat("chat_completions")):
+        send(page, "back to the model's")
+    answer_of(page, 1)
+    assert [r.url.removeprefix(gateway_url) for r in sent] == [
+        ROUTES["anthropic_messages"], ROUTES["anthropic_messages"], ROUTES["chat_completions"]]
