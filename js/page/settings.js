@@ -1,7 +1,7 @@
 // The Settings form and what it keeps: base URL, model, API, system prompt and
-// compression level in localStorage; the API key in sessionStorage only (it dies with the tab, is
-// never written to localStorage, and is never logged). `forRequest()` gives the
-// `settings` of a protocol request (bridge/PROTOCOL.md). Each field applies when it
+// compression level in localStorage; the API key in sessionStorage only (it dies with
+// the tab, is never written to localStorage, and is never logged). `forRequest()` gives
+// the `settings` of a protocol request (bridge/PROTOCOL.md). Each field applies when it
 // changes; the sheet that holds them is settings-sheet.js.
 //
 // Advanced, with no UI: `headers` in the stored settings adds request headers (set by an
@@ -68,10 +68,10 @@ export function parseBaseUrl(text) {
 
 export class Settings extends EventTarget {
   /** `fields`: the form's {baseUrl, baseUrlError, model, api, apiHint, system, compress,
-   * compressHint, apiKey} elements (baseUrlError, api, apiHint and compressHint optional). Emits
-   * `system` when the system prompt changed (it is counted with the conversation),
-   * `model` when the model did, `api` when the API did, `compress` when the level did,
-   * and `connection` when the base URL or key did. */
+   * compressHint, apiKey} elements (baseUrlError, api, apiHint and compressHint
+   * optional). Emits `system` when the system prompt changed (it is counted with the
+   * conversation), `model` when the model did, `api` when the API did, `compress` when
+   * the level did, and `connection` when the base URL or key did. */
   constructor(fields, { local = webStorage('localStorage'), session = webStorage('sessionStorage') } = {}) {
     super();
     this.fields = fields;
