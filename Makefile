@@ -30,7 +30,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 # The page's copy of the message protocol, generated from its one definition,
 # py/firsttoken/protocol.py (gateway/build/protocol_js.py). Committed, so the page is
 # served as it is; tests/unit/test_protocol_js.py fails while it is stale.
-js/link/protocol.js: py/firsttoken/protocol.py gateway/build/protocol_js.py | $(VENV)/.stamp
+js/link/protocol.js: py/firsttoken/protocol.py py/firsttoken/settings.py py/firsttoken/tokens/models.py py/firsttoken/stream/dialects.py gateway/build/protocol_js.py | $(VENV)/.stamp
 	$(PY) -m gateway.build.protocol_js
 protocol: js/link/protocol.js
 

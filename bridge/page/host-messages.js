@@ -8,7 +8,7 @@
 // are copied into a fresh object by name, and keys that could reach an object's
 // prototype are refused outright rather than trusted to be harmless.
 
-import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REQUESTS as CORE_REQUESTS } from '../../js/link/protocol.js';
+import { APIS, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REQUESTS as CORE_REQUESTS } from '../../js/link/protocol.js';
 
 /** Longest request id a host may use (it is echoed in every event about the request). */
 export const MAX_ID_LENGTH = 256;
@@ -120,7 +120,7 @@ function checkMessages(messages, fail) {
 function checkSettings(settings, fail) {
   if (!isObject(settings)) fail("'settings' must be an object");
   const out = {};
-  for (const name of ['base_url', 'model', 'system', 'api_key', 'compress']) {
+  for (const name of ['base_url', 'model', 'api', 'system', 'api_key', 'compress']) {
     if (!(name in settings)) continue;
     const value = settings[name];
     if (value !== null && typeof value !== 'string') fail(`settings.${name} must be a string or null`);
@@ -137,6 +137,7 @@ function checkSettings(settings, fail) {
     if (url.protocol !== 'https:' && url.protocol !== 'http:') fail('settings.base_url must be an http(s) URL');
     out.base_url = url.href.replace(/\/$/, '');
   }
+  if (typeof out.api === 'string' && !APIS.includes(out.api)) fail(`settings.api must be one of ${APIS.join(', ')}`);
   if (typeof out.compress === 'string' && !COMPRESS_LEVELS.has(out.compress)) {
     fail(`settings.compress must be one of ${[...COMPRESS_LEVELS].join(', ')}`);
   }

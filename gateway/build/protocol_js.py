@@ -1,11 +1,14 @@
 """Write the page's copy of the message protocol, js/link/protocol.js, from its one
-definition, `firsttoken.protocol`.
+definition, `firsttoken.protocol` (and, for the `api` setting, `firsttoken.settings` and
+the model table's `firsttoken.tokens.models.API_RULES`).
 
     python -m gateway.build.protocol_js [--check] [--out FILE]
 
 The page's JavaScript needs the protocol's version, its size limit and its message
 types (js/link/envelope.js checks every event against them; bridge/page/host-messages.js
-every host request). Restated by hand, they drifted: the version was written four times
+every host request), and the `api` setting's values with the rules that pick one when it
+is unset (js/page/settings.js: the model list request speaks the API the chat will,
+before Python is ready to be asked). Restated by hand, they drifted: the version was written four times
 and the size limit was counted in characters on one side, in bytes on the other. So the
 JavaScript module is made from the Python definitions, and committed (the page is served
 as it is in the repository, with no build step to read it). `make protocol` writes it;
@@ -18,11 +21,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from firsttoken import protocol
+from firsttoken.settings import APIS
+from firsttoken.stream.dialects import ANTHROPIC_VERSION
+from firsttoken.tokens.models import API_RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "js" / "link" / "protocol.js"
@@ -35,7 +42,9 @@ HEADER = """\
 // The firsttoken message protocol as the page needs it (bridge/PROTOCOL.md): its
 // version, its size limit, and every type of request and event with its fields, each
 // `required` or `optional` (a request field with a default; an event field left out
-// when empty).
+// when empty); and the `api` setting's values, with the model rules that pick one when
+// it is unset and the Anthropic API version spoken (py/firsttoken/settings.py,
+// py/firsttoken/tokens/models.py, py/firsttoken/stream/dialects.py).
 """
 
 
@@ -62,6 +71,18 @@ def _event(cls: type[protocol.Event]) -> dict[str, Any]:
     }
 
 
+def _model_apis() -> list[list[str]]:
+    """`API_RULES` as JavaScript applies them: each `[pattern, api]`, the pattern's source
+    to be read with the `s` and `u` flags and anchored at both ends, as `fullmatch` is.
+    Other flags would mean another reading in JavaScript: refused here, not translated."""
+    rules = []
+    for pattern, api in API_RULES:
+        if pattern.flags != re.DOTALL | re.UNICODE:
+            raise ValueError(f"API_RULES: {pattern.pattern!r} has flags JavaScript would not read alike")
+        rules.append([pattern.pattern, api])
+    return rules
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
@@ -70,6 +91,9 @@ def _constant(name: str, doc: str, value: Any) -> str:
     if isinstance(value, dict):  # one line per type: a change reads as a one-line diff
         lines = "".join(f"  {_json(key)}: {_json(inner)},\n" for key, inner in value.items())
         text = f"deepFreeze({{\n{lines}}})"
+    elif isinstance(value, list):
+        lines = "".join(f"  {_json(inner)},\n" for inner in value)
+        text = f"deepFreeze([\n{lines}])"
     else:
         text = _json(value)
     return f"/** {doc} */\nexport const {name} = {text};\n"
@@ -91,6 +115,12 @@ def render() -> str:
                   {name: _request(cls) for name, cls in protocol.REQUESTS.items()}),
         _constant("EVENTS", "Events the core sends (core → page), by type: each field but `id`, in order.",
                   {name: _event(cls) for name, cls in protocol.EVENTS.items()}),
+        _constant("APIS", "The API dialects `settings.api` names; any other value counts as absent.", list(APIS)),
+        _constant("MODEL_APIS", "Models served on one API only, which an unset `api` picks: `[pattern, api]`, in order;"
+                  " a model name, trimmed and lower-cased, with no '/' (a router's), that the whole pattern matches"
+                  " (flags `su`) is served on `api`, any other on `chat_completions`.", _model_apis()),
+        _constant("ANTHROPIC_VERSION", "The `anthropic-version` every request to `anthropic_messages` carries.",
+                  ANTHROPIC_VERSION),
     ]
     return "\n".join(parts)
 

@@ -5,7 +5,9 @@
 // The firsttoken message protocol as the page needs it (bridge/PROTOCOL.md): its
 // version, its size limit, and every type of request and event with its fields, each
 // `required` or `optional` (a request field with a default; an event field left out
-// when empty).
+// when empty); and the `api` setting's values, with the model rules that pick one when
+// it is unset and the Anthropic API version spoken (py/firsttoken/settings.py,
+// py/firsttoken/tokens/models.py, py/firsttoken/stream/dialects.py).
 
 const deepFreeze = (value) => {
   for (const inner of Object.values(value)) if (typeof inner === 'object') deepFreeze(inner);
@@ -47,3 +49,20 @@ export const EVENTS = deepFreeze({
   "chat.done": {"fields": {"finish_reason": "required", "usage": "required", "timings": "required", "quota": "required", "attempts": "required", "prompt": "required", "request_bytes": "required"}},
   "chat.error": {"fields": {"error": "required", "timings": "required", "quota": "required"}},
 });
+
+/** The API dialects `settings.api` names; any other value counts as absent. */
+export const APIS = deepFreeze([
+  "chat_completions",
+  "responses",
+  "anthropic_messages",
+]);
+
+/** Models served on one API only, which an unset `api` picks: `[pattern, api]`, in order; a model name, trimmed and lower-cased, with no '/' (a router's), that the whole pattern matches (flags `su`) is served on `api`, any other on `chat_completions`. */
+export const MODEL_APIS = deepFreeze([
+  ["(?:o1-pro|o3-pro|gpt-5(?:\\.\\d+)?-pro)(?:-\\d{4}-\\d{2}-\\d{2})?", "responses"],
+  ["(?:gpt-5(?:\\.\\d+)?-codex(?:-mini|-max)?|codex-mini-latest)(?:-\\d{4}-\\d{2}-\\d{2})?", "responses"],
+  ["claude-.*", "anthropic_messages"],
+]);
+
+/** The `anthropic-version` every request to `anthropic_messages` carries. */
+export const ANTHROPIC_VERSION = "2023-06-01";

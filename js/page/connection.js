@@ -1,16 +1,18 @@
-// "Test connection" and the model list: one `GET {base}/models` (OpenAI's
-// `GET /v1/models`) with the configured key, and what its outcome means to a person.
-// The one request the page makes itself: it sends no prompt, so it needs none of the
-// core's preparation, and Settings can use it before Python is ready.
+// "Test connection" and the model list: one `GET {base}/models` (OpenAI's and
+// Anthropic's `GET /v1/models` alike) with the configured key, sent as the chat's API
+// wants it, and what its outcome means to a person. The one request the page makes
+// itself: it sends no prompt, so it needs none of the core's preparation, and Settings
+// can use it before Python is ready.
 
+import { ANTHROPIC_VERSION } from '../link/protocol.js';
 import { networkText, statusText } from './status-text.js';
 
 const TIMEOUT_MS = 10_000;
 
-/** `{ok: true, models: [id, …], text}` or `{ok: false, text}`, `text` for people. */
-export async function testConnection(baseUrl, apiKey) {
-  const headers = { accept: 'application/json' };
-  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+/** `{ok: true, models: [id, …], text}` or `{ok: false, text}`, `text` for people. `api`:
+ * the dialect the chat speaks (Settings' `dialect`), which says how the key goes. */
+export async function testConnection(baseUrl, apiKey, api = 'chat_completions') {
+  const headers = { accept: 'application/json', ...keyHeaders(api, apiKey) };
   let response;
   try {
     response = await fetch(`${baseUrl}/models`, { headers, signal: AbortSignal.timeout(TIMEOUT_MS), cache: 'no-store' });
@@ -30,4 +32,20 @@ export async function testConnection(baseUrl, apiKey) {
     : [];
   if (!models.length) return { ok: true, models, text: 'Connected. The server lists no models: type the model\'s name.' };
   return { ok: true, models, text: `Connected: ${models.length} model${models.length > 1 ? 's' : ''} available.` };
+}
+
+/** The key's headers, as the core sends them with a chat (firsttoken.stream.dialects,
+ * `credentials` and `request_headers`): to Anthropic's API `x-api-key` with its version,
+ * and, with a user's own key, the header by which Anthropic lets a browser call it;
+ * else a bearer token. */
+export function keyHeaders(api, apiKey) {
+  if (api === 'anthropic_messages') {
+    const headers = { 'anthropic-version': ANTHROPIC_VERSION };
+    if (apiKey) {
+      headers['x-api-key'] = apiKey;
+      headers['anthropic-dangerous-direct-browser-access'] = 'true';
+    }
+    return headers;
+  }
+  return apiKey ? { authorization: `Bearer ${apiKey}` } : {};
 }

@@ -1,6 +1,9 @@
-// The composer's live token count: the conversation plus the draft, counted exactly in
-// Python (`tokens.count` → `tokens.counted`). Requests are debounced while typing, and
-// the answer to any but the latest request is ignored, so no count is shown late.
+// The composer's live token count: the conversation plus the draft, counted in Python
+// (`tokens.count` → `tokens.counted`). Requests are debounced while typing, and the
+// answer to any but the latest request is ignored, so no count is shown late. A count
+// the core calls an estimate (`exact: false`: a model whose maker publishes no
+// tokenizer, such as Claude; a dialect whose chat format is not verified; no encoder
+// yet) is shown as one, "≈ 1,234 / 200,000 tokens", never as exact.
 //
 // On its element: `data-tokens` and `data-exact`, the count shown (never one of another
 // conversation: an empty one clears them), and `data-pending` while a newer count is on
@@ -41,7 +44,7 @@ export class LiveCount {
     if (msg.id !== `c${this.seq}`) return; // a newer count is on its way
     delete this.el.dataset.pending;
     if (typeof msg.tokens !== 'number' || typeof msg.budget !== 'number') return;
-    this.el.textContent = `${msg.exact ? '' : '~'}${msg.tokens.toLocaleString('en')} / ${msg.budget.toLocaleString('en')} tokens`;
+    this.el.textContent = `${msg.exact ? '' : '≈ '}${msg.tokens.toLocaleString('en')} / ${msg.budget.toLocaleString('en')} tokens`;
     this.el.dataset.tokens = String(msg.tokens);
     this.el.dataset.exact = String(msg.exact);
     this.el.classList.toggle('over', msg.tokens > msg.budget);

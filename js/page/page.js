@@ -40,7 +40,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   const store = new ConversationStore();
   const settings = new Settings({
     baseUrl: $('base-url'), baseUrlError: $('base-url-error'), model: $('model'), system: $('system'),
-    compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
+    api: $('api'), apiHint: $('api-help'), compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
   });
   const sheet = new SettingsSheet({
     dialog: $('settings'), form: $('settings-form'), open: $('open-settings'), test: $('test-connection'), result: $('connection-result'),
@@ -138,6 +138,9 @@ export function startPage({ answers, link = pageLink } = {}) {
   els.stop.addEventListener('click', () => replies.stop());
   settings.addEventListener('system', () => count.request());
   settings.addEventListener('compress', () => count.request());
+  // The model and the API say how a prompt is counted, and whether the count is exact.
+  settings.addEventListener('model', () => count.request());
+  settings.addEventListener('api', () => count.request());
 
   // Keyboard shortcuts (listed in the help dialog, index.html).
   document.addEventListener('keydown', (e) => {

@@ -1,6 +1,7 @@
 // The Settings sheet (a modal <dialog>: a bottom sheet on phones, page.css) and the
 // keyboard shortcuts dialog: opening and closing them, "Test connection", and the model
-// list from the server, fetched when the sheet opens and after a test.
+// list from the server, fetched when the sheet opens and after a test, with the key sent
+// as the API the chat speaks wants it.
 
 import { testConnection } from './connection.js';
 
@@ -10,7 +11,7 @@ export class SettingsSheet {
   constructor(els, settings) {
     this.els = els;
     this.settings = settings;
-    this.listed = ''; // the base URL and key the model list was fetched for
+    this.listed = ''; // the base URL, API and key the model list was fetched for
     els.open.addEventListener('click', () => this.show());
     els.form?.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -28,10 +29,13 @@ export class SettingsSheet {
         if (e.clientX < r.left || e.clientX > r.right || e.clientY < r.top || e.clientY > r.bottom) dialog.close();
       });
     }
-    settings.addEventListener('connection', () => {
-      els.result.textContent = '';
-      delete els.result.dataset.ok;
-    });
+    // A test's outcome holds for the endpoint, key and API it was made with.
+    for (const change of ['connection', 'api']) {
+      settings.addEventListener(change, () => {
+        els.result.textContent = '';
+        delete els.result.dataset.ok;
+      });
+    }
   }
 
   get open() {
@@ -58,7 +62,7 @@ export class SettingsSheet {
     result.dataset.ok = '';
     result.textContent = 'Testing…';
     try {
-      const outcome = await testConnection(this.settings.baseUrl, this.settings.apiKey);
+      const outcome = await testConnection(this.settings.baseUrl, this.settings.apiKey, this.settings.dialect);
       result.dataset.ok = String(outcome.ok);
       result.textContent = outcome.text;
       if (outcome.ok) this.fill(outcome.models);
@@ -69,10 +73,11 @@ export class SettingsSheet {
 
   // The server's models as the model field's suggestions (free text stays allowed).
   async listModels() {
-    const key = `${this.settings.baseUrl} ${this.settings.apiKey}`;
+    const { baseUrl, apiKey, dialect } = this.settings;
+    const key = `${baseUrl} ${dialect} ${apiKey}`;
     if (key === this.listed) return;
     this.listed = key;
-    const outcome = await testConnection(this.settings.baseUrl, this.settings.apiKey);
+    const outcome = await testConnection(baseUrl, apiKey, dialect);
     if (outcome.ok) this.fill(outcome.models);
     else this.listed = '';
   }

@@ -1,7 +1,7 @@
-// The Settings form and what it keeps: base URL, model, system prompt and compression
-// level in localStorage; the API key in sessionStorage only (it dies with the tab, is
-// never written to localStorage, and is never logged). `forRequest()` gives the
-// `settings` of a protocol request (bridge/PROTOCOL.md). Each field applies when it
+// The Settings form and what it keeps: base URL, model, API, system prompt and
+// compression level in localStorage; the API key in sessionStorage only (it dies with
+// the tab, is never written to localStorage, and is never logged). `forRequest()` gives
+// the `settings` of a protocol request (bridge/PROTOCOL.md). Each field applies when it
 // changes; the sheet that holds them is settings-sheet.js.
 //
 // Advanced, with no UI: `headers` in the stored settings adds request headers (set by an
@@ -9,6 +9,7 @@
 // and `stall_notice_s` / `stall_timeout_s` (seconds: when a silent server is shown as
 // such, and when the request gives up; the core's defaults are 10 and 60).
 
+import { APIS, MODEL_APIS } from '../link/protocol.js';
 import { webStorage } from './storage.js';
 
 const KEY = 'firsttoken.settings.v1';
@@ -22,6 +23,30 @@ export const COMPRESSION = {
   balanced: 'Also drops comments and blank lines in code, and text pasted twice. Recommended.',
   max: 'Also drops docstrings, doc comments and licence headers in code.',
 };
+
+/** The API dialects (js/link/protocol.js `APIS`), as the Settings sheet names them. */
+export const API_NAMES = {
+  chat_completions: 'Chat Completions',
+  responses: 'Responses',
+  anthropic_messages: 'Anthropic Messages',
+};
+
+// The model table's rules (generated from firsttoken.tokens.models.API_RULES), compiled
+// once: anchored at both ends, as Python's `fullmatch` reads them.
+const MODEL_RULES = MODEL_APIS.map(([pattern, api]) => [new RegExp(`^(?:${pattern})$`, 'su'), api]);
+
+/** The API dialect a request with `api` and `model` speaks, as the core decides it
+ * (`firsttoken.stream.dialects.api_for`): `api` when it names one; else the one the
+ * model is served on when only one serves it (a name with a '/' is a router's: none);
+ * else Chat Completions. tests/unit/test_protocol_js.py checks both sides agree. */
+export function apiFor(api, model) {
+  if (APIS.includes(api)) return api;
+  const name = String(model ?? '').trim().toLowerCase();
+  if (!name.includes('/')) {
+    for (const [pattern, served] of MODEL_RULES) if (pattern.test(name)) return served;
+  }
+  return 'chat_completions';
+}
 
 /** `text` as a base URL: `{url}` (absolute, no trailing slash; '' for this gateway) or
  * `{error}`. A scheme is required: "api.example.com/v1" would otherwise be taken as a
@@ -42,10 +67,11 @@ export function parseBaseUrl(text) {
 }
 
 export class Settings extends EventTarget {
-  /** `fields`: the form's {baseUrl, baseUrlError, model, system, compress, compressHint,
-   * apiKey} elements (baseUrlError and compressHint optional). Emits `system` when the
-   * system prompt changed (it is counted with the conversation), `model` when the model
-   * did, `compress` when the level did, and `connection` when the base URL or key did. */
+  /** `fields`: the form's {baseUrl, baseUrlError, model, api, apiHint, system, compress,
+   * compressHint, apiKey} elements (baseUrlError, api, apiHint and compressHint
+   * optional). Emits `system` when the system prompt changed (it is counted with the
+   * conversation), `model` when the model did, `api` when the API did, `compress` when
+   * the level did, and `connection` when the base URL or key did. */
   constructor(fields, { local = webStorage('localStorage'), session = webStorage('sessionStorage') } = {}) {
     super();
     this.fields = fields;
@@ -64,8 +90,19 @@ export class Settings extends EventTarget {
     fields.model.value = typeof this.stored.model === 'string' ? this.stored.model : '';
     fields.model.addEventListener('change', () => {
       this.keep('model', fields.model.value.trim());
+      this.explainApi();
       this.dispatchEvent(new Event('model'));
     });
+    if (fields.api) {
+      fields.api.value = this.api;
+      fields.api.addEventListener('change', () => {
+        // Automatic is kept as no value (JSON.stringify leaves an undefined field out).
+        this.keep('api', APIS.includes(fields.api.value) ? fields.api.value : undefined);
+        this.explainApi();
+        this.dispatchEvent(new Event('api'));
+      });
+      this.explainApi();
+    }
     fields.system.value = typeof this.stored.system === 'string' ? this.stored.system : '';
     fields.system.addEventListener('change', () => {
       this.keep('system', fields.system.value);
@@ -93,6 +130,16 @@ export class Settings extends EventTarget {
     const { compress, compress_level: old } = this.stored;
     if (typeof compress === 'string' && Object.hasOwn(COMPRESSION, compress)) return compress;
     return typeof old === 'string' && Object.hasOwn(COMPRESSION, old) ? old : 'balanced';
+  }
+
+  // What Automatic picks for the model now, and the rule in one line.
+  explainApi() {
+    const { apiHint } = this.fields;
+    if (!apiHint) return;
+    apiHint.textContent = this.api
+      ? 'Every request uses this API, whatever the model.'
+      : `Now ${API_NAMES[this.dialect]} (for ${this.model}). Claude models use Anthropic Messages;`
+        + ' the pro and codex models, Responses; others, Chat Completions.';
   }
 
   hint() {
@@ -131,6 +178,17 @@ export class Settings extends EventTarget {
     return this.fields.model.value.trim() || DEFAULT_MODEL;
   }
 
+  /** The API chosen: one of APIS, or '' for Automatic (the model decides: `apiFor`).
+   * A stored value this version does not know counts as Automatic. */
+  get api() {
+    return APIS.includes(this.stored.api) ? this.stored.api : '';
+  }
+
+  /** The API the next request speaks: the one chosen, else the model's. */
+  get dialect() {
+    return apiFor(this.api, this.model);
+  }
+
   /** The API key, or '' for none. */
   get apiKey() {
     return this.fields.apiKey.value;
@@ -140,6 +198,7 @@ export class Settings extends EventTarget {
   forRequest() {
     const { stored } = this;
     const s = { base_url: this.baseUrl, model: this.model };
+    if (this.api) s.api = this.api;
     if (this.apiKey) s.api_key = this.apiKey;
     s.compress = this.level;
     if (stored.headers && typeof stored.headers === 'object') s.headers = stored.headers;

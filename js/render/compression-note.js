@@ -1,6 +1,7 @@
 // What compression did to a prompt, said under the user's message in words a person
 // reads at a glance: "sent 1,204 tokens instead of 1,256 (−4%)", from `chat.prepared`
-// (bridge/PROTOCOL.md). A tap (or Enter) on it opens a short explanation: a <details>,
+// (bridge/PROTOCOL.md); "sent ≈ 1,204 tokens instead of ≈ 1,256" when the core says its
+// counts are estimates (`exact: false`: Claude, whose tokenizer is not published). A tap (or Enter) on it opens a short explanation: a <details>,
 // which every browser and screen reader already knows how to open, announce and close.
 
 const PASS_WORDS = {
@@ -13,7 +14,8 @@ const PASS_WORDS = {
 };
 const number = (n) => Math.round(n).toLocaleString('en');
 
-/** The figures of the note: `{sent, instead, unit, percent}`, or null when nothing was saved. */
+/** The figures of the note: `{sent, instead, unit, percent, estimated}`, or null when
+ * nothing was saved. `estimated`: token counts the core did not call exact. */
 export function compressionFigures(msg) {
   const saved = Array.isArray(msg.saved) ? msg.saved.reduce((a, b) => a + (b > 0 ? b : 0), 0) : 0;
   if (!(saved > 0)) return null;
@@ -27,23 +29,24 @@ export function compressionFigures(msg) {
   } else if (typeof report?.chars_after === 'number') {
     unit = 'characters';
     sent = report.chars_after;
-    return figures(sent, report.chars_before, unit);
+    return figures(sent, report.chars_before, unit, false);
   } else {
     return null;
   }
-  return figures(sent, sent + saved, unit);
+  return figures(sent, sent + saved, unit, msg.exact === false);
 }
 
-function figures(sent, instead, unit) {
+function figures(sent, instead, unit, estimated) {
   if (!(instead > sent)) return null;
   // Never "−0%" for a real saving.
   const percent = Math.max(1, Math.round((100 * (instead - sent)) / instead));
-  return { sent, instead, unit, percent };
+  return { sent, instead, unit, percent, estimated };
 }
 
 /** The note's one line. */
 export function compressionSummary(f) {
-  return `sent ${number(f.sent)} ${f.unit} instead of ${number(f.instead)} (−${f.percent}%)`;
+  const about = f.estimated ? '≈ ' : '';
+  return `sent ${about}${number(f.sent)} ${f.unit} instead of ${about}${number(f.instead)} (−${f.percent}%)`;
 }
 
 /** Show (or replace) the note under `li`, the user's message; returns it, or null. */

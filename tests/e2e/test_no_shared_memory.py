@@ -75,7 +75,7 @@ def expected_prompt_tokens(body: dict[str, Any], system: str) -> int:
 
 
 def exact_with_the_cache(chat: Chat, page: Page) -> None:
-    # The composer's live count, while typing: exact (no "~").
+    # The composer's live count, while typing: exact (no "≈").
     page.fill("#prompt", "how many tokens is this?")
     expect(page.locator("#count")).to_have_attribute("data-exact", "true", timeout=60_000)
     first = chat.send("first question")

@@ -168,6 +168,31 @@ def test_stall_settings_are_positive_seconds_or_refused() -> None:
     assert all(r.get("error") == "InvalidHostMessage" for r in refused), refused
 
 
+def test_the_api_setting_is_one_of_the_dialects_and_reaches_every_request() -> None:
+    parsed = run({"parse": [json.dumps({"type": "settings.set", "settings": s}) for s in (
+        {"api": "chat_completions"}, {"api": "responses"}, {"api": "anthropic_messages"}, {"api": None},
+        {"api": "messages"}, {"api": ""}, {"api": 1}, {"api": ["responses"]},
+    )]})
+    assert [p.get("ok", {}).get("settings") for p in parsed[:4]] == [
+        {"api": "chat_completions"}, {"api": "responses"}, {"api": "anthropic_messages"}, {"api": None}]
+    assert all(r.get("error") == "InvalidHostMessage" for r in parsed[4:]), parsed[4:]
+    hi = [{"role": "user", "content": "hi"}]
+    out = run({"steps": [
+        {"host": {"type": "settings.set", "id": "s", "settings": {"api": "anthropic_messages", "model": "claude-x"}}},
+        {"page": {"type": "chat.send", "id": "r1", "settings": {"base_url": "http://page.test/v1", "api": "responses"},
+                  "messages": hi}},
+        {"host": {"type": "tokens.count", "id": "c", "messages": hi}},
+        {"host": {"type": "chat.send", "id": "h", "messages": hi, "settings": {"api": "chat_completions"}}},
+        {"host": {"type": "settings.set", "id": "s2", "settings": {"api": None}}},
+        {"page": {"type": "chat.send", "id": "r2", "settings": {"base_url": "http://page.test/v1", "api": "responses"},
+                  "messages": hi}},
+    ]})
+    assert out["toHost"][0]["settings"] == {"api": "anthropic_messages", "model": "claude-x", "api_key": False}
+    assert [m["settings"].get("api") for m in out["toCore"]] == [
+        "anthropic_messages", "anthropic_messages", "chat_completions", "responses"]
+    assert out["toHost"][1]["settings"] == {"model": "claude-x", "api_key": False}
+
+
 # A fake window with a parent embedder at https://app.test; each step dispatches one
 # `message` event (its source: "parent", "null", "self" or "other"; a port with it or not).
 TRUST = """

@@ -132,3 +132,69 @@ def test_the_page_and_the_core_refuse_exactly_the_same_sizes() -> None:
     expected = [extra > 0 for _, extra in SIZE_CASES]
     assert core == expected
     assert page == expected
+
+
+# ---- one rule for the API a model is served on, on both sides --------------------------------
+
+
+def model_names() -> list[str]:
+    """Names the rules must read alike: each family they name, dated, cased, padded,
+    prefixed as a router's, near misses, and a seeded mix of their characters."""
+    import random
+
+    families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5.2-pro", "gpt-5-codex", "gpt-5.1-codex-mini",
+                "gpt-5.1-codex-max", "codex-mini-latest", "claude-sonnet-4-5", "claude-3-5-haiku-latest",
+                "claude-opus-4-1-20250805", "gpt-4o", "gpt-5", "o3", "o3-mini", "firsttoken-sim", "llama-3.1-70b"]
+    names = ["", " ", "claude", "claude-", "claude-\n", "claude-x\ny", "o3-pro-2025-06-1", "o3-pro-2025-06-10x",
+             "gpt-5.-pro", "gpt-5..2-pro", "xo3-pro", "o3-pro ", "\to3-pro\n", "CLAUDE-OPUS", "Claude-Sonnet-4",
+             "\u212alaude-x", "claude-\u00e9", "cl\u0130ude-x", "gpt-5\u0661-pro"]
+    for family in families:
+        names += [family, family.upper(), f"{family}-2025-06-10", f" {family} ", f"openai/{family}",
+                  f"anthropic/{family}", f"{family}-preview", f"ft:{family}"]
+    rng = random.Random(25)
+    alphabet = "claudegpto0123456789-.:/ \u212a\u0130"
+    names += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(2000)]
+    names += [rng.choice(["claude-", "o3-pro", "gpt-5", "o1-pro-"]) + "".join(rng.choice(alphabet) for _ in range(6))
+              for _ in range(2000)]
+    return names
+
+
+API_SCRIPT = """
+import { apiFor } from './js/page/settings.js';
+const names = JSON.parse(await new Promise((resolve) => {
+  let text = ''; process.stdin.on('data', (d) => { text += d; }); process.stdin.on('end', () => resolve(text));
+}));
+console.log(JSON.stringify({
+  auto: names.map((name) => apiFor('', name)),
+  chosen: names.map((name) => apiFor('responses', name)),
+  unknown: names.map((name) => apiFor('chat', name)),
+}));
+"""
+
+
+@needs_node
+def test_the_page_picks_the_api_the_core_picks_for_every_model_name() -> None:
+    from firsttoken.settings import ChatSettings
+    from firsttoken.stream.dialects import api_for
+
+    names = model_names()
+    page = node(API_SCRIPT, json.dumps(names))
+    # The core as a request meets the name (an empty one is the default model's).
+    core = [api_for(ChatSettings.from_dict({"model": name})) for name in names]
+    assert page["auto"] == core
+    assert {"responses", "anthropic_messages", "chat_completions"} <= set(core)
+    assert page["chosen"] == ["responses"] * len(names)
+    assert page["unknown"] == [api_for(ChatSettings.from_dict({"model": name, "api": "chat"})) for name in names]
+
+
+@needs_node
+def test_the_model_list_sends_the_key_as_the_core_sends_it_with_a_chat() -> None:
+    from firsttoken.settings import APIS, ChatSettings
+    from firsttoken.stream.dialects import credentials, request_headers
+
+    cases = [[api, key] for api in APIS for key in ("", "sk-user")]
+    page = node("import { keyHeaders } from './js/page/connection.js';"
+                f"console.log(JSON.stringify({json.dumps(cases)}.map(([api, key]) => keyHeaders(api, key))));")
+    for (api, key), headers in zip(cases, page):
+        settings = ChatSettings(api_key=key, api=api)
+        assert headers == {**credentials(settings, api), **request_headers(settings, api)}, (api, key)

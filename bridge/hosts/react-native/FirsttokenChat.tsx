@@ -14,6 +14,9 @@ import React, { forwardRef, useImperativeHandle, useRef } from 'react';
 import { WebView, WebViewMessageEvent } from 'react-native-webview';
 
 export type FirsttokenEvent = { v: 1; type: string; id?: string; [field: string]: unknown };
+/** The API dialect a chat speaks (bridge/PROTOCOL.md, "settings": `api`); null in
+ * `settings.set` clears it, and the model decides. */
+export type FirsttokenApi = 'chat_completions' | 'responses' | 'anthropic_messages';
 export type FirsttokenHandle = { send(message: Record<string, unknown>): void };
 
 export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEvent(e: FirsttokenEvent): void }>(
@@ -48,4 +51,6 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
 //   const chat = useRef<FirsttokenHandle>(null);
 //   <FirsttokenChat ref={chat} url="https://chat.example.com/" onEvent={(e) => { if (e.type === 'ready') … }} />
 //   chat.current?.send({ type: 'settings.set', id: 's', settings: { model: 'gpt-4o', api_key: key } });
+//   const api: FirsttokenApi = 'anthropic_messages';
+//   chat.current?.send({ type: 'settings.set', id: 's', settings: { base_url: 'https://api.anthropic.com/v1', model: 'claude-sonnet-4-5', api, api_key: key } });
 //   chat.current?.send({ type: 'chat.send', id: '1', messages: [{ role: 'user', content: 'Hi' }] });

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ChatFormat", "ModelInfo", "api_of_model", "encoding_for_model", "model_info", "public_tokenizer"]
+__all__ = ["API_RULES", "ChatFormat", "ModelInfo", "api_of_model", "encoding_for_model", "model_info", "public_tokenizer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +151,12 @@ def context_window(model: str) -> tuple[int, bool]:
 # gpt-5.2-pro, gpt-5-codex: their model pages, and the reports in RESEARCH-2026-12.md);
 # Claude is served on Anthropic's Messages API (OpenAI-compatible layers exist, but the
 # Messages API is the one that carries all of it). Dated snapshots follow their family.
+# The page applies the same rules to pick the headers of its model list request:
+# gateway.build.protocol_js writes them into js/link/protocol.js.
 _DATED = r"(?:-\d{4}-\d{2}-\d{2})?"
-_API_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+#: `(pattern, api)`: a model name (trimmed, lower-cased, with no "/") that matches the
+#: whole of `pattern` is served on `api` only (`api_of_model`).
+API_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.DOTALL), api)
     for pattern, api in (
         (rf"(?:o1-pro|o3-pro|gpt-5(?:\.\d+)?-pro){_DATED}", "responses"),
@@ -170,7 +174,7 @@ def api_of_model(model: str) -> str | None:
     name = model.strip().lower()
     if "/" in name:
         return None
-    for pattern, api in _API_RULES:
+    for pattern, api in API_RULES:
         if pattern.fullmatch(name):
             return api
     return None

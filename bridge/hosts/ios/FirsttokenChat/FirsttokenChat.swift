@@ -11,6 +11,7 @@
 //   let chat = try FirsttokenChat(bundle: Bundle.main.url(forResource: "firsttoken", withExtension: nil)!)
 //   chat.onEvent = { event in … }          // ready, chat.delta, chat.done, chat.error, notice, …
 //   chat.configure(baseURL: "https://api.example.com/v1", model: "gpt-4o")
+//   chat.configure(baseURL: "https://api.anthropic.com/v1", model: "claude-sonnet-4-5", api: .anthropicMessages)
 //   chat.send(["type": "chat.send", "id": "1", "messages": [["role": "user", "content": "Hi"]]])
 //
 // Warm-up (README "Warm-up in a WebView"): create it at app start with
@@ -83,10 +84,20 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
                                     in: nil, in: .page) { _ in }
     }
 
+    /// The API dialect a chat speaks (bridge/PROTOCOL.md, "settings": `api`).
+    enum API: String {
+        case chatCompletions = "chat_completions"
+        case responses = "responses"
+        case anthropicMessages = "anthropic_messages"
+    }
+
     /// Settings for the page and for the app's own chats. The key comes from the Keychain
-    /// and stays in the page's memory only.
-    func configure(baseURL: String, model: String, system: String? = nil) {
+    /// and stays in the page's memory only. `api` nil: the model decides (Claude models
+    /// speak Anthropic Messages, the pro and codex models Responses, others Chat
+    /// Completions); a value set earlier is cleared.
+    func configure(baseURL: String, model: String, api: API? = nil, system: String? = nil) {
         var settings: [String: Any] = ["base_url": baseURL, "model": model]
+        settings["api"] = api.map { $0.rawValue as Any } ?? NSNull()
         if let system { settings["system"] = system }
         if let key = Keychain.apiKey() { settings["api_key"] = key }
         send(["type": "settings.set", "id": "settings", "settings": settings])

@@ -102,9 +102,21 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         if (r != null) r.postMessage(text) else pending.addLast(text)
     }
 
-    /** Settings for the page and the app's own chats; the key stays in the page's memory. */
-    fun configure(baseUrl: String, model: String, apiKey: String? = null, system: String? = null) {
+    /** The API dialect a chat speaks (bridge/PROTOCOL.md, "settings": `api`). */
+    enum class Api(val wire: String) {
+        CHAT_COMPLETIONS("chat_completions"),
+        RESPONSES("responses"),
+        ANTHROPIC_MESSAGES("anthropic_messages"),
+    }
+
+    /**
+     * Settings for the page and the app's own chats; the key stays in the page's memory.
+     * `api` null: the model decides (Claude models speak Anthropic Messages, the pro and
+     * codex models Responses, others Chat Completions); a value set earlier is cleared.
+     */
+    fun configure(baseUrl: String, model: String, apiKey: String? = null, system: String? = null, api: Api? = null) {
         val settings = JSONObject().put("base_url", baseUrl).put("model", model)
+        settings.put("api", api?.wire ?: JSONObject.NULL)
         if (apiKey != null) settings.put("api_key", apiKey) // e.g. from the Android Keystore
         if (system != null) settings.put("system", system)
         send(JSONObject().put("type", "settings.set").put("id", "settings").put("settings", settings))
