@@ -329,6 +329,14 @@ class SSEDecoder:
             return False
         if self.max_event_bytes < self.max_line_bytes or len(block) > self.max_line_bytes:
             return False
+        # The shape, checked before any decoding, so that a stream of other fields costs
+        # the loop little more: `id:` per event is the common one (a comment or `retry:`
+        # line is rare, and found while splitting).
+        first = 1 if block[0] == 0x0A else 0
+        if not (block.startswith(b"event: ", first) or block.startswith(b"data: ", first)):
+            return False
+        if b"\nid:" in block:
+            return False
         cut = block.rfind(b"\n\n")
         if cut < 0:
             return False
