@@ -25,7 +25,7 @@ PIXEL_7 = {
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 
 # How long an assertion waits for its effect (Playwright's default is 5 s). `make test`
-# runs three test files at once on two cores, where a page's reaction to a click can take
+# runs four test files at once on two cores, where a page's reaction to a click can take
 # longer than that; a bound met at once costs nothing, so it is generous.
 expect.set_options(timeout=15_000)
 
