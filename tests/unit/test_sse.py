@@ -486,6 +486,55 @@ def test_property_numbered_streams_take_the_fast_path_correctly(stream: bytes, c
         assert decoder.last_event_id == last_id
 
 
+# The typed dialects' shape (Responses, Messages: `event: T` then `data: P`), mixed with
+# everything the vectorised block path must tell apart and hand to the line loop: untyped
+# events, a type with no data, two data lines, a type after its data, an empty type, an
+# `id`, a comment, a stray blank line, a field with no space.
+_typed = st.lists(
+    st.one_of(
+        st.builds(
+            lambda t, p: b"event: " + t + b"\ndata: " + json.dumps(p, ensure_ascii=False).encode() + b"\n\n",
+            st.sampled_from([b"response.output_text.delta", b"content_block_delta", b"ping", b"", b" x", b"event: y"]),
+            st.text(max_size=12),
+        ),
+        st.sampled_from([
+            b"data: {}\n\n", b"event: a\n\n", b"event: a\ndata: 1\ndata: 2\n\n", b"data: 1\nevent: b\n\n",
+            b"event: a\ndata: 1\nid: 7\n\n", b": ping\n\n", b"\n", b"event:a\ndata:1\n\n", b"event: a\ndata: \n\n",
+            b"event: a\n: note\ndata: 1\n\n", b"event: a\r\ndata: 1\r\n\r\n", b"event: a\n: note\n\n",
+            b"event: a\nid: 7\n\n",
+        ]),
+    ),
+    max_size=24,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=_typed, cuts=st.lists(st.integers(min_value=0), max_size=8))
+def test_property_typed_streams_take_the_fast_path_correctly(stream: bytes, cuts: list[int]) -> None:
+    expected, last_id, _ = reference_decode(stream)
+    for chunks in ([stream], _random_cuts(stream, cuts), [stream[i : i + 1] for i in range(len(stream))]):
+        decoder = SSEDecoder()
+        events = [e for c in chunks for e in decoder.feed(c)]
+        assert events == expected
+        assert decoder.last_event_id == last_id
+
+
+@pytest.mark.parametrize("stream", [
+    # Blocks whose lines count like n typed events (3n-1 lines, n `event:` and n `data:`
+    # lines, or n-1 blank ones) without being them: each check of the block path alone.
+    b"event: a\n\nevent: b\ndata: 1\ndata: 2\n\n",
+    b"event: a\n: note\n\nevent: b\ndata: 1\n\n",
+    b"event: a\nid: 7\n\nevent: b\ndata: 1\n\n",
+    b"event: a\ndata: 1\n\ndata: 2\nevent: b\n\n",
+    b"event: a\ndata: 1\n\nevent: b\n\n\n\n",
+    b": a note\ndata: 2\n\nevent: b\ndata: 3\n\n",
+])
+def test_typed_blocks_that_only_count_like_typed_events(stream: bytes) -> None:
+    assert SSEDecoder().feed(stream) == reference_decode(stream)[0]
+    decoder = SSEDecoder()
+    assert decoder.feed(b"event: t\n") + decoder.feed(b"data: 0\n\n" + stream) == reference_decode(b"event: t\ndata: 0\n\n" + stream)[0]
+
+
 def test_numbered_events_carry_their_number_and_it_stays() -> None:
     decoder = SSEDecoder()
     events = decoder.feed(b"data: a\nid: 1\n\ndata: b\nid: 2\n\n")
