@@ -22,6 +22,12 @@ Scenarios (`scenarios()`):
 * `uncontended`: no limit: nothing queues, so only the clients' own work and the
   upload differ (on loopback an upload costs next to nothing).
 
+Dialects (`--apis`): the scenarios named by `--dialect-scenarios` run again with both
+kinds speaking the Responses API and Anthropic Messages (`e2e_users.MODELS`: the naive
+user on each API's official client, firsttoken with `api` in its settings), on the same
+built-in model, whose pacing and costs do not depend on the dialect. The chat figures
+above are that column's Chat Completions row.
+
 Per client kind (with `--runs`, the median of the runs' figures; kinds alternate which
 goes first): time to first token (from the user's Send to the first content token,
 the client's own pacing, retries and the user's re-sends included) p50 and p95, 429s
@@ -30,7 +36,9 @@ received, bytes uploaded (every attempt's body) and prompt tokens billed (the ga
 
 Prints human lines, then LAST one JSON line:
     {"naive_ttft_p95_ms", "firsttoken_ttft_p95_ms", "ttft_p95_reduction_pct",
-     "naive_429", "firsttoken_429", … (the headline scenario), "scenarios": {name: {…}}}
+     "naive_429", "firsttoken_429", … (the headline scenario), "scenarios": {name: {…}},
+     "dialects": {api: {scenario: {"naive_ttft_p95_ms", "firsttoken_ttft_p95_ms",
+                                   "ttft_p95_reduction_pct", …}}}}
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
-from e2e_users import KINDS, Record, user_turn  # noqa: E402
+from e2e_users import APIS, KINDS, Record, user_turn  # noqa: E402
 from tests.servers import gateway  # noqa: E402
 
 OUT = ROOT / "build" / "bench" / "e2e.json"
@@ -115,11 +123,11 @@ def summarize(records: list[Record]) -> dict[str, Any]:
 
 
 async def run_users(kind: str, url: str, scenario: str, users: int, turns: int, think_s: float, ramp_s: float,
-                    seed: int) -> list[Record]:
+                    seed: int, api: str = "chat_completions") -> list[Record]:
     """Every user of one kind through its conversation; their records, in order."""
     rng = random.Random(seed)
     plans = [(rng.uniform(0, ramp_s), [rng.expovariate(1 / think_s) for _ in range(turns)]) for _ in range(users)]
-    clients = [KINDS[kind](url, i, SIM) for i in range(users)]
+    clients = [KINDS[kind](url, i, SIM, api) for i in range(users)]
     records: list[Record] = []
     began = time.perf_counter()
 
@@ -140,7 +148,7 @@ async def run_users(kind: str, url: str, scenario: str, users: int, turns: int, 
     return sorted(records, key=lambda r: (r.user, r.turn))
 
 
-def warm_up(url: str) -> None:
+def warm_up(url: str, api: str = "chat_completions") -> None:
     """What happens once per process, charged to neither kind: the gateway's first
     count and answer; this process' tokenizer (the page loads its vocabulary once, at
     its first count, before any of these conversations would start); and each client's
@@ -152,8 +160,8 @@ def warm_up(url: str) -> None:
 
     async def both() -> None:
         for kind in KINDS.values():
-            client = kind(url, -1, "ttft_ms=0,tokens=4")
-            client.history = [{"role": "user", "content": "warm up"}]
+            client = kind(url, -1, "ttft_ms=0,tokens=4", api)
+            client.history = []  # not the system prompt: no user's cache is warmed
             try:
                 await client.turn(Record(scenario="warm-up", kind=client.kind, user=-1, turn=0, start_s=0), "hello")
             finally:
@@ -162,13 +170,15 @@ def warm_up(url: str) -> None:
     asyncio.run(both())
 
 
-def run_kind(kind: str, scenario: str, flags: list[str], args: argparse.Namespace) -> tuple[list[Record], float]:
+def run_kind(kind: str, scenario: str, flags: list[str], args: argparse.Namespace,
+             api: str = "chat_completions") -> tuple[list[Record], float]:
     # Per-client limits off: the scenario's limit, if any, is the gateway's own.
     common = ["--rpm", "0", "--tpm", "0", "--log-level", "warning", "--no-precompressed"]
     with gateway(*common, *flags) as url:
-        warm_up(url)
+        warm_up(url, api)
         began = time.perf_counter()
-        records = asyncio.run(run_users(kind, url, scenario, args.users, args.turns, args.think_s, args.ramp_s, args.seed))
+        records = asyncio.run(run_users(kind, url, scenario, args.users, args.turns, args.think_s, args.ramp_s,
+                                        args.seed, api))
         return records, time.perf_counter() - began
 
 
@@ -188,6 +198,46 @@ def reduction(naive: float | None, ours: float | None) -> float | None:
     return round(100 * (naive - ours) / naive, 1)
 
 
+def run_scenario(name: str, flags: list[str], params: dict[str, Any], args: argparse.Namespace,
+                 records: list[Record], api: str = "chat_completions") -> dict[str, Any]:
+    """Scenario `name` with both kinds speaking `api`, `args.runs` times: per kind the
+    medians of the runs' figures, and naive against firsttoken. Raw records join `records`."""
+    params = {"users": args.users, "turns": args.turns, "think_s": args.think_s, "ramp_s": args.ramp_s,
+              "sim": SIM, "seed": args.seed, "runs": args.runs, "api": api, **params}
+    label = name if api == "chat_completions" else f"{name}@{api}"
+    result: dict[str, Any] = {"params": params}
+    per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for run in range(args.runs):
+        # Alternate which kind goes first: the machine's load drifts.
+        for kind in (list(KINDS) if run % 2 == 0 else list(KINDS)[::-1]):
+            rows, took = run_kind(kind, name, flags, args, api)
+            for row in rows:
+                row.run = run
+            records += rows
+            s = {**summarize(rows), "run_s": round(took, 1)}
+            billed = sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in rows)
+            s["billed_tokens_per_min"] = round(billed / took * 60)
+            per_run[kind].append(s)
+            print(f"{label:12s} {kind:10s} run {run}: ttft p50 {s['ttft_p50_ms']} ms, p95 {s['ttft_p95_ms']} ms "
+                  f"(turns after the first: p95 {s['ttft_p95_later_ms']} ms), max {s['ttft_max_ms']} ms · "
+                  f"429s {s['http_429']} · requests {s['requests']} (user re-sends {s['resends']}, failed "
+                  f"{s['failed']}) · {s['bytes_up']:,} B up · {s['prompt_tokens']:,} prompt tokens · paced "
+                  f"{s['client_wait_ms']} ms · prepare p50 {s['prepare_p50_ms']} ms · {took:.0f} s", flush=True)
+    for kind, runs in per_run.items():
+        result[kind] = {**{key: _median([r[key] for r in runs]) for key in runs[0]}, "runs": runs}
+    naive, ours = result["naive"], result["firsttoken"]
+    result["ttft_p95_reduction_pct"] = reduction(naive["ttft_p95_ms"], ours["ttft_p95_ms"])
+    result["ttft_p50_reduction_pct"] = reduction(naive["ttft_p50_ms"], ours["ttft_p50_ms"])
+    result["ttft_p95_later_reduction_pct"] = reduction(naive["ttft_p95_later_ms"], ours["ttft_p95_later_ms"])
+    result["bytes_ratio"] = round(ours["bytes_up"] / naive["bytes_up"], 3) if naive["bytes_up"] else None
+    result["prompt_tokens_ratio"] = round(ours["prompt_tokens"] / naive["prompt_tokens"], 3) if naive["prompt_tokens"] else None
+    verdict = "faster" if (result["ttft_p95_reduction_pct"] or 0) > 0 else "NOT faster"
+    print(f"{label:12s} firsttoken is {verdict} at p95: {result['ttft_p95_reduction_pct']}% "
+          f"(p50 {result['ttft_p50_reduction_pct']}%, turns after the first {result['ttft_p95_later_reduction_pct']}%), bytes ×{result['bytes_ratio']}, "
+          f"prompt tokens ×{result['prompt_tokens_ratio']}", flush=True)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=20)
@@ -200,6 +250,9 @@ def main() -> None:
                         help="more queueing runs at these tpm limits (comma-separated; '' for none)")
     parser.add_argument("--scenarios", default="queueing,uncontended", help="which to run (sweep points are added)")
     parser.add_argument("--runs", type=int, default=2, help="runs per scenario and kind (figures: medians of runs)")
+    parser.add_argument("--apis", default=",".join(APIS), help="the dialect column: which APIs (comma-separated)")
+    parser.add_argument("--dialect-scenarios", default="queueing,uncontended",
+                        help="the scenarios run again on each API of --apis ('' for none)")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -209,51 +262,38 @@ def main() -> None:
     for name in names:
         if name not in known:
             parser.error(f"unknown scenario {name!r}; known: {', '.join(known)}")
+    apis = [a for a in args.apis.split(",") if a]
+    dialect_names = [n for n in args.dialect_scenarios.split(",") if n]
+    for api in apis:
+        if api not in APIS:
+            parser.error(f"unknown API {api!r}; known: {', '.join(APIS)}")
+    for name in dialect_names:
+        if name not in known:
+            parser.error(f"unknown scenario {name!r}; known: {', '.join(known)}")
 
     records: list[Record] = []
     results: dict[str, Any] = {}
     for name in names:
         flags, params = known[name]
-        params = {"users": args.users, "turns": args.turns, "think_s": args.think_s, "ramp_s": args.ramp_s,
-                  "sim": SIM, "seed": args.seed, "runs": args.runs, **params}
-        result: dict[str, Any] = {"params": params}
-        per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
-        for run in range(args.runs):
-            # Alternate which kind goes first: the machine's load drifts.
-            for kind in (list(KINDS) if run % 2 == 0 else list(KINDS)[::-1]):
-                rows, took = run_kind(kind, name, flags, args)
-                for row in rows:
-                    row.run = run
-                records += rows
-                s = {**summarize(rows), "run_s": round(took, 1)}
-                billed = sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in rows)
-                s["billed_tokens_per_min"] = round(billed / took * 60)
-                per_run[kind].append(s)
-                print(f"{name:12s} {kind:10s} run {run}: ttft p50 {s['ttft_p50_ms']} ms, p95 {s['ttft_p95_ms']} ms "
-                      f"(turns after the first: p95 {s['ttft_p95_later_ms']} ms), max {s['ttft_max_ms']} ms · "
-                      f"429s {s['http_429']} · requests {s['requests']} (user re-sends {s['resends']}, failed "
-                      f"{s['failed']}) · {s['bytes_up']:,} B up · {s['prompt_tokens']:,} prompt tokens · paced "
-                      f"{s['client_wait_ms']} ms · prepare p50 {s['prepare_p50_ms']} ms · {took:.0f} s", flush=True)
-        for kind, runs in per_run.items():
-            result[kind] = {**{key: _median([r[key] for r in runs]) for key in runs[0]}, "runs": runs}
-        naive, ours = result["naive"], result["firsttoken"]
-        result["ttft_p95_reduction_pct"] = reduction(naive["ttft_p95_ms"], ours["ttft_p95_ms"])
-        result["ttft_p50_reduction_pct"] = reduction(naive["ttft_p50_ms"], ours["ttft_p50_ms"])
-        result["ttft_p95_later_reduction_pct"] = reduction(naive["ttft_p95_later_ms"], ours["ttft_p95_later_ms"])
-        result["bytes_ratio"] = round(ours["bytes_up"] / naive["bytes_up"], 3) if naive["bytes_up"] else None
-        result["prompt_tokens_ratio"] = round(ours["prompt_tokens"] / naive["prompt_tokens"], 3) if naive["prompt_tokens"] else None
-        verdict = "faster" if (result["ttft_p95_reduction_pct"] or 0) > 0 else "NOT faster"
-        print(f"{name:12s} firsttoken is {verdict} at p95: {result['ttft_p95_reduction_pct']}% "
-              f"(p50 {result['ttft_p50_reduction_pct']}%, turns after the first {result['ttft_p95_later_reduction_pct']}%), bytes ×{result['bytes_ratio']}, "
-              f"prompt tokens ×{result['prompt_tokens_ratio']}", flush=True)
-        results[name] = result
+        results[name] = run_scenario(name, flags, params, args, records)
+    # The dialect column: the same scenarios on the other APIs (Chat Completions' row is
+    # the runs above).
+    dialects: dict[str, dict[str, Any]] = {"chat_completions": {n: results[n] for n in dialect_names if n in results}}
+    for api in apis:
+        if api == "chat_completions":
+            continue
+        dialects[api] = {}
+        for name in dialect_names:
+            flags, params = known[name]
+            dialects[api][name] = run_scenario(name, flags, params, args, records, api)
 
     load = os.getloadavg()
     meta = {"machine": f"{platform.node()} · {os.cpu_count()} cores · {platform.platform()}",
             "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "loadavg": [round(x, 2) for x in load]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({**meta, "scenarios": results, "records": [r.to_dict() for r in records]}, indent=1))
+    args.out.write_text(json.dumps({**meta, "scenarios": results, "dialects": dialects,
+                                    "records": [r.to_dict() for r in records]}, indent=1))
 
     head = results.get(HEADLINE) or results[names[0]]
     line = {
@@ -274,7 +314,18 @@ def main() -> None:
         "scenarios": {n: {"naive_ttft_p95_ms": r["naive"]["ttft_p95_ms"], "firsttoken_ttft_p95_ms": r["firsttoken"]["ttft_p95_ms"],
                           "ttft_p95_reduction_pct": r["ttft_p95_reduction_pct"], "naive_429": r["naive"]["http_429"],
                           "firsttoken_429": r["firsttoken"]["http_429"]} for n, r in results.items()},
+        "dialects": {api: {n: {"naive_ttft_p50_ms": r["naive"]["ttft_p50_ms"], "firsttoken_ttft_p50_ms": r["firsttoken"]["ttft_p50_ms"],
+                               "naive_ttft_p95_ms": r["naive"]["ttft_p95_ms"], "firsttoken_ttft_p95_ms": r["firsttoken"]["ttft_p95_ms"],
+                               "ttft_p95_reduction_pct": r["ttft_p95_reduction_pct"], "bytes_ratio": r["bytes_ratio"],
+                               "prompt_tokens_ratio": r["prompt_tokens_ratio"], "failed": r["naive"]["failed"] + r["firsttoken"]["failed"]}
+                           for n, r in by_name.items()} for api, by_name in dialects.items()},
     }
+    if len(dialects) > 1:
+        print("dialect column (p95 time to first token, naive → firsttoken, reduction; bytes up ×):")
+        for api, by_name in dialects.items():
+            print(f"  {api:18s} " + " · ".join(
+                f"{n}: {r['naive']['ttft_p95_ms']} → {r['firsttoken']['ttft_p95_ms']} ms ({r['ttft_p95_reduction_pct']}%), "
+                f"bytes ×{r['bytes_ratio']}" for n, r in by_name.items()))
     print(f"wrote {args.out}")
     print(json.dumps(line))
 

@@ -6,12 +6,16 @@ system prompts, tool schemas, prose and code), then user turns that paste code a
 JSON payload, each answered by the gateway's built-in model; every turn sends the whole
 conversation so far, as chat clients do.
 
-* `NaiveUser`: the official `openai` client (`AsyncOpenAI`), streaming, with its defaults:
+* `NaiveUser`: the official client of the API spoken, streaming, with its defaults:
   nothing compressed or counted, the full system prompt in every request, and its own
   retry of a 429 (two retries, honouring `retry-after-ms`/`retry-after` up to 60 s, else
-  exponential backoff with jitter).
+  exponential backoff with jitter). Chat Completions and the Responses API go through
+  `openai.AsyncOpenAI` (`chat.completions.create`, `responses.create`, each with
+  `stream=True`; Responses gets the system prompt as `instructions`, as OpenAI's
+  migration guide shows); Anthropic Messages through `anthropic.AsyncAnthropic`
+  (`messages.stream`, the system prompt as `system`, `max_tokens` as a chat app sets it).
 * `FirsttokenUser`: the core the page runs (`firsttoken.core.Core`), on CPython, given
-  the `chat.send` messages the page would post to its worker: the prepare pipeline
+  the `chat.send` messages the page would post to its worker (the API in its settings): the prepare pipeline
   (compression at the page's default level, exact counts, fitting), the system-message
   cache with gateway references (an in-memory store: what a page session keeps in its
   memory tier), and the governor's pacing and retries. Its transport is
@@ -38,7 +42,13 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "compress"
-MODEL = "gpt-4o"
+#: The model each API is spoken to with: OpenAI's two APIs with one model, so that only
+#: the dialect differs between them; Messages with a Claude model, as its users would
+#: (firsttoken then counts estimates: Claude's tokenizer is not public).
+MODELS = {"chat_completions": "gpt-4o", "responses": "gpt-4o", "anthropic_messages": "claude-sonnet-4-5"}
+APIS = tuple(MODELS)
+#: What a chat app on Messages asks for at most (the API requires `max_tokens`).
+MAX_TOKENS = 1024
 
 SYSTEM_PARTS = [
     *sorted(CORPUS.glob("system-prompt-*.md")),
@@ -84,6 +94,7 @@ class Record:
     waited_ms: float = 0.0  # firsttoken: paced in the client (chat.wait)
     prepare_ms: float | None = None  # firsttoken: compress + count + fit, in the core
     error: str | None = None
+    api: str = "chat_completions"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,7 +109,9 @@ class Wire:
     http_429: int = 0
     statuses: list[int] = field(default_factory=list)
 
-    def client(self, **kwargs: Any) -> httpx.AsyncClient:
+    def client(self, http: Any = httpx, **kwargs: Any) -> Any:
+        """An `http.AsyncClient` counting into this wire: httpx, or the `anthropic`
+        client's own fork of it (httpx2, same API), which that client requires."""
         async def on_request(request: httpx.Request) -> None:
             self.requests += 1
             self.bytes_up += len(request.content)
@@ -108,8 +121,8 @@ class Wire:
             if response.status_code == 429:
                 self.http_429 += 1
 
-        timeout = httpx.Timeout(120.0, connect=10.0)
-        return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [on_request], "response": [on_response]}, **kwargs)
+        timeout = http.Timeout(120.0, connect=10.0)
+        return http.AsyncClient(timeout=timeout, event_hooks={"request": [on_request], "response": [on_response]}, **kwargs)
 
     def snapshot(self) -> tuple[int, int, int]:
         return self.requests, self.bytes_up, self.http_429
@@ -126,21 +139,75 @@ USER_SENDS = 4
 
 
 class NaiveUser:
-    """The official `openai` client, as a straightforward app would use it."""
+    """The API's official client, as a straightforward app would use it."""
 
     kind = "naive"
 
-    def __init__(self, base_url: str, user: int, sim: str) -> None:
-        import openai  # the peer: only the benchmark needs it
-
+    def __init__(self, base_url: str, user: int, sim: str, api: str = "chat_completions") -> None:
         self.wire = Wire()
-        self.http = self.wire.client()
-        self.api = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=f"sk-bench-{user}", http_client=self.http,
-                                      default_headers={"x-firsttoken-sim": sim})
-        self.openai = openai
-        self.history: list[dict[str, Any]] = [{"role": "system", "content": system_prompt()}]
+        self.api_name = api
+        self.model = MODELS[api]
+        self.system = system_prompt()
+        key, headers = f"sk-bench-{user}", {"x-firsttoken-sim": sim}
+        if api == "anthropic_messages":
+            import anthropic  # the peer: only the benchmark needs it
+            import httpx2
+
+            self.http = self.wire.client(httpx2)
+            self.api = anthropic.AsyncAnthropic(base_url=base_url, api_key=key, http_client=self.http,
+                                                default_headers=headers)
+            self.errors: tuple[type[Exception], ...] = (anthropic.APIError,)
+        else:
+            import openai
+
+            self.http = self.wire.client()
+            self.api = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=key, http_client=self.http,
+                                          default_headers=headers)
+            self.errors = (openai.APIError,)
+        # The conversation after the system prompt, which each API takes apart from it
+        # (Chat Completions as its first message).
+        self.history: list[dict[str, Any]] = []
+
+    async def _stream(self, record: Record, start: float, answer: list[str]) -> None:
+        """One request, streamed: text into `answer`, the first token's time and the usage
+        into `record`."""
+
+        def text(piece: str) -> None:
+            if piece:
+                if record.ttft_ms is None:
+                    record.ttft_ms = (time.perf_counter() - start) * 1000
+                answer.append(piece)
+
+        def usage(prompt: int | None, completion: int | None) -> None:
+            record.prompt_tokens, record.completion_tokens = prompt, completion
+
+        if self.api_name == "chat_completions":
+            messages = [{"role": "system", "content": self.system}, *self.history]
+            stream = await self.api.chat.completions.create(
+                model=self.model, messages=messages, stream=True, stream_options={"include_usage": True})
+            async for chunk in stream:
+                if chunk.choices:
+                    text(chunk.choices[0].delta.content or "")
+                if chunk.usage is not None:
+                    usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        elif self.api_name == "responses":
+            stream = await self.api.responses.create(
+                model=self.model, instructions=self.system, input=self.history, stream=True, store=False)
+            async for event in stream:
+                if event.type == "response.output_text.delta":
+                    text(event.delta)
+                elif event.type == "response.completed" and event.response.usage is not None:
+                    usage(event.response.usage.input_tokens, event.response.usage.output_tokens)
+        else:
+            async with self.api.messages.stream(
+                    model=self.model, max_tokens=MAX_TOKENS, system=self.system, messages=self.history) as stream:
+                async for piece in stream.text_stream:
+                    text(piece)
+                final = await stream.get_final_message()
+                usage(final.usage.input_tokens, final.usage.output_tokens)
 
     async def turn(self, record: Record, text: str) -> None:
+        record.api = self.api_name
         self.history.append({"role": "user", "content": text})
         start = time.perf_counter()
         before = self.wire.snapshot()
@@ -150,19 +217,10 @@ class NaiveUser:
                 record.sends += 1
                 answer.clear()
                 try:
-                    stream = await self.api.chat.completions.create(
-                        model=MODEL, messages=self.history, stream=True, stream_options={"include_usage": True})
-                    async for chunk in stream:
-                        if chunk.choices and chunk.choices[0].delta.content:
-                            if record.ttft_ms is None:
-                                record.ttft_ms = (time.perf_counter() - start) * 1000
-                            answer.append(chunk.choices[0].delta.content)
-                        if chunk.usage is not None:
-                            record.prompt_tokens = chunk.usage.prompt_tokens
-                            record.completion_tokens = chunk.usage.completion_tokens
+                    await self._stream(record, start, answer)
                     record.ok = True
                     break
-                except self.openai.APIError as exc:
+                except self.errors as exc:
                     record.error = f"{type(exc).__name__}: {getattr(exc, 'status_code', '')}"
                     if answer:  # text arrived: keep it, as the user would
                         break
@@ -181,7 +239,7 @@ class FirsttokenUser:
 
     kind = "firsttoken"
 
-    def __init__(self, base_url: str, user: int, sim: str) -> None:
+    def __init__(self, base_url: str, user: int, sim: str, api: str = "chat_completions") -> None:
         import asyncio
 
         from firsttoken.cache import Cache, MemoryStore
@@ -195,7 +253,8 @@ class FirsttokenUser:
         # The page's own gateway: the client id goes with the first request already.
         self.core = Core(post=self._post, transport=SocketTransport(self.http), clock=lambda: time.time() * 1000,
                          sleep=asyncio.sleep, cache=Cache(MemoryStore()), page_origin=base_url)
-        self.settings = {"base_url": base_url + "/v1", "model": MODEL, "api_key": f"sk-bench-{user}",
+        self.api_name = api
+        self.settings = {"base_url": base_url + "/v1", "model": MODELS[api], "api_key": f"sk-bench-{user}", "api": api,
                          "headers": {"x-firsttoken-sim": sim}}
         self.history: list[dict[str, Any]] = [{"role": "system", "content": system_prompt()}]
         self._seq = 0
@@ -207,6 +266,7 @@ class FirsttokenUser:
         self.events.append(event)
 
     async def turn(self, record: Record, text: str) -> None:
+        record.api = self.api_name
         self.history.append({"role": "user", "content": text})
         start = time.perf_counter()
         before = self.wire.snapshot()

@@ -239,6 +239,11 @@ def figures(e2e: dict[str, Any], native: dict[str, Any] | None, page: dict[str, 
                               ("bytes_up", "bytes"), ("prompt_tokens", "tokens"), ("failed", "turns")):
                 add(e2e, "e2e", f"{name} · {kind} · {key}", r[key], unit)
         add(e2e, "e2e", f"{name} · TTFT p95 reduction", result.get("ttft_p95_reduction_pct"), "%")
+    for api, by_name in (e2e.get("dialects") or {}).items():
+        for name, result in by_name.items():
+            for kind in ("naive", "firsttoken"):
+                add(e2e, "e2e", f"{name} · {api} · {kind} · ttft_p95_ms", result[kind]["ttft_p95_ms"], "ms")
+            add(e2e, "e2e", f"{name} · {api} · TTFT p95 reduction", result.get("ttft_p95_reduction_pct"), "%")
     if native is not None:
         for name, runs in sorted(native["renderers"].items()):
             for rate, values in sorted(runs.items(), key=lambda kv: float(kv[0])):
@@ -288,9 +293,18 @@ def _e2e_section(e2e: dict[str, Any], origin: str, plots: dict[str, str | None])
             f"(medians). {verdict}; turns after the first: p95 reduction {later}%; 429s "
             f"{result['naive']['http_429']} → {result['firsttoken']['http_429']}; bytes ×{result.get('bytes_ratio')}; "
             f"prompt tokens ×{result.get('prompt_tokens_ratio')}.{why}</li>")
+    rows = []
+    for api, by_name in (e2e.get("dialects") or {}).items():
+        for name, result in by_name.items():
+            rows.append(f"<tr><td>{html.escape(api)}</td><td>{html.escape(name)}</td>"
+                        f"<td>{result['naive']['ttft_p95_ms']}</td><td>{result['firsttoken']['ttft_p95_ms']}</td>"
+                        f"<td>{result.get('ttft_p95_reduction_pct')}%</td><td>×{result.get('bytes_ratio')}</td></tr>")
+    table = ("<table><caption>The dialect column: each scenario with both clients speaking each API (the naive "
+             "client is that API's official client)</caption><tr><th>API</th><th>scenario</th><th>naive p95 ms</th>"
+             f"<th>firsttoken p95 ms</th><th>p95 reduction</th><th>bytes up</th></tr>{''.join(rows)}</table>") if rows else ""
     return (f"<p class=\"note\">Source: {html.escape(origin)}. Time to first token runs from the user's Send to the first "
             "content token, with the client's own waiting, retries and the user's re-sends of a failed turn.</p>"
-            f"<ul>{''.join(lines)}</ul>"
+            f"<ul>{''.join(lines)}</ul>{table}"
             + _figure(plots["ttft"], "bar chart of time to first token per scenario and client",
                       "p50 (light) and p95 (dark) time to first token, naive client against firsttoken, per scenario.")
             + (_figure(plots["ttft_quota"], "time to first token against the gateway quota",

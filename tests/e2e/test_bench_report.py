@@ -36,7 +36,8 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[
     # A quota two users can meet: the queueing scenario's bucket (20,000 tokens) holds two
     # requests, and refills at 5,000 tokens/s.
     line, _ = run("e2e.py", "--users", "2", "--turns", "2", "--think-s", "0.05", "--ramp-s", "0.05",
-                  "--tpm", "300000", "--burst-s", "4", "--runs", "1", "--sweep", "", "--out", str(out))
+                  "--tpm", "300000", "--burst-s", "4", "--runs", "1", "--sweep", "", "--dialect-scenarios", "uncontended",
+                  "--out", str(out))
     return line, json.loads(out.read_text()), out
 
 
@@ -48,11 +49,19 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
     assert set(data["scenarios"]) == {"queueing", "uncontended"}
     assert data["scenarios"]["queueing"]["params"]["gateway_tpm"] > 0
     records = data["records"]
-    assert len(records) == 2 * 2 * 2 * 2  # scenarios × kinds × users × turns
+    # scenarios × kinds × users × turns, then the dialect column's other two APIs, in one
+    # scenario each
+    assert len(records) == 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2
+    assert {r["api"] for r in records} == {"chat_completions", "responses", "anthropic_messages"}
     for r in records:
         assert r["ok"] and r["ttft_ms"] > 0 and r["total_ms"] >= r["ttft_ms"], r
         assert r["attempts"] >= 1 and r["bytes_up"] > 0 and r["prompt_tokens"] > 0, r
-    for scenario in data["scenarios"].values():
+    assert set(data["dialects"]) == set(line["dialects"]) == {"chat_completions", "responses", "anthropic_messages"}
+    for api, by_name in line["dialects"].items():
+        assert set(by_name) == {"uncontended"}, api
+        assert by_name["uncontended"]["naive_ttft_p95_ms"] > 0 and by_name["uncontended"]["firsttoken_ttft_p95_ms"] > 0
+    assert line["dialects"]["chat_completions"]["uncontended"]["naive_ttft_p95_ms"] == line["scenarios"]["uncontended"]["naive_ttft_p95_ms"]
+    for scenario in [*data["scenarios"].values(), *(data["dialects"][api]["uncontended"] for api in ("responses", "anthropic_messages"))]:
         naive, ours = scenario["naive"], scenario["firsttoken"]
         assert naive["failed"] == ours["failed"] == 0
         # Compression: fewer tokens billed for the same conversations.
@@ -60,12 +69,13 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
         assert ours["bytes_up"] < naive["bytes_up"]
     # From its second turn on, a firsttoken user sends the system prompt as a gateway
     # reference: the naive client's request is larger by about the whole prompt.
-    by = {(r["scenario"], r["kind"], r["user"], r["turn"]): r for r in records}
+    by = {(r["api"], r["scenario"], r["kind"], r["user"], r["turn"]): r for r in records}
     system_bytes = len(json.dumps(_system_prompt(), ensure_ascii=False).encode())
-    for user in (0, 1):
-        naive, ours = by[("uncontended", "naive", user, 1)], by[("uncontended", "firsttoken", user, 1)]
-        if ours["attempts"] == naive["attempts"] == 1:
-            assert naive["bytes_up"] - ours["bytes_up"] > 0.8 * system_bytes
+    for api in ("chat_completions", "responses", "anthropic_messages"):
+        for user in (0, 1):
+            naive, ours = by[(api, "uncontended", "naive", user, 1)], by[(api, "uncontended", "firsttoken", user, 1)]
+            if ours["attempts"] == naive["attempts"] == 1:
+                assert naive["bytes_up"] - ours["bytes_up"] > 0.8 * system_bytes, api
 
 
 def _bench(module: str) -> Any:
@@ -105,6 +115,9 @@ def test_the_report_has_its_plots_and_figures(e2e: tuple[dict[str, Any], dict[st
     figures = {f["figure"]: f for f in report["figures"]}
     ours = data["scenarios"]["queueing"]["firsttoken"]
     assert figures["queueing · firsttoken · ttft_p95_ms"]["value"] == ours["ttft_p95_ms"]
+    messages = data["dialects"]["anthropic_messages"]["uncontended"]
+    assert figures["uncontended · anthropic_messages · naive · ttft_p95_ms"]["value"] == messages["naive"]["ttft_p95_ms"]
+    assert "The dialect column" in index and "anthropic_messages" in index
     assert f"{ours['prompt_tokens']:,}" in index
     assert all(f["date"] and f["loadavg"] and f["machine"] for f in report["figures"])
     # The boot waterfall's figures: a first visit and a reload, each ready after it started.
