@@ -4,7 +4,7 @@
 // offline before any text (`chat.error` code `offline`: the core spends no retries
 // then), waits in the outbox (outbox.js keeps it), shown as "waiting for a connection",
 // and goes out by itself on `online`, in order, each exactly once, and only to where it
-// was written for: an item keeps the endpoint and model it was queued with, and if the
+// was written for: an item keeps the endpoint, model and API it was queued with, and if the
 // settings (the user's, or a host's) point elsewhere by the time it goes, it is not sent
 // but shown as an error whose Retry sends it with the new settings: the user is asked.
 //
@@ -14,6 +14,7 @@
 // a Retry away.
 
 import { promptOf } from './conversation.js';
+import { API_NAMES } from './settings.js';
 
 export class OutboxSender {
   /** `replies`: the page's Replies (replies.js); `outbox`: outbox.js's; `connection`:
@@ -127,10 +128,13 @@ export class OutboxSender {
 // several (js/page/conversation-store.js), else the one there is.
 const conversationId = (conversation) => conversation.id ?? 'default';
 
-const sameTarget = (a, b) => a.base_url === b.base_url && a.model === b.model;
+// An item queued before targets named their API (it was Chat Completions' or the model's
+// own then) is compared by endpoint and model alone.
+const sameTarget = (a, b) => a.base_url === b.base_url && a.model === b.model && (!a.api || a.api === b.api);
 
 function targetChangedText(was, now) {
-  const where = (t) => `${t.model} at ${hostOf(t.base_url)}`;
+  const apiChanged = was.api && was.api !== now.api;
+  const where = (t) => `${t.model} at ${hostOf(t.base_url)}${apiChanged ? ` (${API_NAMES[t.api] ?? t.api})` : ''}`;
   return `Not sent: this prompt was written for ${where(was)}, and the settings now say ${where(now)}. Retry sends it there.`;
 }
 

@@ -31,6 +31,7 @@ import { Reply } from './reply.js';
 import { applyEvent } from './reply-events.js';
 import { followLifecycle } from './reply-lifecycle.js';
 import { ReplyPainter } from './reply-painter.js';
+import { apiFor } from './settings.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -244,4 +245,11 @@ export class Replies {
   }
 }
 
-const targetOf = (settings) => ({ base_url: settings.base_url ?? '', model: settings.model ?? '' });
+// Where a request goes: endpoint, model, and the API it is spoken in (the dialect the
+// core will choose: an outbox item written as a Chat Completions body must not go out
+// as a Responses one unasked).
+const targetOf = (settings) => ({
+  base_url: settings.base_url ?? '',
+  model: settings.model ?? '',
+  api: apiFor(settings.api, settings.model ?? ''),
+});

@@ -391,6 +391,30 @@ def test_an_outbox_prompt_whose_model_or_endpoint_changed_is_not_sent_without_as
     assert bodies[0]["messages"] == [{"role": "user", "content": "written for the first model"}]
 
 
+def test_an_outbox_prompt_whose_api_changed_is_not_sent_without_asking(page: Page, gateway_url: str) -> None:
+    # The same endpoint and model, spoken in another API: the queued prompt would go out
+    # as another dialect's body, so the user is asked first, as for a model change.
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if r.method == "POST" and "/v1/" in r.url else None)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.context.set_offline(True)
+    send(page, "written for chat completions")
+    expect(answer(page, 1)).to_have_attribute("data-state", "queued")
+    page.evaluate("""() => { const a = document.getElementById('api');
+                             a.value = 'responses'; a.dispatchEvent(new Event('change')); }""")
+    page.context.set_offline(False)
+    page.evaluate("() => dispatchEvent(new Event('online'))")
+    expect(answer(page, 1)).to_have_attribute("data-state", "error")
+    expect(answer(page, 1)).to_contain_text("(Chat Completions)")
+    expect(answer(page, 1)).to_contain_text("(Responses)")
+    assert requests == []
+    with page.expect_request(lambda r: r.url.endswith("/v1/responses")):
+        button(answer(page, 1), "Retry").click()
+    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
+    assert not any(url.endswith("/chat/completions") for url in requests)
+
+
 # ---- a reply cut by the page going away ------------------------------------------------
 # From a server that cannot resume its answers (any API but a firsttoken gateway's; here
 # the gateway with `--no-resume`). Against one that can, the answer goes on instead:
