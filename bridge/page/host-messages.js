@@ -29,9 +29,9 @@ const PAGE_ONLY = new Set(['delta.ack']);
  * core's requests (js/link/protocol.js) but the page's own, with only the fields a host
  * gives: `messages` as the core needs them, and `settings` optional, since the page's
  * own settings fill them in (a host's `flow` or `resume` is not taken); and
- * `settings.set`, which the page answers itself.
+ * `settings.set` and `connection.warm`, which the page answers itself.
  */
-const REQUESTS = { 'settings.set': { id: 'optional', settings: 'required' } };
+const REQUESTS = { 'settings.set': { id: 'optional', settings: 'required' }, 'connection.warm': { id: 'optional' } };
 for (const [type, { id, fields }] of Object.entries(CORE_REQUESTS)) {
   if (PAGE_ONLY.has(type)) continue;
   const spec = { id };

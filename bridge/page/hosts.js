@@ -73,6 +73,8 @@ export function embedOriginsFrom(search) {
  * Call it before the link starts, so that `ready` is seen and can be replayed.
  *
  * options.embedOrigins: origins an embedding window may have (added to `?embed-origins=`).
+ * options.warm: opens the connection to the API (js/page/warm.js); returns whether a
+ * request went (false: already warm, or no API set).
  * Returns a handle with `counts()` (what was received, refused and dropped).
  */
 export function attachHosts(link, options = {}) {
@@ -171,6 +173,12 @@ export function attachHosts(link, options = {}) {
     if (type === 'settings.set') {
       hostSettings = mergeSettings(hostSettings, request.settings);
       out(channel, { type: 'settings.applied', id, settings: describeSettings(hostSettings) });
+      return;
+    }
+    if (type === 'connection.warm') {
+      // The app starts: open the connection to the API before the person types.
+      const sent = options.warm ? options.warm() : false;
+      out(channel, { type: 'connection.warmed', id, sent });
       return;
     }
     const core = { type, id: `${HOST_PREFIX}${channel.name}:${id ?? ''}` };

@@ -21,6 +21,7 @@ import { Settings } from './settings.js';
 import { SettingsSheet } from './settings-sheet.js';
 import { StorageNotice } from './storage.js';
 import { Theme } from './theme.js';
+import { Warmer } from './warm.js';
 import { early as storedConversations } from './store/db.js';
 
 /** Start the page. `answers` renders answers: `open(container)` gives a stream with
@@ -58,8 +59,10 @@ export function startPage({ answers, link = pageLink } = {}) {
     },
     settings: () => settings.forRequest(),
   });
+  // The connection to the API, opened while the person types (warm.js).
+  const warmer = new Warmer(() => replies.target());
   const replies = new Replies({
-    link, view, store, settings, header: els,
+    link, view, store, settings, header: els, onRequest: () => warmer.used(),
     connection: new Connection({ before: els.chat }),
     onBusy: (busy) => showSendOrStop(els, busy),
     onSettled: (li, state, msg) => {
@@ -178,11 +181,12 @@ export function startPage({ answers, link = pageLink } = {}) {
 
   // ---- start ----------------------------------------------------------------------
   paintConversation();
+  warmer.watch(els.prompt);
   els.prompt.focus();
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
   // the link starts so that `ready` is seen and can be replayed to a late host.
-  attachHosts(link);
+  attachHosts(link, { warm: () => warmer.warm() });
   link.start();
   return { link };
 }

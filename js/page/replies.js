@@ -41,8 +41,9 @@ export class Replies {
    * `header`: the {metrics, quota} lines; `connection`: offline.js's (`online`, and an
    * `online` event); `outbox`: outbox.js's; `onBusy(busy)`: whether the conversation
    * shown has an answer on its way changed; `onSettled()`: after each reply ends. */
-  constructor({ link, view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, win = window }) {
-    Object.assign(this, { link, view, store, settings, outbox, onBusy, onSettled });
+  constructor({ link, view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, onRequest = () => {}, win = window }) {
+    // onRequest: a chat request is about to go to the API (warm.js: the connection is in use).
+    Object.assign(this, { link, view, store, settings, outbox, onBusy, onSettled, onRequest });
     // request id → {reply, li, userLi, userEntry, stream, metrics, store, conversation,
     // target, interrupted?}
     this.live = new Map();
@@ -179,6 +180,7 @@ export class Replies {
     const metrics = new ReplyMetrics(id, now());
     this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, store, conversation: this.shown, target: this.target() });
     this.busyChanged();
+    this.onRequest();
     this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
   }
 
@@ -208,6 +210,7 @@ export class Replies {
     });
     const messages = conversation(this.settings.system, this.store.upTo(userEntry ?? entry));
     const { id: streamId, after } = entry.stream;
+    this.onRequest();
     this.link.send({
       type: 'chat.send', id, messages: messages.length ? messages : [{ role: 'user', content: '' }],
       settings: this.settings.forRequest(), resume: { stream: streamId, after, text: entry.content },

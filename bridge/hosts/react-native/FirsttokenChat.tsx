@@ -51,6 +51,7 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
 //   const chat = useRef<FirsttokenHandle>(null);
 //   <FirsttokenChat ref={chat} url="https://chat.example.com/" onEvent={(e) => { if (e.type === 'ready') … }} />
 //   chat.current?.send({ type: 'settings.set', id: 's', settings: { model: 'gpt-4o', api_key: key } });
+//   chat.current?.send({ type: 'connection.warm', id: 'w' }); // open the API's connection now
 //   const api: FirsttokenApi = 'anthropic_messages';
 //   chat.current?.send({ type: 'settings.set', id: 's', settings: { base_url: 'https://api.anthropic.com/v1', model: 'claude-sonnet-4-5', api, api_key: key } });
 //   chat.current?.send({ type: 'chat.send', id: '1', messages: [{ role: 'user', content: 'Hi' }] });

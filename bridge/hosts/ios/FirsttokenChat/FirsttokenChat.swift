@@ -101,6 +101,9 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
         if let system { settings["system"] = system }
         if let key = Keychain.apiKey() { settings["api_key"] = key }
         send(["type": "settings.set", "id": "settings", "settings": settings])
+        // Open the connection to that API now, while the person is still reading: the
+        // first Send then pays for no DNS, TCP or TLS (PROTOCOL.md, `connection.warm`).
+        send(["type": "connection.warm", "id": "warm"])
     }
 
     // MARK: warm-up

@@ -89,7 +89,7 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         webView.loadUrl(INDEX)
     }
 
-    /** Send one protocol request (hello, ping, settings.set, chat.send, chat.abort, tokens.count). */
+    /** Send one protocol request (hello, ping, settings.set, connection.warm, chat.send, chat.abort, tokens.count). */
     fun send(message: JSONObject) {
         message.put("v", 1)
         val text = message.toString()
@@ -120,6 +120,9 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         if (apiKey != null) settings.put("api_key", apiKey) // e.g. from the Android Keystore
         if (system != null) settings.put("system", system)
         send(JSONObject().put("type", "settings.set").put("id", "settings").put("settings", settings))
+        // Open the connection to that API now: the first Send then pays for no DNS, TCP or
+        // TLS (PROTOCOL.md, `connection.warm`).
+        send(JSONObject().put("type", "connection.warm").put("id", "warm"))
     }
 
     /** Warm-up: keep the view attached but invisible until the chat is shown. */
