@@ -58,7 +58,11 @@ log = logging.getLogger("firsttoken.gateway.server")
 class ServerLimits:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
-    keep_alive_s: int = 5
+    #: Idle keep-alive: nginx's default (`keepalive_timeout 75s`). A phone opens the
+    #: connection before Send (js/page/warm.js) and the person may type for a minute;
+    #: the 5 s uvicorn defaults to would close it first. Idle connections are bounded by
+    #: `max_connections`, and one that never sends a request by the header timeout.
+    keep_alive_s: int = 75
     max_connections: int = 4096
     max_head_bytes: int = 64 * 1024
 

@@ -171,7 +171,9 @@ class ChatRequest:
             prompt_tokens = prepared.prompt_tokens
             if prompt_tokens is None:
                 prompt_tokens = estimate_tokens(messages, self.settings.model)
-            completion, request = await self._send(request, messages, lead, prompt_tokens + (self.settings.max_tokens or 0))
+            # The window must hold the prompt and the completion the server reserves for it.
+            reserve = dialects.completion_reserve(self.settings, self.api)
+            completion, request = await self._send(request, messages, lead, prompt_tokens + reserve)
             await self._done(completion, prepared.prompt_tokens, len(request.body))
         except FirstTokenError as exc:
             if self.signal.aborted and self.stream_id is not None:

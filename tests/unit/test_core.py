@@ -54,6 +54,52 @@ def test_exhausted_quota_waits_before_sending() -> None:
     assert first_done["quota"]["requests"] == {"limit": 10, "remaining": 0, "reset_in_s": 3}
 
 
+@pytest.mark.parametrize("max_tokens, waits", [(None, False), (5000, True)])
+def test_the_window_must_hold_the_completion_the_server_reserves(max_tokens: int | None, waits: bool) -> None:
+    # 3,000 tokens left: enough for the prompt, not for a prompt with 5,000 more reserved
+    # for its answer, which the server counts against the window as it admits it.
+    t = FakeTime()
+    limits = {"x-ratelimit-limit-tokens": "10000", "x-ratelimit-remaining-tokens": "3000",
+              "x-ratelimit-reset-tokens": "4s", **SSE}
+    transport = CannedTransport(Canned(200, limits, OK_STREAM), Canned(200, SSE, OK_STREAM))
+    b = send("b")
+    if max_tokens:
+        b["settings"]["max_tokens"] = max_tokens
+    _, events = run(transport, t, send("a"), b)
+    mine = [e for e in events if e["id"] == "b"]
+    assert mine[-1]["type"] == "chat.done"
+    assert (mine[0]["type"] == "chat.wait") is waits
+    assert sum(t.slept) == pytest.approx(4 if waits else 0)
+
+
+MESSAGES_OK = b"".join(b"event: %s\ndata: %s\n\n" % (e.encode(), json.dumps({"type": e, **f}).encode()) for e, f in [
+    ("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+                                   "model": "claude-sonnet-4-5", "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+    ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+    ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+    ("content_block_stop", {"index": 0}),
+    ("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+    ("message_stop", {}),
+])
+
+
+def test_messages_always_reserve_their_max_tokens() -> None:
+    # Anthropic Messages always sends max_tokens (4,096 here, the reply reserve): a window
+    # with 3,000 tokens left cannot hold the next request, whose prompt alone would fit.
+    t = FakeTime()
+    limits = {"x-ratelimit-limit-tokens": "10000", "x-ratelimit-remaining-tokens": "3000",
+              "x-ratelimit-reset-tokens": "4s", **SSE}
+    transport = CannedTransport(Canned(200, limits, MESSAGES_OK), Canned(200, SSE, MESSAGES_OK))
+    a, b = send("a"), send("b")
+    for msg in (a, b):
+        msg["settings"].update(model="claude-sonnet-4-5", api="anthropic_messages")
+    _, events = run(transport, t, a, b)
+    mine = [e for e in events if e["id"] == "b"]
+    assert mine[0]["type"] == "chat.wait" and mine[0]["wait_s"] == 4
+    assert mine[-1]["type"] == "chat.done"
+    assert json.loads(transport.sent[1].body)["max_tokens"] == 4096
+
+
 def test_stop_during_a_wait_ends_it_at_once_and_sends_nothing() -> None:
     t = FakeTime()
     transport = CannedTransport(Canned(429, {"retry-after": "30"}, b"{}"))

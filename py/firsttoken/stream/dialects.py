@@ -62,6 +62,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "SYSTEM_SEPARATOR",
     "api_for",
+    "completion_reserve",
     "credentials",
     "request_body",
     "request_headers",
@@ -118,6 +119,24 @@ def request_headers(settings: ChatSettings, api: str) -> dict[str, str]:
         # with the user's own key, which is what the header exists for.
         headers["anthropic-dangerous-direct-browser-access"] = "true"
     return headers
+
+
+def completion_reserve(settings: ChatSettings, api: str) -> int:
+    """The completion tokens a rate limit counts against a request as it starts: the cap
+    its body sends, or 0 when it sends none (the server's own default is not known here).
+
+    OpenAI's token limits count a request's prompt plus its `max_tokens` (or
+    `max_completion_tokens`) when it is admitted ("Rate limits" guide: "your rate limit is
+    calculated as the maximum of max_tokens and the estimated number of tokens based on
+    the character count of your request"); Anthropic estimates output tokens from
+    `max_tokens` at the start of each request ("Rate limits": OTPM). The firsttoken gateway
+    reserves the same way (gateway/limits). Pacing on the prompt alone would send a
+    request the window cannot hold: on Messages, whose `max_tokens` is always sent
+    (4,096 here), that was 4 to 6 429s a run in `make bench-e2e`'s queueing scenario.
+    """
+    if api == MESSAGES:
+        return reply_reserve(settings)
+    return settings.max_tokens or 0
 
 
 def request_body(
