@@ -171,3 +171,9 @@ def test_the_rough_count_counts_images_by_the_same_rule() -> None:
     messages = _chat(image_part(1024, 1024, "high"))
     assert tokens.rough_count_chat(messages, "gpt-4o") == 3 + 3 + 1 + 765
     assert tokens.rough_count_chat(messages, "claude-sonnet-4") == 3 + 3 + 1 + 1399  # 1024² / 750, rounded up
+
+
+def test_a_count_says_how_many_of_its_tokens_are_images() -> None:
+    detail = tokens.count_chat_detailed(_chat(image_part(1024, 1024, "high")) + _chat(image_part(100, 100, "low")), "gpt-4o")
+    assert detail.images == 765 + 85
+    assert tokens.count_chat_detailed([{"role": "user", "content": "hi"}], "gpt-4o").images == 0

@@ -40,8 +40,10 @@ class ChatCount:
     """A chat prompt's token count, itemised. `total` = sum(messages) + tools + reply_priming.
 
     `exact` is True only when every part was counted by a rule the cookbook verified
-    against the API (text content, names, a verified model family, no tools); `notes`
-    says what was estimated otherwise.
+    against the API (text content, names, a verified model family, no tools) and every
+    image by its provider's documented rule; `notes` says what was estimated otherwise.
+    `images`: the tokens of the image parts, within `total` (`Calibration` corrects them
+    apart from the text).
     """
 
     total: int
@@ -51,6 +53,7 @@ class ChatCount:
     encoding: str
     exact: bool
     notes: tuple[str, ...]
+    images: int = 0
 
 
 # What each API dialect's prompt costs beside its text, where it is not Chat Completions'
@@ -80,6 +83,7 @@ class _Counter:
         self.encoder: Encoder = get_encoder(info.encoding)
         self._count = count
         self.notes: dict[str, None] = {}  # ordered set
+        self.images = 0
         if not public_tokenizer(model):
             self.note(f"{model!r}: no public tokenizer; an estimate with {info.encoding}")
         elif not info.known:
@@ -118,6 +122,7 @@ class _Counter:
         if image is not None:
             if image.note:
                 self.note(image.note)
+            self.images += image.tokens
             return image.tokens
         kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
         self.note(f"{kind} parts not counted")
@@ -229,6 +234,7 @@ def count_chat_detailed(
         encoding=counter.encoder.name,
         exact=counter.exact,
         notes=tuple(counter.notes),
+        images=counter.images,
     )
 
 
