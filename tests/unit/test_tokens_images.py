@@ -27,7 +27,7 @@ OPENAI_EXAMPLES = [
     ("gpt-4o-mini", 128, 64, "high", 2833 + 5667, (128, 64)),
     ("gpt-4o-mini", 1024, 1024, "high", 2833 + 5667 * 4, (768, 768)),
     ("gpt-5", 1024, 1024, "high", 70 + 140 * 4, (768, 768)),
-    ("o1", 1024, 1024, "high", 75 + 150 * 4, (768, 768)),
+    ("o3", 1024, 1024, "high", 75 + 150 * 4, (768, 768)),
     ("o3", 1024, 1024, "low", 75, (512, 512)),
     ("computer-use-preview", 1024, 1024, "high", 65 + 129 * 4, (768, 768)),
     # Patches: 1024 × 1024 → 1024 patches; 1800 × 2400 → 1056 × 1408 → 1452 patches.
@@ -73,7 +73,8 @@ def test_exactness_follows_what_is_documented_and_not_contradicted() -> None:
     assert tokens.image_tokens("firsttoken-sim", 800, 600).exact  # the built-in model: "auto" is "high"
     assert tokens.image_tokens("gpt-4.1-mini", 1024, 1024).exact
     assert not tokens.image_tokens("gpt-4.1-mini", 1800, 2400).exact  # past the cap: scaled by the guide's rule
-    for model in ("gpt-5-mini", "gpt-5-nano", "gpt-5.2", "gpt-5.4-mini", "o3-pro", "llama-3-vision", "claude-3-haiku"):
+    for model in ("gpt-5-mini", "gpt-5-nano", "gpt-5.2", "gpt-5.4-mini", "o1", "o3-pro", "llama-3-vision",
+                  "claude-3-haiku"):
         assert not tokens.image_tokens(model, 800, 600, "high").exact, model
     assert image_rule("openai/gpt-4o-mini-2024-07-18").base == 2833
     assert image_rule("gpt-5-chat-latest").per_tile == 140

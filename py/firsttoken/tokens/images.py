@@ -20,7 +20,10 @@ The rules, per family (`image_rule`):
   (measured: community.openai.com/t/1262691, "128x64 image", 267 tokens with 12 of text).
   Base/tile: 85/170 for gpt-4o, gpt-4.1, gpt-4.5; 2833/5667 for gpt-4o-mini; 70/140
   for gpt-5 and gpt-5-chat-latest; 75/150 for o1, o1-pro, o3; 65/129 for
-  computer-use-preview. Worked examples in the guide: 1024 × 1024 high = 765,
+  computer-use-preview. Measured against the API (the same thread, a 128 × 64 image
+  and 11-12 tokens of text at low and high): gpt-4o, gpt-4.1, gpt-4.5 and gpt-4-turbo
+  97/267, gpt-4o-mini 2845/8512, o3 86/236, as the table gives; o1 22/44, which it
+  does not. Worked examples in the guide: 1024 × 1024 high = 765,
   2048 × 4096 high = 1105, 4096 × 8192 low = 85 (gpt-4o). The guide does not say how
   a scaled side is rounded; to the nearest pixel is what the API bills (2049 × 513 is
   billed 8 tiles and 2050 × 513 4 on gpt-4.1: community.openai.com/t/1281361).
@@ -47,13 +50,14 @@ The rules, per family (`image_rule`):
 **Estimates.** A rule is `exact` only where the guide gives it with worked examples
 and nothing measured contradicts it. Not exact: every Claude model; gpt-5-mini and
 gpt-5-nano (billed at 1.2 and 1.5 per patch in measurements, not the 1.62 and 2.46 the
-guide gives: community.openai.com/t/1344040, 1377015); later gpt-5.x models and
+guide gives: community.openai.com/t/1344040, 1377015); o1 and o1-pro (billed far
+below the table, above); later gpt-5.x models, o-series models the table leaves out, and
 unknown models (counted by the nearest documented rule); `detail` "auto" or absent on a
 tile model (the guide: the model decides; counted as "high", the dearer); a patch
 model's image past 1536 patches (the API has billed other sizes than the guide's
-scale-down gives). An image resized to its target size first is never past the cap. A whole
-prompt's estimate is corrected from the server's `usage` by `Calibration`, which sees
-image and text tokens together.
+scale-down gives; an image resized to its target size first never is). A prompt's
+estimate is corrected from the server's `usage` by `Calibration`, its image tokens
+(`ChatCount.images`) apart from its text.
 
 The gateway's built-in model (firsttoken-sim) bills images by gpt-4o's tile rule, with
 "auto" meaning "high": its counts are exact by definition (gateway/simulator.py).
@@ -67,6 +71,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..image_header import ImageHeader, read_base64_header, read_data_url_header
+from .models import _TAIL as _T
 from .models import _base_name
 
 __all__ = [
@@ -94,7 +99,7 @@ _CLAUDE_LONG_EDGE = 1568
 _CLAUDE_PIXELS_PER_TOKEN = 750
 _CLAUDE_MAX_TOKENS = 1600
 
-DETAILS = ("low", "high")
+_DETAILS = ("low", "high")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +140,8 @@ _GPT_5_MINI = ImageRule("gpt-5-mini patches ×1.62 (billed ×1.2 in measurements
 _GPT_5_NANO = ImageRule("gpt-5-nano patches ×2.46 (billed ×1.5 in measurements)", "patch", False, multiplier=2.46)
 _CLAUDE = ImageRule("Claude: pixels / 750", "area", False)
 
-# `(pattern, rule)`, first match wins, on the model's base name (`models._base_name`).
-_T = r"(?:[-:@].*)?"
+# `(pattern, rule)`, first match wins, on the model's base name (`models._base_name`);
+# a family name is followed by nothing or a separator, as in `models`.
 _RULES: tuple[tuple[re.Pattern[str], ImageRule], ...] = tuple(
     (re.compile(pattern, re.DOTALL), rule)
     for pattern, rule in (
@@ -144,7 +149,9 @@ _RULES: tuple[tuple[re.Pattern[str], ImageRule], ...] = tuple(
         (rf"(?:chat)?gpt-4o-mini{_T}", ImageRule("gpt-4o-mini tiles", "tile", True, base=2833, per_tile=5667)),
         (rf"gpt-4\.1-mini{_T}", ImageRule("gpt-4.1-mini patches ×1.62", "patch", True, multiplier=1.62)),
         (rf"gpt-4\.1-nano{_T}", ImageRule("gpt-4.1-nano patches ×2.46", "patch", True, multiplier=2.46)),
-        (rf"o4-mini{_T}|codex-mini-latest", ImageRule("o4-mini patches ×1.72", "patch", True, multiplier=1.72)),
+        (rf"o4-mini{_T}", ImageRule("o4-mini patches ×1.72", "patch", True, multiplier=1.72)),
+        # Not in the guide's table; measured ×1.72 like o4-mini, which it is built on.
+        (r"codex-mini-latest", ImageRule("codex-mini-latest: as o4-mini", "patch", False, multiplier=1.72)),
         (rf"gpt-5-mini{_T}", _GPT_5_MINI),
         (rf"gpt-5-nano{_T}", _GPT_5_NANO),
         (rf"gpt-5\.\d+-mini{_T}", ImageRule("gpt-5.x-mini: as gpt-5-mini", "patch", False, multiplier=1.62)),
@@ -152,8 +159,8 @@ _RULES: tuple[tuple[re.Pattern[str], ImageRule], ...] = tuple(
         (rf"(?:chat)?gpt-4o{_T}|gpt-4\.[15]{_T}|gpt-4-turbo{_T}", _GPT_4O),
         (r"gpt-5|gpt-5-chat-latest|gpt-5-\d{4}-\d{2}-\d{2}", ImageRule("gpt-5 tiles", "tile", True, base=70, per_tile=140)),
         (r"gpt-5(?:[-.:@].*)?", ImageRule("gpt-5.x: as gpt-5 tiles", "tile", False, base=70, per_tile=140)),
-        (rf"o1|o1-pro|o3|(?:o1|o1-pro|o3)-\d{{4}}-\d{{2}}-\d{{2}}", ImageRule("o1/o3 tiles", "tile", True, base=75, per_tile=150)),
-        (rf"o[13]{_T}", ImageRule("o-series: as o1/o3 tiles", "tile", False, base=75, per_tile=150)),
+        (r"o3(?:-\d{4}-\d{2}-\d{2})?", ImageRule("o3 tiles", "tile", True, base=75, per_tile=150)),
+        (rf"o[13]{_T}", ImageRule("o1/o-series: as o3 tiles", "tile", False, base=75, per_tile=150)),
         (rf"computer-use-preview{_T}", ImageRule("computer-use-preview tiles", "tile", True, base=65, per_tile=129)),
         (r"claude-.*", _CLAUDE),
     )
@@ -227,7 +234,7 @@ def max_image_tokens(model: str, detail: str | None = None) -> int:
 
 def _effective_detail(rule: ImageRule, detail: str | None) -> tuple[str, bool]:
     """The detail a tile model applies, and whether that is known (not a guess)."""
-    if detail in DETAILS:
+    if detail in _DETAILS:
         return detail, True  # type: ignore[return-value]
     if detail in (None, "auto") and rule.auto is not None:
         return rule.auto, True
