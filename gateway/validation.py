@@ -16,9 +16,12 @@ from typing import Any
 
 from starlette.requests import Request
 
+from firsttoken.errors import InvalidImage
+from firsttoken.tokens.images import part_image
+
 from .errors import APIError, invalid
 
-__all__ = ["ChatRequest", "check_object", "decode_body", "message_text", "read_body", "replay_body"]
+__all__ = ["ChatRequest", "bad_image", "check_object", "decode_body", "message_text", "read_body", "replay_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,23 @@ def message_text(message: dict[str, Any]) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
+
+
+def bad_image(turns: Any, name: str, *, dotted: bool = False) -> tuple[str, InvalidImage] | None:
+    """The first image part among `turns` (a body's list of messages or input items, at
+    `name`) whose bytes do not read as an image or declare too many pixels
+    (`firsttoken.image_header`), as `(param path, error)`; None if every one reads. The
+    built-in model bills images from their headers, so it refuses what it cannot read, as
+    the real APIs refuse an image they cannot decode. `dotted`: Anthropic's paths
+    (`messages.0.content.1`), else OpenAI's (`messages[0].content[1]`)."""
+    for i, turn in enumerate(turns if isinstance(turns, list) else ()):
+        content = turn.get("content") if isinstance(turn, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else ()):
+            try:
+                part_image(part)
+            except InvalidImage as error:
+                return (f"{name}.{i}.content.{j}" if dotted else f"{name}[{i}].content[{j}]"), error
+    return None
 
 
 def replay_body(body: bytes, receive: Any) -> Any:

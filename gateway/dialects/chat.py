@@ -13,11 +13,12 @@ import time
 from typing import Any, Sequence
 
 from ..errors import APIError, invalid
-from ..validation import ChatRequest, check_object, decode_body, message_text
+from ..validation import ChatRequest, bad_image, check_object, decode_body, message_text
 from .wire import Outcome, Stamp, json_string, last_total, new_id
 
 __all__ = [
-    "ChatFraming", "ROLES", "body_text", "check", "check_supported", "event_text", "parse", "usage_total",
+    "ChatFraming", "ROLES", "body_text", "check", "check_supported", "event_text", "parse", "refuse_bad_images",
+    "usage_total",
 ]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -155,8 +156,8 @@ def _check_message(message: Any, i: int) -> None:
 
 def check_supported(req: ChatRequest) -> None:
     """Refuse, as the real API does for a model without them, what the built-in model
-    cannot do: more than one choice, tools, and answer formats other than text and
-    JSON objects."""
+    cannot do: more than one choice, tools, answer formats other than text and JSON
+    objects, and images it cannot read (`refuse_bad_images`)."""
     n = req.raw.get("n")
     if n not in (None, 1):
         raise APIError(400, f"Unsupported value: 'n' does not support {n} with this model. Only the default (1) value is supported.",
@@ -168,6 +169,17 @@ def check_supported(req: ChatRequest) -> None:
     if req.format == "json_object" and not any("json" in message_text(m).lower() for m in req.messages):
         raise APIError(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
                        param="messages", code="invalid_value")
+    refuse_bad_images(req.raw.get("messages"), "messages")
+
+
+def refuse_bad_images(turns: Any, name: str) -> None:
+    """OpenAI's 400 for an image part that does not read as an image, or declares more
+    pixels than may be decoded; its `code` is firsttoken's (`invalid_image`,
+    `image_too_large`), its `param` the part."""
+    found = bad_image(turns, name)
+    if found is not None:
+        where, error = found
+        raise invalid(f"Invalid image in '{where}': {error.message}", param=where, code=error.code)
 
 
 def refuse_tools(req: ChatRequest) -> None:

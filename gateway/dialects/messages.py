@@ -16,7 +16,7 @@ import json
 from typing import Any, Sequence
 
 from ..errors import APIError, invalid, new_request_id
-from ..validation import ChatRequest, check_object, decode_body
+from ..validation import ChatRequest, bad_image, check_object, decode_body
 from .wire import Outcome, Stamp, compact, is_count, json_string, new_id, sse_event
 
 __all__ = ["MessagesFraming", "body_text", "check", "check_supported", "event_text", "parse", "usage_total"]
@@ -100,8 +100,8 @@ def _bad(where: str, problem: str) -> APIError:
 
 def _turn(turn: Any, i: int) -> dict[str, Any]:
     """Message `i`, checked, as a chat message for counting and answering: its text
-    blocks as text; a tool's use or result as the text it carries; an image as chat's
-    image parts are counted (a fixed estimate); other blocks uncounted."""
+    blocks as text; a tool's use or result as the text it carries; an image block as it
+    is (counted from its pixels: firsttoken.tokens.images); other blocks uncounted."""
     where = f"messages.{i}"
     if not isinstance(turn, dict):
         raise _bad(where, "Input should be a valid dictionary")
@@ -123,7 +123,7 @@ def _turn(turn: Any, i: int) -> dict[str, Any]:
                 raise _bad(f"{where}.content.{j}.text", "Input should be a valid string")
             parts.append({"type": "text", "text": block["text"]})
         elif kind == "image":
-            parts.append({"type": "image_url", "image_url": {"detail": None}})
+            parts.append(block)
         elif kind in ("tool_use", "tool_result", "thinking"):
             parts.append({"type": "text", "text": _carried_text(block)})
         else:
@@ -154,7 +154,8 @@ def _carried_text(block: dict[str, Any]) -> str:
 
 def check_supported(req: ChatRequest) -> None:
     """Anthropic's 400s for what the built-in model cannot do: tools (and a
-    `tool_choice` that would force one), and extended thinking."""
+    `tool_choice` that would force one), extended thinking, and images it cannot read
+    (firsttoken's code in `error.details.error_code`)."""
     raw = req.raw
     if raw.get("tools"):
         raise _bad("tools", "this model does not support tools")
@@ -164,6 +165,10 @@ def check_supported(req: ChatRequest) -> None:
     thinking = raw.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") == "enabled":
         raise _bad("thinking", "this model does not support extended thinking")
+    found = bad_image(raw.get("messages"), "messages", dotted=True)
+    if found is not None:
+        where, error = found
+        raise invalid(f"{where}: {error.message}", param=where, code=error.code)
 
 
 # ---- the answer ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from ..errors import APIError, invalid
 from ..validation import ChatRequest, check_object, decode_body, message_text
-from .chat import check_numbers, refuse_tools
+from .chat import check_numbers, refuse_bad_images, refuse_tools
 from .wire import Outcome, Stamp, compact, json_string, last_total, new_id, sse_event
 
 __all__ = ["ResponsesFraming", "body_text", "check", "check_supported", "event_text", "parse", "usage_total"]
@@ -143,8 +143,8 @@ def _item(item: Any, i: int) -> dict[str, Any]:
                 raise _type(f"{where}.content[{j}].text", "a string", part.get("text"))
             parts.append({"type": "text", "text": part["text"]})
         elif part["type"] == "input_image":
-            # Counted as chat's image parts are: a fixed estimate by detail.
-            parts.append({"type": "image_url", "image_url": {"detail": part.get("detail")}})
+            # Kept as it is: counted from its pixels by the model's rule (firsttoken.tokens.images).
+            parts.append(part)
         else:
             parts.append({"type": part["type"]})
     return {"role": role, "content": parts}
@@ -156,7 +156,8 @@ def _item(item: Any, i: int) -> dict[str, Any]:
 def check_supported(req: ChatRequest) -> None:
     """OpenAI's 400s for what the built-in model cannot do: tools, state kept between
     requests (it keeps none: `previous_response_id`, `conversation`, `background`,
-    stored `prompt` templates), and formats other than text and JSON objects."""
+    stored `prompt` templates), formats other than text and JSON objects, and images it
+    cannot read."""
     refuse_tools(req)
     previous = req.raw.get("previous_response_id")
     if previous is not None:
@@ -172,6 +173,7 @@ def check_supported(req: ChatRequest) -> None:
     if req.format == "json_object" and not any("json" in message_text(m).lower() for m in req.messages):
         raise invalid("Response input messages must contain the word 'json' in some form to use 'text.format' of type "
                       "'json_object'.", param="input", code="invalid_value")
+    refuse_bad_images(req.raw.get("input"), "input")
 
 
 # ---- the answer ---------------------------------------------------------------------------

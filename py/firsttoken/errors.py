@@ -21,7 +21,9 @@ at the adapter boundary, in one place each, never deeper.
     ├── Aborted                      the user (or the page) stopped the request
     ├── LocalProtocolError           we were asked to do something invalid
     │   ├── InvalidMessage           a bridge/protocol message that does not validate
-    │   └── ContextBudgetExceeded    what must be sent does not fit the token budget
+    │   ├── ContextBudgetExceeded    what must be sent does not fit the token budget
+    │   └── InvalidImage             an image whose header does not read (not an image, truncated, corrupt)
+    │       └── ImageTooLarge        an image declaring more pixels than may be decoded (a decompression bomb)
     ├── TokenizerError               unknown encoding, missing or corrupt BPE data
     └── CacheError                   storage failed or returned data that does not verify
         ├── CacheCorrupt             a record did not verify (not a store failure)
@@ -56,6 +58,8 @@ __all__ = [
     "LocalProtocolError",
     "InvalidMessage",
     "ContextBudgetExceeded",
+    "InvalidImage",
+    "ImageTooLarge",
     "TokenizerError",
     "CacheError",
     "CacheCorrupt",
@@ -263,6 +267,40 @@ class ContextBudgetExceeded(LocalProtocolError):
 
     def to_dict(self) -> dict[str, object]:
         return {**super().to_dict(), "required": self.required, "available": self.available}
+
+
+class InvalidImage(LocalProtocolError):
+    """An image part whose bytes do not read as a PNG, JPEG, WebP or GIF header
+    (`firsttoken.image_header`): not an image, cut short, or corrupt. `format` is the
+    format the bytes started as, when they got that far ("png", …), else None."""
+
+    code = "invalid_image"
+
+    def __init__(self, message: str = "", *, format: str | None = None, partial: str = "") -> None:
+        super().__init__(message, partial=partial)
+        self.format = format
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "format": self.format}
+
+
+class ImageTooLarge(InvalidImage):
+    """An image whose header declares `width` × `height` pixels, more than `limit`: a
+    small file can declare gigapixels (a decompression bomb), so it is refused from its
+    header, never decoded."""
+
+    code = "image_too_large"
+
+    def __init__(
+        self, message: str = "", *, width: int, height: int, limit: int, format: str | None = None, partial: str = ""
+    ) -> None:
+        super().__init__(message, format=format, partial=partial)
+        self.width = width
+        self.height = height
+        self.limit = limit
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "width": self.width, "height": self.height, "limit": self.limit}
 
 
 class TokenizerError(FirstTokenError):

@@ -33,8 +33,10 @@ def test_an_unknown_models_window_is_a_guess_until_a_setting_says() -> None:
 def test_rough_count_is_about_four_characters_a_token_plus_the_chat_overhead() -> None:
     assert tokens.rough_count_chat([]) == 3
     assert tokens.rough_count_chat([{"role": "user", "content": "x" * 40}]) == 3 + 3 + 10
-    parts = [{"type": "text", "text": "x" * 7}, {"type": "image_url", "image_url": {"url": "data:"}}, {"type": "text", "text": "y"}]
-    assert tokens.rough_count_chat([{"role": "user", "content": parts}, {"role": "assistant", "content": None}]) == 3 + (3 + 2) + 3
+    parts = [{"type": "text", "text": "x" * 7}, {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}},
+             {"type": "text", "text": "y"}]
+    # The image by its rule (given by URL: at its most, 85 at low detail on gpt-4o).
+    assert tokens.rough_count_chat([{"role": "user", "content": parts}, {"role": "assistant", "content": None}]) == 3 + (3 + 2 + 85) + 3
 
 
 def test_estimate_is_exact_with_an_encoder_and_rough_without(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,3 +123,34 @@ def test_adjust_is_never_negative_and_survives_persistence(
     # A constant offset is learnt exactly for a known model.
     if model == "gpt-4o" and samples and all(a - e == samples[0][1] - samples[0][0] for e, a in samples):
         assert adjusted == max(0, estimate + samples[0][1] - samples[0][0])
+
+
+def test_images_are_corrected_apart_from_the_text() -> None:
+    # gpt-5-mini: its text count is exact, its images billed ×1.2 where the guide says ×1.62.
+    calibration = Calibration()
+    for text, images in [(40, 1659), (120, 0), (60, 3318), (30, 0)]:
+        actual_images = round(images / 1.62 * 1.2)
+        calibration.record("gpt-5-mini", text + images, text + actual_images + 2, images)
+    # Text-only prompts are corrected by the text-only samples alone: +2.
+    assert calibration.adjust("gpt-5-mini", 500) == 502
+    # Images by their own ratio, whatever their number.
+    for images in (1659, 4977):
+        expected = 100 + 2 + round(images / 1.62 * 1.2)
+        assert abs(calibration.adjust("gpt-5-mini", 100 + images, images) - expected) <= 1
+    # An image correction with no image sample yet leaves the images as counted.
+    fresh = Calibration()
+    fresh.record("claude-sonnet-4", 1000, 1100)
+    assert fresh.adjust("claude-sonnet-4", 1000 + 1590, 1590) == 1100 + 1590
+
+
+def test_samples_with_images_survive_storage() -> None:
+    calibration = Calibration()
+    calibration.record("gpt-4o", 100, 110)
+    calibration.record("gpt-4o", 900, 905, 765)
+    data = json.loads(json.dumps(calibration.to_dict()))
+    assert data["models"]["gpt-4o"] == [[100, 110], [900, 905, 765]]
+    assert Calibration.from_dict(data).adjust("gpt-4o", 900, 765) == calibration.adjust("gpt-4o", 900, 765)
+    for bad in ([1, 2, 3, 4], [10, 20, 30]):  # too long; more images than the estimate
+        with pytest.raises(CacheError):
+            Calibration.from_dict({**data, "models": {"gpt-4o": [bad]}})
+    assert calibration.compare("gpt-4o", 900, 903, images=765)["adjusted"] == calibration.adjust("gpt-4o", 900, 765)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from firsttoken import tokens
 from firsttoken.errors import ContextBudgetExceeded
 from tests.corpus.tokens.golden import corpus_texts
+from tests.unit.image_files import data_url, png
 
 # The example conversation of the OpenAI cookbook "How to count tokens with tiktoken"
 # (openai-cookbook, examples/How_to_count_tokens_with_tiktoken.ipynb). The cookbook
@@ -99,7 +100,7 @@ def test_parts_and_images() -> None:
     assert detail.total == 9 and not detail.exact
 
     def with_image(detail: str | None) -> list[dict[str, Any]]:
-        image: dict[str, Any] = {"url": "data:image/png;base64,AAAA"}
+        image: dict[str, Any] = {"url": data_url(png(1024, 1024, pixels=False))}
         if detail:
             image["detail"] = detail
         return [{"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": image}]}]
@@ -358,7 +359,7 @@ def test_fit_properties(
 
 def test_cutting_a_message_with_an_image_keeps_the_image() -> None:
     long_text = " ".join(corpus_texts()["prose_en"].split()[:200])
-    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"}}
+    image = {"type": "image_url", "image_url": {"url": data_url(png(1024, 1024, pixels=False)), "detail": "low"}}
     messages = [SYSTEM, {"role": "user", "content": [{"type": "text", "text": long_text}, image]}]
     c = costs(messages)
     floor = 3 + 1 + tokens.IMAGE_TOKENS_LOW  # per message, "user", the image

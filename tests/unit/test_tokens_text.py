@@ -19,7 +19,7 @@ PUBLIC_API = {
     "ModelInfo", "DEFAULT_CONTEXT_WINDOW", "context_window", "encoding_for_model", "model_info", "resolve_encoding",
     "ChatCount", "FitResult", "TruncatedMessage", "count_chat", "count_chat_detailed",
     "fit_messages", "IMAGE_TOKENS_DEFAULT", "IMAGE_TOKENS_LOW", "TOOL_CALL_OVERHEAD",
-    "Calibration",
+    "Calibration", "ImageCount", "image_target_size", "image_tokens",
     "DEFAULT_REPLY_RESERVE", "budget_for", "estimate_tokens", "rough_count_chat", "reply_reserve",
     "api_of_model", "public_tokenizer",
     "ENCODINGS", "Encoder", "EncoderFactory", "TiktokenEncoder", "available_backends",

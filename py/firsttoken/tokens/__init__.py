@@ -43,10 +43,11 @@ examples/How_to_count_tokens_with_tiktoken.ipynb), which compared it with the AP
   newer o200k models (gpt-4.1, gpt-5, o-series) and unknown models are assumed to
   follow the gpt-4o rule: nothing published checks that.
 * content as a list of parts: text (and refusal) parts are counted, each on its own;
-  an image part counts a fixed `IMAGE_TOKENS_LOW` (85, detail "low") or
-  `IMAGE_TOKENS_DEFAULT` (765: a 1024×1024 image at high detail on gpt-4o) because the
-  real cost depends on the image size and model; audio/file parts count 0. Either
-  makes the count inexact.
+  image parts (Chat Completions `image_url`, Responses `input_image`, Anthropic
+  `image`) by the model's image rule from the pixel size in the image's own header
+  (`image_tokens`, below); audio/file parts count 0, which makes the count inexact.
+  An image part adds no tokens of its own beyond the image's: gpt-4o bills a 128×64
+  image with five words of text 267 = 255 + 12 (community.openai.com/t/1262691).
 * assistant `tool_calls`: function name + arguments + `TOOL_CALL_OVERHEAD` (7) each,
   our own estimate; other string fields (e.g. `tool_call_id`) are counted as text,
   as the cookbook does for every field.
@@ -68,6 +69,17 @@ examples/How_to_count_tokens_with_tiktoken.ipynb), which compared it with the AP
 `ChatCount.exact` is True only for text-only messages on a family the cookbook
 verified, without tools, sent as Chat Completions; `notes` lists what was estimated. Even "exact" counts can drift
 when a provider changes its hidden formatting, which `Calibration` corrects.
+
+Images (`image_tokens`, `image_target_size`)
+--------------------------------------------
+`image_tokens(model, width, height, detail) -> ImageCount` (tokens, the width and
+height the model keeps, exact or not) and `image_target_size(model, width, height,
+detail) -> (width, height)`: OpenAI's tile and patch rules and Anthropic's area rule,
+each cited in `firsttoken.tokens.images`. The size comes from the image's header
+(`firsttoken.image_header.read_image_header`, `read_data_url_header`), never its byte
+length; a header that does not read raises `InvalidImage`, one declaring more than
+`MAX_IMAGE_PIXELS` raises `ImageTooLarge`. An image given by URL (not its bytes) is
+counted at the most an image can cost the model, as an estimate.
 
 Fitting (`fit_messages`)
 ------------------------
@@ -123,6 +135,7 @@ from firsttoken.tokens.encoders import (
     truncate,
 )
 from firsttoken.tokens.fit import FitResult, TruncatedMessage, fit_messages
+from firsttoken.tokens.images import ImageCount, image_target_size, image_tokens
 from firsttoken.tokens.models import (
     DEFAULT_CONTEXT_WINDOW,
     ModelInfo,
@@ -159,6 +172,10 @@ __all__ = [
     "IMAGE_TOKENS_LOW",
     "TOOL_CALL_OVERHEAD",
     "Calibration",
+    # images
+    "ImageCount",
+    "image_target_size",
+    "image_tokens",
     # budget
     "DEFAULT_REPLY_RESERVE",
     "budget_for",

@@ -6,17 +6,23 @@
   encoder is at hand, else `rough_count_chat`. The page loads its encoder lazily, so
   the first prompts of a session, and any session whose encoder failed to load, are
   estimated: for the governor's quota check before sending, and the composer's count.
-* `rough_count_chat(messages)`: no encoder at all. About 4 characters a token (OpenAI's
-  rule of thumb for English text), plus the cookbook's chat overhead (3 tokens a
-  message, 3 priming the reply). Also the built-in model's `usage.prompt_tokens` when
-  the gateway cannot load the tokenizer data (gateway/simulator.py).
+* `rough_count_chat(messages, model)`: no encoder at all. About 4 characters a token
+  (OpenAI's rule of thumb for English text), plus the cookbook's chat overhead (3 tokens
+  a message, 3 priming the reply), plus each image by `model`'s rule, which needs no
+  encoder (`firsttoken.tokens.images`). Also the built-in model's `usage.prompt_tokens`
+  when the gateway cannot load the tokenizer data (gateway/simulator.py).
+
+An image whose bytes do not read (`InvalidImage`) is an error in both: it would fail at
+the provider too, and no count of it would mean anything.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Protocol, Sequence
 
+from firsttoken.errors import InvalidImage
 from firsttoken.tokens.chat import _part_text, count_chat
+from firsttoken.tokens.images import count_image_part
 from firsttoken.tokens.models import context_window
 
 __all__ = ["DEFAULT_REPLY_RESERVE", "BudgetSettings", "budget_for", "estimate_tokens", "reply_reserve", "rough_count_chat"]
@@ -65,22 +71,29 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]], model: str) -> int:
     """Prompt tokens: exact when an encoder for `model` is at hand, else rough."""
     try:
         return count_chat(messages, model)
+    except InvalidImage:
+        raise  # the prompt's fault, not the encoder's: rough counting would fail the same way
     except Exception:  # noqa: BLE001 - no encoder (yet): the page loads it lazily
-        return rough_count_chat(messages)
+        return rough_count_chat(messages, model)
 
 
-def rough_count_chat(messages: Sequence[Mapping[str, Any]]) -> int:
+def rough_count_chat(messages: Sequence[Mapping[str, Any]], model: str = "") -> int:
     """Prompt tokens without an encoder: ~4 characters a token of each message's text
     (the text `count_chat` would count: string content, or its text parts), plus the
-    chat overhead."""
+    chat overhead, plus its images by `model`'s rule (`firsttoken.tokens.images`; no
+    model: gpt-4o's)."""
     total = _REPLY_PRIMING
     for message in messages:
         content = message.get("content")
+        images = 0
         if isinstance(content, str):
             chars = len(content)
         elif isinstance(content, list):
             chars = sum(len(text) for text in map(_part_text, content) if text)
+            for part in content:
+                image = count_image_part(part, model)
+                images += image.tokens if image is not None else 0
         else:
             chars = 0
-        total += _PER_MESSAGE + -(-chars // _CHARS_PER_TOKEN)
+        total += _PER_MESSAGE + -(-chars // _CHARS_PER_TOKEN) + images
     return total

@@ -23,8 +23,16 @@ class Calibration:
     `actual - estimate`. For an unknown model (e.g. a Llama served behind an
     OpenAI-compatible API, counted with o200k_base) the tokenizers differ, so the error
     grows with the text: `adjust` scales by the median of recent `actual / estimate`.
-    Medians ignore the odd outlier (a prompt with an image). Fractions round up, since
-    overestimating a prompt is the safe side of a context limit.
+    Medians ignore the odd outlier. Fractions round up, since overestimating a prompt is
+    the safe side of a context limit.
+
+    Images are corrected apart from the text, when the caller says how many of an
+    estimate's tokens were images (`images`: `ChatCount.images`). Their error grows with
+    the images, not the text (a per-patch multiplier the guide gives wrong, Claude's
+    approximate area rule: `firsttoken.tokens.images`), so a prompt with images teaches
+    the text correction nothing and a text-only prompt teaches the image one nothing:
+    text is corrected from the samples without images, as above; the images by the
+    median of `(actual - corrected text) / images` over the samples with them.
 
     History is bounded: `max_samples` per model, and the `max_models` most recently
     recorded models. `to_dict`/`from_dict` give a JSON-safe form for storage.
@@ -35,40 +43,63 @@ class Calibration:
             raise ValueError("max_samples and max_models must be >= 1")
         self.max_samples = max_samples
         self.max_models = max_models
-        self._samples: OrderedDict[str, deque[tuple[int, int]]] = OrderedDict()
+        self._samples: OrderedDict[str, deque[tuple[int, int, int]]] = OrderedDict()
 
-    def record(self, model: str, estimate: int, actual_prompt_tokens: int) -> None:
-        """Remember one request: our estimate and the server's prompt_tokens."""
-        for value in (estimate, actual_prompt_tokens):
+    def record(self, model: str, estimate: int, actual_prompt_tokens: int, images: int = 0) -> None:
+        """Remember one request: our estimate, the server's prompt_tokens, and how many of
+        the estimate's tokens were images."""
+        for value in (estimate, actual_prompt_tokens, images):
             if type(value) is not int or value < 0:
                 raise ValueError(f"token counts must be ints >= 0, not {value!r}")
+        if images > estimate:
+            raise ValueError(f"images ({images}) cannot exceed the estimate ({estimate})")
         history = self._samples.pop(model, None)
         if history is None:
             history = deque(maxlen=self.max_samples)
-        history.append((estimate, actual_prompt_tokens))
+        history.append((estimate, actual_prompt_tokens, images))
         self._samples[model] = history  # most recent last
         while len(self._samples) > self.max_models:
             self._samples.popitem(last=False)
 
-    def compare(self, model: str, estimate: int | None, actual_prompt_tokens: int | None) -> dict[str, Any]:
+    def compare(
+        self, model: str, estimate: int | None, actual_prompt_tokens: int | None, images: int = 0
+    ) -> dict[str, Any]:
         """Our estimate of one request's prompt against the server's `prompt_tokens`:
         recorded when both are known, and reported with the next adjustment of
         `estimate` (`chat.done.prompt`: `{estimate, actual, adjusted}`)."""
         if isinstance(estimate, int) and isinstance(actual_prompt_tokens, int):
-            self.record(model, estimate, actual_prompt_tokens)
+            self.record(model, estimate, actual_prompt_tokens, images)
         return {
             "estimate": estimate,
             "actual": actual_prompt_tokens,
-            "adjusted": self.adjust(model, estimate) if isinstance(estimate, int) else None,
+            "adjusted": self.adjust(model, estimate, images) if isinstance(estimate, int) else None,
         }
 
     def samples(self, model: str) -> int:
         """How many samples are held for `model`."""
         return len(self._samples.get(model, ()))
 
-    def adjust(self, model: str, estimate: int) -> int:
-        """`estimate` corrected by what was recorded for `model` (unchanged if nothing was)."""
+    def adjust(self, model: str, estimate: int, images: int = 0) -> int:
+        """`estimate` corrected by what was recorded for `model` (unchanged if nothing
+        was); `images` of its tokens are images, corrected apart (see the class)."""
         history = self._samples.get(model)
+        if not history:
+            return estimate
+        text_samples = [(est, actual) for est, actual, imgs in history if not imgs]
+        text = self._adjust_text(model, estimate - images, text_samples)
+        if not images:
+            return text
+        ratios = [
+            max(0.0, (actual - self._adjust_text(model, est - imgs, text_samples)) / imgs)
+            for est, actual, imgs in history
+            if imgs
+        ]
+        if not ratios:
+            return max(0, text + images)
+        return max(0, text + math.ceil(images * statistics.median(ratios)))
+
+    @staticmethod
+    def _adjust_text(model: str, estimate: int, history: list[tuple[int, int]]) -> int:
         if not history:
             return estimate
         if model_info(model).known:
@@ -81,12 +112,13 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe state: `{"version", "max_samples", "max_models", "models": {model:
-        [[estimate, actual], …] oldest first}}`, models least recently recorded first."""
+        [[estimate, actual] or [estimate, actual, images], …] oldest first}}`, models
+        least recently recorded first (a sample without images keeps the older form)."""
         return {
             "version": _FORMAT_VERSION,
             "max_samples": self.max_samples,
             "max_models": self.max_models,
-            "models": {m: [list(s) for s in h] for m, h in self._samples.items()},
+            "models": {m: [list(s) if s[2] else list(s[:2]) for s in h] for m, h in self._samples.items()},
         }
 
     @classmethod
@@ -104,9 +136,9 @@ class Calibration:
                 if not isinstance(model, str) or not isinstance(history, list):
                     raise ValueError(f"bad entry for {model!r}")
                 for sample in history:
-                    if not isinstance(sample, list) or len(sample) != 2:
+                    if not isinstance(sample, list) or len(sample) not in (2, 3):
                         raise ValueError(f"bad sample {sample!r}")
-                    calibration.record(model, sample[0], sample[1])
+                    calibration.record(model, *sample)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CacheError(f"calibration data does not verify: {exc}") from None
         return calibration

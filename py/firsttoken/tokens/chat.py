@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from firsttoken.tokens.encoders import Encoder, _count_with, get_encoder
+from firsttoken.tokens.images import count_image_part
 from firsttoken.tokens.models import ChatFormat, model_info, public_tokenizer
 
 __all__ = [
@@ -18,10 +19,11 @@ __all__ = [
     "count_chat_detailed",
 ]
 
-#: An image part with `"detail": "low"`: the fixed price OpenAI documents for gpt-4o.
+#: An image at `"detail": "low"` on gpt-4o: the fixed price OpenAI documents. Image parts
+#: are counted from their pixels by the model's rule (`firsttoken.tokens.images`); these
+#: two figures are gpt-4o's reference points, kept for callers that name them.
 IMAGE_TOKENS_LOW = 85
-#: Any other image part: a 1024×1024 image at high detail on gpt-4o (85 + 4 tiles × 170).
-#: The real figure depends on the image size and the model, which we do not know.
+#: A 1024×1024 image at high detail on gpt-4o (85 + 4 tiles × 170).
 IMAGE_TOKENS_DEFAULT = 765
 #: Per tool call in an assistant message, on top of its name and arguments. Our estimate
 #: of the wrapper the server adds; no published source gives this number.
@@ -38,8 +40,10 @@ class ChatCount:
     """A chat prompt's token count, itemised. `total` = sum(messages) + tools + reply_priming.
 
     `exact` is True only when every part was counted by a rule the cookbook verified
-    against the API (text content, names, a verified model family, no tools); `notes`
-    says what was estimated otherwise.
+    against the API (text content, names, a verified model family, no tools) and every
+    image by its provider's documented rule; `notes` says what was estimated otherwise.
+    `images`: the tokens of the image parts, within `total` (`Calibration` corrects them
+    apart from the text).
     """
 
     total: int
@@ -49,6 +53,7 @@ class ChatCount:
     encoding: str
     exact: bool
     notes: tuple[str, ...]
+    images: int = 0
 
 
 # What each API dialect's prompt costs beside its text, where it is not Chat Completions'
@@ -70,10 +75,15 @@ class _Counter:
 
     def __init__(self, model: str, count: TextCount | None = None, api: str = "chat_completions") -> None:
         info = model_info(model)
+        self.model = model
+        # Anthropic's image blocks carry no detail: the page's `detail` is dropped on the way
+        # (firsttoken.stream.dialects), so it is not counted either.
+        self.detail_sent = api != "anthropic_messages"
         self.format: ChatFormat = info.chat_format
         self.encoder: Encoder = get_encoder(info.encoding)
         self._count = count
         self.notes: dict[str, None] = {}  # ordered set
+        self.images = 0
         if not public_tokenizer(model):
             self.note(f"{model!r}: no public tokenizer; an estimate with {info.encoding}")
         elif not info.known:
@@ -108,14 +118,13 @@ class _Counter:
         text = _part_text(part)
         if text is not None:
             return self.text(text)
+        image = count_image_part(part, self.model, detail_sent=self.detail_sent)
+        if image is not None:
+            if image.note:
+                self.note(image.note)
+            self.images += image.tokens
+            return image.tokens
         kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-        if kind == "image_url":
-            detail = (part.get("image_url") or {}).get("detail")
-            self.note(
-                f"image parts estimated at {IMAGE_TOKENS_LOW} (detail=low) or"
-                f" {IMAGE_TOKENS_DEFAULT} tokens each"
-            )
-            return IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS_DEFAULT
         self.note(f"{kind} parts not counted")
         return 0
 
@@ -225,6 +234,7 @@ def count_chat_detailed(
         encoding=counter.encoder.name,
         exact=counter.exact,
         notes=tuple(counter.notes),
+        images=counter.images,
     )
 
 
