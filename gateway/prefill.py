@@ -236,7 +236,7 @@ class PrefixCache:
             self._expire(now, rules.idle_s)
             hit = 0
             for key in keys:
-                if not self._fresh(key, now, rules.idle_s):
+                if key not in self._used:  # `_expire` just dropped the stale ones
                     break
                 hit += 1
             self._put(keys, now)
@@ -261,7 +261,7 @@ class PrefixCache:
                 for i in range(mark, max(mark - lookback, -1), -1):
                     if boundaries[i] <= read:
                         break
-                    if self._fresh(keys[i], now, rules.idle_s):
+                    if keys[i] in self._used:
                         read = boundaries[i]
                         self._put([keys[i]], now)
                         break
@@ -269,10 +269,6 @@ class PrefixCache:
             self._put([keys[m] for m in written_to], now)
         end = boundaries[marks[-1]]
         return CacheUse(read=read, written=end - read if written_to and end > read else 0)
-
-    def _fresh(self, key: bytes, now: float, idle_s: float) -> bool:
-        used = self._used.get(key)
-        return used is not None and now - used < idle_s
 
     def _put(self, keys: Sequence[bytes], now: float) -> None:
         # Deepest block first, so a prefix's first block is its most recently used: the
@@ -285,7 +281,8 @@ class PrefixCache:
             used.popitem(last=False)
 
     def _expire(self, now: float, idle_s: float) -> None:
-        # Least recently used first: the expired ones are all at the front.
+        # Entries stand in the order they were last used, so the idle ones are all at
+        # the front; after this, every entry left is fresh for this request.
         used = self._used
         while used:
             key, last = next(iter(used.items()))
