@@ -61,12 +61,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 __all__ = [
     "ANTHROPIC_LOOKBACK_BLOCKS",
+    "Breakpoint",
     "CacheRules",
     "CacheUse",
     "PrefixCache",
     "RenderedPrompt",
     "block_keys",
     "boundary_keys",
+    "cache_use",
     "first_token_ms",
     "render_prompt",
     "rough_encode",
@@ -78,6 +80,9 @@ __all__ = [
 ANTHROPIC_LOOKBACK_BLOCKS = 20
 
 Encode = Callable[[str], Sequence[int]]
+#: A block marked for caching: (index of the message in the prompt, index of the
+#: content part in it), as Anthropic's `cache_control` marks one.
+Breakpoint = tuple[int, int]
 
 
 def first_token_ms(base_ms: float, prompt_tokens: int, cached_tokens: int, prefill_tps: float) -> float:
@@ -294,3 +299,31 @@ class PrefixCache:
             if now - last < idle_s:
                 break
             del used[key]
+
+
+def cache_use(cache: PrefixCache, render: Callable[[], RenderedPrompt], model: str, prompt_tokens: int, who: str,
+              breakpoints: Sequence[Breakpoint] | None, rules: CacheRules) -> CacheUse:
+    """What a prompt of `prompt_tokens` for `model` reads from and writes to `who`'s
+    cache: automatically when `breakpoints` is None (OpenAI), else only at those blocks
+    (Anthropic). `render` is called only when the cache could be used (the prompt's
+    encoding is most of the cost)."""
+    if not rules.enabled:
+        return CacheUse()
+    if breakpoints is None:
+        if prompt_tokens < rules.min_tokens:
+            return CacheUse()
+        rendered = render()
+        keys = block_keys(rendered.ids, rules.step, scope_of(who, model, f"automatic/{rules.step}"))
+        return cache.automatic(prompt_tokens, keys, rules)
+    if not breakpoints:
+        return CacheUse()
+    rendered = render()
+    boundaries: list[int] = []
+    index: dict[Breakpoint, int] = {}
+    for m, ends in enumerate(rendered.ends):
+        for p, end in enumerate(ends):
+            index[(m, p)] = len(boundaries)
+            boundaries.append(end)
+    marks = [index[b] for b in breakpoints if b in index]
+    keys = boundary_keys(rendered.ids, boundaries, scope_of(who, model, "explicit"))
+    return cache.explicit(boundaries, keys, marks, rules)

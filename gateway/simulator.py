@@ -49,8 +49,8 @@ from firsttoken.tokens import estimate_tokens
 
 from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
-from .prefill import (CacheRules, CacheUse, PrefixCache, RenderedPrompt, block_keys, boundary_keys, first_token_ms,
-                      render_prompt, rough_encode, scope_of)
+from .prefill import (Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use, first_token_ms, render_prompt,
+                      rough_encode)
 from .validation import ChatRequest, message_text
 
 if TYPE_CHECKING:  # types only
@@ -273,9 +273,6 @@ class DropConnection(Exception):
 Sleep = Callable[[float], Awaitable[None]]
 CountTokens = Callable[[list[dict[str, Any]], str], int]
 RenderPrompt = Callable[[list[dict[str, Any]], str], RenderedPrompt]
-#: A block marked for caching: (index of the message in `ChatRequest.messages`, index of
-#: the content part in it), as Anthropic's `cache_control` marks one.
-Breakpoint = tuple[int, int]
 
 
 def render_ids(messages: list[dict[str, Any]], model: str) -> RenderedPrompt:
@@ -356,37 +353,13 @@ class Simulator:
         else:
             pieces, count = iter_answer(req.messages, n), n
         prompt_tokens = self.count_tokens(req.messages, req.model)
-        use = self.cache_use(req, params, prompt_tokens, who, breakpoints)
+        use = cache_use(self.cache, lambda: self.render(req.messages, req.model), req.model, prompt_tokens, who,
+                        breakpoints, params.cache_rules())
         cached = min(use.read, prompt_tokens)
         outcome = Outcome(finish, prompt_tokens, count, cached_tokens=cached,
                           cache_write_tokens=min(use.written, prompt_tokens - cached))
         delay = first_token_ms(params.ttft_ms, prompt_tokens, cached, params.prefill_tps)
         return Answer(pieces, outcome, delay)
-
-    def cache_use(self, req: ChatRequest, params: SimParams, prompt_tokens: int, who: str,
-                  breakpoints: list[Breakpoint] | None) -> CacheUse:
-        """What `req` reads from and writes to its scope's prefix cache."""
-        rules = params.cache_rules()
-        if not rules.enabled:
-            return CacheUse()
-        if breakpoints is None:
-            if prompt_tokens < rules.min_tokens:  # never cached: spare the rendering
-                return CacheUse()
-            rendered = self.render(req.messages, req.model)
-            scope = scope_of(who, req.model, f"automatic/{rules.step}")
-            return self.cache.automatic(prompt_tokens, block_keys(rendered.ids, rules.step, scope), rules)
-        if not breakpoints:
-            return CacheUse()
-        rendered = self.render(req.messages, req.model)
-        boundaries: list[int] = []
-        index: dict[Breakpoint, int] = {}
-        for m, ends in enumerate(rendered.ends):
-            for p, end in enumerate(ends):
-                index[(m, p)] = len(boundaries)
-                boundaries.append(end)
-        marks = [index[b] for b in breakpoints if b in index]
-        keys = boundary_keys(rendered.ids, boundaries, scope_of(who, req.model, "explicit"))
-        return self.cache.explicit(boundaries, keys, marks, rules)
 
     async def stream(self, framing: Framing, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
         """The answer's events in `framing`'s wire format, paced by `params`.

@@ -272,3 +272,15 @@ def test_changing_a_late_message_keeps_the_early_blocks_keys() -> None:
     k1, k2 = block_keys(one.ids, 128, SCOPE), block_keys(two.ids, 128, SCOPE)
     shared = one.ends[0][0] // 128
     assert k1[:shared] == k2[:shared] and shared > 0
+
+
+def test_the_prompt_is_rendered_only_when_the_cache_could_use_it() -> None:
+    from gateway.prefill import cache_use
+
+    def render():  # type: ignore[no-untyped-def]
+        raise AssertionError("rendered for nothing")
+
+    cache = PrefixCache(clock=Clock())
+    assert cache_use(cache, render, "m", 1023, "k", None, RULES).read == 0  # too short
+    assert cache_use(cache, render, "m", 5000, "k", None, CacheRules(enabled=False)).read == 0
+    assert cache_use(cache, render, "m", 5000, "k", [], RULES).read == 0  # Messages without cache_control
