@@ -29,6 +29,7 @@ from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
 from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
+from .prefill import DEFAULT_CACHE_ENTRIES
 from .precompressed import Precompressed
 from .report import report_routes
 from .server import StreamsPerClient
@@ -42,7 +43,7 @@ from .upstream import Upstream
 class GatewayConfig:
     sim: SimParams = field(default_factory=SimParams)
     #: Prefixes the built-in model's cache holds at most, in all (gateway/prefill.py).
-    sim_cache_entries: int = 65_536
+    sim_cache_entries: int = DEFAULT_CACHE_ENTRIES
     upstream: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
     #: The key for the upstream's Anthropic route (`/messages`), sent as `x-api-key`;

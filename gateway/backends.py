@@ -33,6 +33,7 @@ from .access import client_of
 from .chat_body import ChatBody
 from .errors import ANTHROPIC, APIError
 from .offload import Offload
+from .prefill import DEFAULT_CACHE_ENTRIES
 from .simulator import FIRST_TOKEN_HEADER, MODEL_IDS, SIM_HEADER, SimParams, Simulator, render_ids, wall_clock_ms
 from .upstream import Upstream
 
@@ -63,7 +64,7 @@ class SimulatedBackend:
     name = "simulator"
     fail_open = True
 
-    def __init__(self, params: SimParams, offload: Offload, cache_entries: int = 65_536) -> None:
+    def __init__(self, params: SimParams, offload: Offload, cache_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
         self.offload = offload
         counter = _exact_counter(offload)
         self.simulator = Simulator(params, sleep=asyncio.sleep, render=_render_off_loop(offload),

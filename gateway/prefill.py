@@ -64,6 +64,7 @@ __all__ = [
     "Breakpoint",
     "CacheRules",
     "CacheUse",
+    "DEFAULT_CACHE_ENTRIES",
     "PrefixCache",
     "RenderedPrompt",
     "block_keys",
@@ -75,6 +76,9 @@ __all__ = [
     "scope_of",
 ]
 
+#: Prefixes (blocks) a cache holds at most by default: about 13 MB (see `PrefixCache`),
+#: 8.4M tokens at 128 a block, a few hundred long conversations of a benchmark's size.
+DEFAULT_CACHE_ENTRIES = 65_536
 #: Block boundaries an explicit breakpoint looks back over for an earlier write
 #: (Anthropic, "Prompt caching": "about 20 blocks before" a breakpoint).
 ANTHROPIC_LOOKBACK_BLOCKS = 20
@@ -220,11 +224,10 @@ class PrefixCache:
     (the least recently used go first), none older than a request's `idle_s` counted.
 
     Thread-safe: the gateway prepares answers in a thread pool (gateway/offload.py).
-    Memory: an entry is a 16-byte key and a float in an ordered dict, about 200 bytes,
-    so the default 65,536 entries (8.4M tokens at 128 a block) hold about 13 MB.
+    Memory: an entry is a 16-byte key and a float in an ordered dict, about 200 bytes.
     """
 
-    def __init__(self, max_entries: int = 65_536, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, max_entries: int = DEFAULT_CACHE_ENTRIES, clock: Callable[[], float] = time.monotonic) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self.max_entries = max_entries

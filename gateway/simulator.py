@@ -49,8 +49,8 @@ from firsttoken.tokens import estimate_tokens
 
 from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
-from .prefill import (Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use, first_token_ms, render_prompt,
-                      rough_encode)
+from .prefill import (DEFAULT_CACHE_ENTRIES, Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use,
+                      first_token_ms, render_prompt, rough_encode)
 from .validation import ChatRequest, message_text
 
 if TYPE_CHECKING:  # types only
@@ -301,7 +301,7 @@ class Simulator:
         count_tokens: CountTokens = estimate_tokens,
         render: RenderPrompt = render_ids,
         clock: Callable[[], float] = time.monotonic,
-        cache_entries: int = 65_536,
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
     ) -> None:
         self.clock = clock
         self.defaults = defaults
