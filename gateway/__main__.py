@@ -12,7 +12,8 @@ import sys
 from .app import GatewayConfig, create_app
 from .limits import FlowLimits
 from .server import GatewayServer, ServerLimits, raise_fd_limit, uvicorn_config
-from .simulator import DropConnection, SimParams
+from .errors import APIError
+from .simulator import DropConnection, SimParams, check_sim_params
 from .streams import ResumeLimits
 
 _SIM = SimParams()
@@ -90,10 +91,26 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-connections", type=int, default=_SERVER.max_connections)
     p.add_argument("--streams-per-client", type=int, default=GatewayConfig.streams_per_client,
                    help="concurrent answers (all routes together) per client (API key, else address)")
-    p.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms)
-    p.add_argument("--tps", type=float, default=_SIM.tps)
-    p.add_argument("--chunk", type=int, default=_SIM.chunk)
-    p.add_argument("--tokens", type=int, default=_SIM.tokens, help="answer length of the built-in model")
+    sim = p.add_argument_group(
+        "built-in model",
+        "what it costs (gateway/prefill.py): first token = --ttft-ms + uncached prompt tokens / --prefill-tps; "
+        "each request may override these with the x-firsttoken-sim header (gateway/simulator.py)")
+    sim.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms, help="the first token's base cost, in ms")
+    sim.add_argument("--prefill-tps", type=float, default=_SIM.prefill_tps,
+                     help="prompt tokens read per second before the first token; 0 = free")
+    sim.add_argument("--tps", type=float, default=_SIM.tps, help="answer tokens per second")
+    sim.add_argument("--chunk", type=int, default=_SIM.chunk, help="answer tokens per event")
+    sim.add_argument("--tokens", type=int, default=_SIM.tokens, help="answer length")
+    sim.add_argument("--no-prefix-cache", dest="prefix_cache", action="store_false",
+                     help="no prefix cache: every prompt token is read every time")
+    sim.add_argument("--cache-min-tokens", type=int, default=_SIM.cache_min_tokens,
+                     help="the shortest prefix cached (OpenAI: 1,024)")
+    sim.add_argument("--cache-step", type=int, default=_SIM.cache_step,
+                     help="automatic cache hits grow in steps of this many tokens (OpenAI: 128)")
+    sim.add_argument("--cache-idle-s", type=float, default=_SIM.cache_idle_s,
+                     help="seconds a cached prefix survives unused (OpenAI: 5-10 minutes)")
+    sim.add_argument("--cache-entries", type=int, default=GatewayConfig.sim_cache_entries,
+                     help="cached prefixes (blocks) kept in all, least recently used dropped first")
     p.add_argument("--max-body-bytes", type=int, default=GatewayConfig.max_body_bytes)
     flow = p.add_argument_group("flow control", "rate limits on every /v1 request (README, Flow control); 0 = unlimited")
     flow.add_argument("--rpm", type=int, default=_FLOW.rpm, help="requests per minute, per client")
@@ -159,8 +176,19 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         p.error(f"--resume-*: {exc}")
 
+    sim_params = SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens,
+                           prefill_tps=args.prefill_tps, cache=args.prefix_cache, cache_min_tokens=args.cache_min_tokens,
+                           cache_step=args.cache_step, cache_idle_s=args.cache_idle_s)
+    try:
+        check_sim_params(sim_params)
+    except APIError as exc:
+        p.error(exc.message)
+    if args.cache_entries < 1:
+        p.error("--cache-entries must be at least 1")
+
     config = GatewayConfig(
-        sim=SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens),
+        sim=sim_params,
+        sim_cache_entries=args.cache_entries,
         upstream=args.upstream,
         upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
         anthropic_key=(os.environ.get(args.anthropic_key_env) or None) if args.upstream else None,

@@ -29,6 +29,7 @@ from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
 from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
+from .prefill import DEFAULT_CACHE_ENTRIES
 from .precompressed import Precompressed
 from .report import report_routes
 from .server import StreamsPerClient
@@ -41,6 +42,8 @@ from .upstream import Upstream
 @dataclass
 class GatewayConfig:
     sim: SimParams = field(default_factory=SimParams)
+    #: Prefixes the built-in model's cache holds at most, in all (gateway/prefill.py).
+    sim_cache_entries: int = DEFAULT_CACHE_ENTRIES
     upstream: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
     #: The key for the upstream's Anthropic route (`/messages`), sent as `x-api-key`;
@@ -92,7 +95,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     backend: Backend = (
         UpstreamBackend(Upstream(config.upstream, config.upstream_key, anthropic_key=config.anthropic_key,
                                  forward_client_auth=config.client_key is None, secrets=(config.client_key,)))
-        if config.upstream else SimulatedBackend(config.sim, offload)
+        if config.upstream else SimulatedBackend(config.sim, offload, config.sim_cache_entries)
     )
     shared = SharedState(config.redis) if config.redis else None
     refs: RefStore | SharedRefStore | None = None

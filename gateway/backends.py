@@ -7,8 +7,10 @@ model listings.
 
 - `SimulatedBackend`: the built-in model (gateway/simulator.py), one answer paced the
   same way in every dialect and framed in the dialect's wire format, its CPU work (an
-  answer's preparation, a non-streamed answer's encoding, a large prompt's count) off
-  the event loop (gateway/offload.py).
+  answer's preparation, a non-streamed answer's encoding, a large prompt's count and
+  token ids) off the event loop (gateway/offload.py). Its prefix cache is the client's
+  account's (gateway/access.py: the API key's hash, else the address), never a
+  firsttoken client's own id: every client of one key meets the same server.
 - `UpstreamBackend`: a real API (gateway/upstream.py): each route's body passed on as
   the client sent it (references expanded) to the upstream's route of the same name.
 
@@ -27,10 +29,12 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from .access import client_of
 from .chat_body import ChatBody
 from .errors import ANTHROPIC, APIError
 from .offload import Offload
-from .simulator import MODEL_IDS, SIM_HEADER, SimParams, Simulator, wall_clock_ms
+from .prefill import DEFAULT_CACHE_ENTRIES
+from .simulator import FIRST_TOKEN_HEADER, MODEL_IDS, SIM_HEADER, SimParams, Simulator, render_ids, wall_clock_ms
 from .upstream import Upstream
 
 if TYPE_CHECKING:  # types only
@@ -60,25 +64,28 @@ class SimulatedBackend:
     name = "simulator"
     fail_open = True
 
-    def __init__(self, params: SimParams, offload: Offload) -> None:
+    def __init__(self, params: SimParams, offload: Offload, cache_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
         self.offload = offload
         counter = _exact_counter(offload)
-        self.simulator = Simulator(params, sleep=asyncio.sleep, **({"count_tokens": counter} if counter else {}))
+        self.simulator = Simulator(params, sleep=asyncio.sleep, render=_render_off_loop(offload),
+                                   cache_entries=cache_entries, **({"count_tokens": counter} if counter else {}))
 
     async def answer(self, request: Request, read: ChatBody) -> Response:
         simulator, chat = self.simulator, read.chat
         params = simulator.params(request.headers.get(SIM_HEADER))
         simulator.check_status(params)
         read.dialect.check_supported(chat)
-        answer = await self.offload.run(simulator.prepare, chat, params)
+        answer = await self.offload.run(simulator.prepare, chat, params, client_of(request.scope).account,
+                                        read.dialect.cache_breakpoints(chat))
         framing = read.dialect.framing(chat, answer.outcome, stamp=wall_clock_ms if params.stamp else None)
+        headers = {**framing.headers, FIRST_TOKEN_HEADER: f"{answer.first_token_ms:.3f}"}
         if not chat.stream:
             content = await self.offload.run(_whole, framing, answer.pieces)
-            return Response(content, media_type="application/json", headers=framing.headers)
+            return Response(content, media_type="application/json", headers=headers)
         return StreamingResponse(
             simulator.stream(framing, params, answer),
             media_type="text/event-stream; charset=utf-8",
-            headers={"cache-control": "no-cache", "x-accel-buffering": "no", **framing.headers},
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no", **headers},
         )
 
     async def models(self, request: Request) -> Response:
@@ -126,6 +133,24 @@ def _model_object(model_id: str, created: int) -> dict:
     return {"id": model_id, "object": "model", "created": created, "owned_by": "firsttoken"}
 
 
+def _large(messages: list) -> bool:
+    """Whether a prompt is large enough that its encoding belongs in the worker process."""
+    size = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 4096 for m in messages)
+    return size > _COUNT_IN_PROCESS_CHARS
+
+
+def _render_off_loop(offload: Offload):
+    """The simulator's prompt rendering, a large prompt's in the worker process (its
+    encoding holds the GIL as counting does)."""
+
+    def render(messages: list, model: str):
+        if _large(messages):
+            return offload.in_process(render_ids, messages, model)
+        return render_ids(messages, model)
+
+    return render
+
+
 def _exact_counter(offload: Offload):
     """Exact prompt counts when firsttoken.tokens can load its data, else None (the
     simulator's rough count)."""
@@ -137,8 +162,7 @@ def _exact_counter(offload: Offload):
         return None
 
     def count(messages: list, model: str) -> int:
-        size = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 4096 for m in messages)
-        if size > _COUNT_IN_PROCESS_CHARS:
+        if _large(messages):
             return offload.in_process(tokens.count_chat, messages, model)
         return tokens.count_chat(messages, model)
 

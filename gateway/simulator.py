@@ -1,4 +1,4 @@
-"""The built-in model: deterministic answers, realistic pacing, injectable faults.
+"""The built-in model: deterministic answers, a real server's costs, injectable faults.
 
 The answer is derived from the prompt alone (a hash seeds the generator), so the same
 prompt always gets the same text, in every dialect: tests can assert on it and prompt
@@ -7,7 +7,19 @@ the wire (Chat Completions chunks, Responses events, Anthropic Messages events) 
 dialect's `Framing` (gateway/dialects), sans-IO. Pacing (time to first token, tokens per second, tokens per chunk) and faults
 are set per process by command-line flags and per request by the header
 
-    x-firsttoken-sim: ttft_ms=300,tps=40,chunk=1,tokens=200
+    x-firsttoken-sim: ttft_ms=1100,prefill_tps=50000,tps=40,chunk=1,tokens=200
+
+The first token costs what a real server's does (gateway/prefill.py): the base
+`ttft_ms`, plus the prompt tokens the prefix cache does not hold read at `prefill_tps`
+(0: reading is free). The cache follows OpenAI's rules on Chat Completions and
+Responses, Anthropic's `cache_control` on Messages, per API key and model:
+    prefill_tps=N       prompt tokens read per second (default 50000; 0 = free)
+    cache=0|1           the prefix cache off or on (default 1)
+    cache_min_tokens=N  the shortest prefix cached (default 1024)
+    cache_step=N        automatic hits grow in steps of N tokens (default 128)
+    cache_idle_s=S      a prefix unused this long is gone (default 300)
+The delay decided comes back in the `x-firsttoken-sim-first-token-ms` response header,
+and the tokens read from the cache in the usage, as the real APIs report them.
 
 Faults, by the same header:
     drop_after=N      drop the connection after N content chunks (no clean end)
@@ -37,18 +49,28 @@ from firsttoken.tokens import estimate_tokens
 
 from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
+from .prefill import (DEFAULT_CACHE_ENTRIES, Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use,
+                      first_token_ms, render_prompt, rough_encode)
 from .validation import ChatRequest, message_text
 
 if TYPE_CHECKING:  # types only
     from .dialects import Framing
 
 SIM_HEADER = "x-firsttoken-sim"
+#: The response header saying how long the built-in model waited before its first token
+#: (ms): what tests assert instead of timing a noisy machine.
+FIRST_TOKEN_HEADER = "x-firsttoken-sim-first-token-ms"
 MODEL_IDS = ("firsttoken-sim", "firsttoken-sim-mini")
 
 
 @dataclass(frozen=True, slots=True)
 class SimParams:
-    ttft_ms: float = 300.0
+    """How the built-in model behaves (see the module's docstring). The first-token
+    defaults are the line through OpenAI's measured time to first token by prompt
+    length, and its prompt-caching rules: sources in gateway/prefill.py."""
+
+    #: The first token's base cost, before prefill (ms).
+    ttft_ms: float = 1100.0
     tps: float = 40.0
     chunk: int = 1
     tokens: int = 160
@@ -60,6 +82,16 @@ class SimParams:
     stall_after: int = 0
     stamp: bool = False
     echo: bool = False
+    #: Prompt tokens read per second; 0 makes reading free.
+    prefill_tps: float = 50_000.0
+    cache: bool = True
+    cache_min_tokens: int = 1024
+    cache_step: int = 128
+    cache_idle_s: float = 300.0
+
+    def cache_rules(self) -> CacheRules:
+        return CacheRules(enabled=self.cache, min_tokens=self.cache_min_tokens, step=self.cache_step,
+                          idle_s=self.cache_idle_s)
 
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -75,6 +107,13 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "stall_after": (0, 1_000_000),
     "stamp": (0, 1),
     "echo": (0, 1),
+    "prefill_tps": (0, 1_000_000_000),
+    "cache": (0, 1),
+    "cache_min_tokens": (1, 10_000_000),
+    # A step of 16 keys a 1M-token prompt in 62,500 hashes; smaller would cost more CPU
+    # than the prompt's answer.
+    "cache_step": (16, 1_000_000),
+    "cache_idle_s": (0, 86_400),
 }
 
 
@@ -96,9 +135,7 @@ def parse_sim_header(value: str | None, defaults: SimParams) -> SimParams:
             number = float(raw)
         except ValueError:
             raise invalid(f"{SIM_HEADER}: {key} must be a number.", param=SIM_HEADER) from None
-        low, high = _LIMITS[key]
-        if not (low <= number <= high):  # also rejects NaN
-            raise invalid(f"{SIM_HEADER}: {key} must be within {low:g}..{high:g}.", param=SIM_HEADER)
+        _check_limit(key, number, f"{SIM_HEADER}: ")
         kind = types[key]
         if "bool" in str(kind):
             changes[key] = bool(number)
@@ -107,6 +144,21 @@ def parse_sim_header(value: str | None, defaults: SimParams) -> SimParams:
         else:
             changes[key] = number
     return replace(defaults, **changes)
+
+
+def check_sim_params(params: SimParams) -> None:
+    """Hold settings made otherwise than by the header (command-line flags) to the
+    header's limits; a bad one is an `APIError` naming it."""
+    for key in _LIMITS:
+        value = getattr(params, key)
+        if value is not None:
+            _check_limit(key, float(value), "")
+
+
+def _check_limit(key: str, number: float, where: str) -> None:
+    low, high = _LIMITS[key]
+    if not (low <= number <= high):  # also rejects NaN
+        raise invalid(f"{where}{key} must be within {low:g}..{high:g}.", param=SIM_HEADER)
 
 
 # ---- deterministic text ------------------------------------------------------------
@@ -220,10 +272,26 @@ class DropConnection(Exception):
 
 Sleep = Callable[[float], Awaitable[None]]
 CountTokens = Callable[[list[dict[str, Any]], str], int]
+RenderPrompt = Callable[[list[dict[str, Any]], str], RenderedPrompt]
+
+
+def render_ids(messages: list[dict[str, Any]], model: str) -> RenderedPrompt:
+    """The prompt's token ids in `model`'s encoding (firsttoken.tokens, exact for
+    OpenAI's models and the built-in one), else stand-in ids (`rough_encode`)."""
+    try:
+        from firsttoken.tokens.encoders import get_encoder
+        from firsttoken.tokens.models import model_info
+
+        encode = get_encoder(model_info(model).encoding).encode
+        encode("probe")
+    except Exception:  # noqa: BLE001 - any failure means: no tokenizer data, use stand-ins
+        encode = rough_encode
+    return render_prompt(messages, encode)
 
 
 class Simulator:
-    """The built-in model. `sleep` and `count_tokens` are injectable for tests."""
+    """The built-in model. `sleep`, `count_tokens`, `render` and `clock` (which also
+    ages the prefix cache) are injectable for tests; `cache_entries` bounds the cache."""
 
     def __init__(
         self,
@@ -231,12 +299,16 @@ class Simulator:
         *,
         sleep: Sleep,
         count_tokens: CountTokens = estimate_tokens,
+        render: RenderPrompt = render_ids,
         clock: Callable[[], float] = time.monotonic,
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
     ) -> None:
         self.clock = clock
         self.defaults = defaults
         self.sleep = sleep
         self.count_tokens = count_tokens
+        self.render = render
+        self.cache = PrefixCache(cache_entries, clock=clock)
 
     def params(self, header: str | None) -> SimParams:
         return parse_sim_header(header, self.defaults)
@@ -260,9 +332,12 @@ class Simulator:
             headers=headers,
         )
 
-    def prepare(self, req: ChatRequest, params: SimParams) -> Answer:
-        """Settle the answer: its length, finish reason and usage. CPU work over the whole
-        prompt: the app runs it off the event loop."""
+    def prepare(self, req: ChatRequest, params: SimParams, who: str = "",
+                breakpoints: list[Breakpoint] | None = None) -> Answer:
+        """Settle the answer: its length, finish reason, usage and first-token delay.
+        `who` names whose prefix cache it is (an API key's hash); `breakpoints` None
+        caches automatically (OpenAI), a list only at those blocks (Anthropic). CPU work
+        over the whole prompt: the app runs it off the event loop."""
         n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
         finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
         pieces: Iterator[str]
@@ -277,7 +352,14 @@ class Simulator:
             pieces = (m.group() for m in _PIECE.finditer(prompt))
         else:
             pieces, count = iter_answer(req.messages, n), n
-        return Answer(pieces, Outcome(finish, self.count_tokens(req.messages, req.model), count))
+        prompt_tokens = self.count_tokens(req.messages, req.model)
+        use = cache_use(self.cache, lambda: self.render(req.messages, req.model), req.model, prompt_tokens, who,
+                        breakpoints, params.cache_rules())
+        cached = min(use.read, prompt_tokens)
+        outcome = Outcome(finish, prompt_tokens, count, cached_tokens=cached,
+                          cache_write_tokens=min(use.written, prompt_tokens - cached))
+        delay = first_token_ms(params.ttft_ms, prompt_tokens, cached, params.prefill_tps)
+        return Answer(pieces, outcome, delay)
 
     async def stream(self, framing: Framing, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
         """The answer's events in `framing`'s wire format, paced by `params`.
@@ -286,7 +368,7 @@ class Simulator:
         loop is given back at least every `_SLICE_S` even when the schedule is behind
         (a million tokens at a million per second), so one stream never stalls others.
         """
-        await self.sleep(params.ttft_ms / 1000.0)
+        await self.sleep(answer.first_token_ms / 1000.0)
         yield framing.opening()
         # Chunks are due on an absolute schedule from the first one, so that sleep
         # overshoot does not accumulate and the measured rate is the asked-for rate.
@@ -354,3 +436,5 @@ class Answer:
 
     pieces: Iterator[str]
     outcome: Outcome
+    #: The wait before the first event (ms): the base, plus the prompt's prefill.
+    first_token_ms: float = 0.0

@@ -15,6 +15,9 @@ A `Dialect` brings together what differs between them, each piece in its module:
 - what the built-in model refuses of it (`check_supported`), as the real API would;
 - its answer on the wire (`framing`): a sans-IO `Framing` per answer, text in, bytes
   out; the built-in model's pacing (gateway/simulator.py) is the same for all three;
+- how the built-in model's prefix cache reads it (`cache_breakpoints`): automatically
+  (None), as OpenAI caches, or only at the blocks it marks, as Anthropic's
+  `cache_control` does (gateway/prefill.py);
 - where its usage and text stand in an answer (`usage_total`, `event_text`,
   `body_text`), for flow control to settle what an answer cost
   (gateway/limits/usage.py);
@@ -85,10 +88,19 @@ class Dialect:
     #: The `object` of a dry run's answer (gateway/limits/dryrun.py).
     dry_run_object: str
     resumable: bool
+    #: The blocks a request marks for caching, as (message, part), or None: cache
+    #: automatically.
+    cache_breakpoints: Callable[[ChatRequest], list[tuple[int, int]] | None]
+
+
+def _automatic(req: ChatRequest) -> None:
+    """No breakpoints: the prefix cache works without being asked (OpenAI's)."""
+    return None
 
 
 def _dialect(module: Any, *, name: str, path: str, vendor: str, framing: Callable[..., Framing],
-             ref_sites: Callable[[Any], list[cache_refs.Site]], dry_run_object: str, resumable: bool = False) -> Dialect:
+             ref_sites: Callable[[Any], list[cache_refs.Site]], dry_run_object: str, resumable: bool = False,
+             cache_breakpoints: Callable[[ChatRequest], list[tuple[int, int]] | None] = _automatic) -> Dialect:
     """A dialect from its module, which names its pieces alike (`parse`, `check`,
     `check_supported`, `usage_total`, `event_text`, `body_text`). Its upstream route is
     its own without `/v1`: an upstream's base URL ends in `/v1`."""
@@ -96,7 +108,7 @@ def _dialect(module: Any, *, name: str, path: str, vendor: str, framing: Callabl
         name=name, path=path, upstream_path=path.removeprefix("/v1"), vendor=vendor, parse=module.parse,
         check=module.check, ref_sites=ref_sites, check_supported=module.check_supported, framing=framing,
         usage_total=module.usage_total, event_text=module.event_text, body_text=module.body_text,
-        dry_run_object=dry_run_object, resumable=resumable,
+        dry_run_object=dry_run_object, resumable=resumable, cache_breakpoints=cache_breakpoints,
     )
 
 
@@ -105,7 +117,8 @@ CHAT = _dialect(chat, name="chat", path="/v1/chat/completions", vendor=OPENAI, f
 RESPONSES = _dialect(responses, name="responses", path="/v1/responses", vendor=OPENAI, framing=responses.ResponsesFraming,
                      ref_sites=cache_refs.responses_sites, dry_run_object="response.dry_run")
 MESSAGES = _dialect(messages, name="messages", path="/v1/messages", vendor=ANTHROPIC, framing=messages.MessagesFraming,
-                    ref_sites=cache_refs.messages_sites, dry_run_object="message.dry_run")
+                    ref_sites=cache_refs.messages_sites, dry_run_object="message.dry_run",
+                    cache_breakpoints=messages.cache_breakpoints)
 
 DIALECTS = (CHAT, RESPONSES, MESSAGES)
 _BY_PATH = {d.path: d for d in DIALECTS}

@@ -228,10 +228,15 @@ class ChatFraming:
         choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
         return self._close(self._base + b',"choices":' + json.dumps(choices, separators=(",", ":")).encode() + self._usage_null)
 
-    def _usage(self) -> dict[str, int]:
+    def _usage(self) -> dict[str, Any]:
+        # The details as OpenAI sends them (API reference, "The chat completion object":
+        # `prompt_tokens_details.cached_tokens`, the prompt tokens read from its cache).
         s = self.outcome
         return {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
-                "total_tokens": s.prompt_tokens + s.completion_tokens}
+                "total_tokens": s.prompt_tokens + s.completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": s.cached_tokens, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                              "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
 
     def opening(self) -> bytes:
         return self._choice({"role": "assistant", "content": "", "refusal": None})

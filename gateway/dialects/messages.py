@@ -19,7 +19,8 @@ from ..errors import APIError, invalid, new_request_id
 from ..validation import ChatRequest, bad_image, check_object, decode_body
 from .wire import Outcome, Stamp, compact, is_count, json_string, new_id, sse_event
 
-__all__ = ["MessagesFraming", "body_text", "check", "check_supported", "event_text", "parse", "usage_total"]
+__all__ = ["MessagesFraming", "body_text", "cache_breakpoints", "check", "check_supported", "event_text", "parse",
+           "usage_total"]
 
 ROLES = ("user", "assistant")
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
@@ -149,6 +150,32 @@ def _carried_text(block: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+def cache_breakpoints(req: ChatRequest) -> list[tuple[int, int]]:
+    """The blocks `req` marks with `cache_control`, as (message, part) indices into
+    `req.messages` (where `check` put them: the system blocks, one part each, in the
+    first message; each turn's blocks, one part each, in the turns'), for the built-in
+    model's prefix cache (gateway/prefill.py). A top-level `cache_control` marks the
+    last block, as Anthropic's automatic caching places its breakpoint. Tools are
+    refused, so no breakpoint stands on one."""
+    raw, marks = req.raw, []
+    first_turn = 0
+    system = raw.get("system")
+    if isinstance(system, list) and system:
+        marks += [(0, j) for j, block in enumerate(system) if isinstance(block, dict) and block.get("cache_control")]
+        first_turn = 1
+    elif isinstance(system, str) and system:
+        first_turn = 1
+    for i, turn in enumerate(raw.get("messages") or ()):
+        content = turn.get("content") if isinstance(turn, dict) else None
+        if isinstance(content, list):
+            marks += [(first_turn + i, j) for j, block in enumerate(content)
+                      if isinstance(block, dict) and block.get("cache_control")]
+    if raw.get("cache_control") and req.messages:
+        content = req.messages[-1].get("content")
+        marks.append((len(req.messages) - 1, len(content) - 1 if isinstance(content, list) and content else 0))
+    return marks
+
+
 # ---- what the built-in model refuses ------------------------------------------------------
 
 
@@ -192,7 +219,11 @@ class MessagesFraming:
         return {
             "id": self.id, "type": "message", "role": "assistant", "model": self.req.model, "content": content,
             "stop_reason": _STOP_REASONS.get(s.finish, "end_turn") if done else None, "stop_sequence": None,
-            "usage": {"input_tokens": s.prompt_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            # Anthropic's `input_tokens` are those after the last cache breakpoint: the
+            # prompt is their sum with the cache's writes and reads (API reference,
+            # "Messages", usage).
+            "usage": {"input_tokens": s.prompt_tokens - s.cached_tokens - s.cache_write_tokens,
+                      "cache_creation_input_tokens": s.cache_write_tokens, "cache_read_input_tokens": s.cached_tokens,
                       # message_start says 1, as the real API does: the output so far.
                       "output_tokens": s.completion_tokens if done else 1},
         }

@@ -218,7 +218,7 @@ class ResponsesFraming:
         status = "in_progress" if not done else "completed" if self._complete else "incomplete"
         usage = None
         if done:
-            usage = {"input_tokens": s.prompt_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            usage = {"input_tokens": s.prompt_tokens, "input_tokens_details": {"cached_tokens": s.cached_tokens, "cache_write_tokens": 0},
                      "output_tokens": s.completion_tokens, "output_tokens_details": {"reasoning_tokens": 0},
                      "total_tokens": s.prompt_tokens + s.completion_tokens}
         return {

@@ -21,11 +21,15 @@ Stamp = Callable[[], float] | None
 class Outcome:
     """How an answer turns out, known to the built-in model before its first piece: why
     it ends (`finish`: "stop" when the model is done, "length" when `max_tokens` cut it,
-    in Chat Completions' words; each framing says it in its own) and its usage."""
+    in Chat Completions' words; each framing says it in its own) and its usage:
+    `prompt_tokens` all of the prompt, `cached_tokens` of them read from the prefix
+    cache, `cache_write_tokens` of them written to it (reported by Anthropic only)."""
 
     finish: str
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 # json.dumps(text, ensure_ascii=False) builds a new encoder per call (a third of the

@@ -84,7 +84,7 @@ def test_echo_of_a_4_mib_prompt_neither_stalls_nor_bloats_the_gateway() -> None:
 
         def abuse() -> None:
             result["answer"] = raw_post(url, {**CHAT, "stream": True, "messages": [{"role": "user", "content": prompt}]},
-                                        "ttft_ms=0,tps=1000000,echo=1")
+                                        "ttft_ms=0,tps=1000000,echo=1,prefill_tps=0")
 
         p99 = healthz_p99_ms_while(url, threading.Thread(target=abuse))
         status, tail, size = result["answer"]
