@@ -1,14 +1,35 @@
-"""Benchmark: the seed article's before/after on our own stack (issue 16, item 3).
+"""Benchmark: the seed article's before/after on our own stack (issues 16 and 26), on a
+phone's link to a server with a real server's costs.
 
-    .venv/bin/python bench/e2e.py [--users 20] [--turns 4] [--runs 2] [--sweep 850000,1200000,1500000]
+    .venv/bin/python bench/e2e.py [--users 20] [--turns 4] [--runs 2] [--profile slow4g]
+                                  [--sweep 850000,1200000,1500000] [--steps queueing,uncontended]
 
 N simulated users (`bench/e2e_users.py`) hold a conversation each (a long system
 prompt, then user turns with pasted code and JSON) against one real gateway process
 (`python -m gateway`, built-in model). Each scenario runs twice, on a fresh gateway
 each time: once with every user on the naive client (the official `openai` client),
 once with every user on firsttoken's core. Users are a closed loop, as people are:
-each starts at a random moment of the ramp, sends a turn, waits for the whole answer,
-thinks, sends the next. Same seed, same conversations, same think times for both kinds.
+each opens the app at a random moment of the ramp, writes the first prompt, sends it,
+waits for the whole answer, thinks, sends the next. Same seed, same conversations,
+same think times for both kinds.
+
+**The physics.** Each user is a phone: its own link to the gateway
+(bench/shaper.py, `--profile`, slow 4G by default: 4 Mbit/s down, 0.75 up, 150 ms
+round trip), every connection paying its TCP and TLS handshakes, every byte its
+serialisation, in a process of its own so that the links keep time while the users'
+process works. The gateway's built-in model costs what a real server costs (its
+defaults, published figures: gateway/prefill.py): a base first-token time plus the
+prompt tokens not in its prefix cache (per API key and model, OpenAI's rules), and
+reports `cached_tokens` as OpenAI does. Both kinds meet the same link and the same
+server; only what the client does differs. The first turn after the app opens is
+*cold* (a new connection, an empty prefix cache); the others are *warm*; each is
+reported apart.
+
+**Steps** (`--steps`): firsttoken again with each of its steps alone (`e2e_users.STEPS`:
+compression, the system-message cache with gateway references, the governor's pacing,
+the warm connection) and added in turn, against firsttoken with none; each step's share
+is the time it took off (p95 where there is a queue, p50 where there is none, and the
+cold turn's p50).
 
 Scenarios (`scenarios()`):
 
@@ -19,8 +40,8 @@ Scenarios (`scenarios()`):
 * `quota-<N>k` (`--sweep`): the queueing scenario at other limits, for the curve of
   time to first token against the quota (the reduction depends on where the quota sits
   against what each kind asks for: the report plots it);
-* `uncontended`: no limit: nothing queues, so only the clients' own work and the
-  upload differ (on loopback an upload costs next to nothing).
+* `uncontended`: no limit: nothing queues, so what differs is the upload, the prefill
+  of what the server has not cached, the connection and the clients' own work.
 
 Dialects (`--apis`): the scenarios named by `--dialect-scenarios` run again with both
 kinds speaking the Responses API and Anthropic Messages (`e2e_users.MODELS`: the naive
@@ -35,10 +56,15 @@ received, bytes uploaded (every attempt's body) and prompt tokens billed (the ga
 `usage`). Raw per-turn records go to build/bench/e2e.json for `make report`.
 
 Prints human lines, then LAST one JSON line:
-    {"naive_ttft_p95_ms", "firsttoken_ttft_p95_ms", "ttft_p95_reduction_pct",
-     "naive_429", "firsttoken_429", … (the headline scenario), "scenarios": {name: {…}},
+    {"profile", "naive_ttft_p95_ms", "firsttoken_ttft_p95_ms", "ttft_p95_reduction_pct",
+     "naive_429", "firsttoken_429", … (the headline scenario, queueing),
+     "uncontended_ttft_p50_ratio", "cold_turn_ttft_p50_ratio" (firsttoken ÷ naive, the
+     first turn after the app opens, uncontended), "cached_tokens_pct": {kind: %},
+     "bytes_up_ratio", "scenarios": {name: {…}},
      "dialects": {api: {scenario: {"naive_ttft_p95_ms", "firsttoken_ttft_p95_ms",
-                                   "ttft_p95_reduction_pct", …}}}}
+                                   "ttft_p95_reduction_pct", …}}},
+     "steps": {scenario: {"metric", "none_ms", "alone": {step: ms saved},
+                          "added": {step: ms saved}, "cold_alone": …, "cold_added": …}}}
 """
 
 from __future__ import annotations
@@ -49,16 +75,21 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
-from e2e_users import APIS, KINDS, Record, user_turn  # noqa: E402
+from e2e_users import APIS, KINDS, STEPS, FirsttokenUser, Record, user_turn  # noqa: E402
+from profiles import PROFILES  # noqa: E402
 from tests.servers import gateway  # noqa: E402
 
 OUT = ROOT / "build" / "bench" / "e2e.json"
@@ -66,8 +97,9 @@ OUT = ROOT / "build" / "bench" / "e2e.json"
 #: The built-in model's pace for every scenario: a short answer, streamed quickly, so
 #: that what differs is the wait before it. Eight tokens a chunk: all users' streams are
 #: parsed in this one process, and per-chunk work (which differs between the clients)
-#: must not lag the event loop that times their first tokens.
-SIM = "ttft_ms=300,tps=150,tokens=120,chunk=8"
+#: must not lag the event loop that times their first tokens. The first token's cost is
+#: the gateway's own, published defaults (base plus uncached prefill), not set here.
+SIM = "tps=150,tokens=120,chunk=8"
 
 def scenarios(tpm: int, burst_s: float, sweep: list[int]) -> dict[str, tuple[list[str], dict[str, Any]]]:
     """name → (gateway flags, parameters as reported). `queueing` is the headline; each
@@ -103,37 +135,82 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     ttft = [r.ttft_ms for r in records if r.ttft_ms is not None]
     prep = [r.prepare_ms for r in records if r.prepare_ms is not None]
     r1 = lambda v: None if v is None else round(v, 1)  # noqa: E731
+    billed = sum(r.prompt_tokens or 0 for r in records)
     return {
         "turns": len(records),
         "failed": sum(not r.ok for r in records),
         "ttft_p50_ms": r1(percentile(ttft, 50)),
         "ttft_p95_ms": r1(percentile(ttft, 95)),
-        # Each user's first turn prepares the whole system prompt (a cache miss) and sends
-        # it in full; from the second on, the cache and the gateway reference apply.
+        # The first turn after the app opens (a new connection, nothing cached on the
+        # server; firsttoken prepares the whole system prompt, a cache miss, and sends it
+        # in full); from the second on, the connection is open and the prefix cached.
+        "ttft_p50_cold_ms": r1(percentile([r.ttft_ms for r in records if r.ttft_ms is not None and r.turn == 0], 50)),
+        "ttft_p50_later_ms": r1(percentile([r.ttft_ms for r in records if r.ttft_ms is not None and r.turn > 0], 50)),
         "ttft_p95_later_ms": r1(percentile([r.ttft_ms for r in records if r.ttft_ms is not None and r.turn > 0], 95)),
         "ttft_max_ms": r1(max(ttft) if ttft else None),
         "http_429": sum(r.http_429 for r in records),
         "requests": sum(r.attempts for r in records),
         "resends": sum(max(r.sends - 1, 0) for r in records),
         "bytes_up": sum(r.bytes_up for r in records),
-        "prompt_tokens": sum(r.prompt_tokens or 0 for r in records),
+        "prompt_tokens": billed,
+        "cached_tokens": sum(r.cached_tokens or 0 for r in records),
+        "cached_tokens_pct": round(100 * sum(r.cached_tokens or 0 for r in records) / billed, 1) if billed else None,
         "client_wait_ms": r1(sum(r.waited_ms for r in records)),
         "prepare_p50_ms": r1(percentile(prep, 50)),
     }
 
 
-async def run_users(kind: str, url: str, scenario: str, users: int, turns: int, think_s: float, ramp_s: float,
-                    seed: int, api: str = "chat_completions") -> list[Record]:
-    """Every user of one kind through its conversation; their records, in order."""
+@contextmanager
+def phone_links(url: str, n: int, profile: str | None) -> Iterator[list[str]]:
+    """`n` phones' links to the gateway at `url` (bench/shaper.py, `profile`, TLS's round
+    trip charged: a real API is HTTPS), one per user, served by a process of their own;
+    yields each one's base URL. No profile: every user on loopback."""
+    if profile is None:
+        yield [url] * n
+        return
+    target = url.removeprefix("http://")
+    argv = [sys.executable, str(ROOT / "bench" / "shaper.py"), "--profile", profile, "--target", target,
+            "--listen", "127.0.0.1:0", "--links", str(n), "--tls"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'py'}{os.pathsep}{ROOT}"})
+    try:
+        assert proc.stdout is not None
+        urls: list[str] = []
+        while len(urls) < n:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the links' process ended before {n} links were up")
+            found = re.search(r"(http://[\d.]+:\d+)/ ->", line)
+            if found:
+                urls.append(found.group(1))
+        yield urls
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def run_users(kind: str, urls: list[str], scenario: str, users: int, turns: int, think_s: float,
+                    ramp_s: float, seed: int, api: str = "chat_completions",
+                    steps: frozenset[str] | None = None) -> list[Record]:
+    """Every user of one kind through its conversation, user i on `urls[i]`; their
+    records, in order. `steps`: firsttoken's steps on (default: all)."""
     rng = random.Random(seed)
-    plans = [(rng.uniform(0, ramp_s), [rng.expovariate(1 / think_s) for _ in range(turns)]) for _ in range(users)]
-    clients = [KINDS[kind](url, i, SIM, api) for i in range(users)]
+    # Per user: when the app opens, how long the first prompt takes to write, and the
+    # thinking after each answer.
+    plans = [(rng.uniform(0, ramp_s), rng.expovariate(1 / think_s), [rng.expovariate(1 / think_s) for _ in range(turns)])
+             for _ in range(users)]
+    if kind == "firsttoken" and steps is not None:
+        clients = [FirsttokenUser(urls[i], i, SIM, api, steps) for i in range(users)]
+    else:
+        clients = [KINDS[kind](urls[i], i, SIM, api) for i in range(users)]
     records: list[Record] = []
     began = time.perf_counter()
 
     async def person(i: int) -> None:
-        start, thinks = plans[i]
+        start, compose, thinks = plans[i]
         await asyncio.sleep(start)
+        await clients[i].open()  # the app opens, the composer gets focus
+        await asyncio.sleep(compose)
         for turn in range(turns):
             record = Record(scenario=scenario, kind=kind, user=i, turn=turn, start_s=round(time.perf_counter() - began, 3))
             await clients[i].turn(record, user_turn(i, turn))
@@ -171,14 +248,14 @@ def warm_up(url: str, api: str = "chat_completions") -> None:
 
 
 def run_kind(kind: str, scenario: str, flags: list[str], args: argparse.Namespace,
-             api: str = "chat_completions") -> tuple[list[Record], float]:
+             api: str = "chat_completions", steps: frozenset[str] | None = None) -> tuple[list[Record], float]:
     # Per-client limits off: the scenario's limit, if any, is the gateway's own.
     common = ["--rpm", "0", "--tpm", "0", "--log-level", "warning", "--no-precompressed"]
-    with gateway(*common, *flags) as url:
-        warm_up(url, api)
+    with gateway(*common, *flags) as url, phone_links(url, args.users, args.profile) as urls:
+        warm_up(url, api)  # on loopback: this process' own first use, charged to no phone
         began = time.perf_counter()
-        records = asyncio.run(run_users(kind, url, scenario, args.users, args.turns, args.think_s, args.ramp_s,
-                                        args.seed, api))
+        records = asyncio.run(run_users(kind, urls, scenario, args.users, args.turns, args.think_s, args.ramp_s,
+                                        args.seed, api, steps))
         return records, time.perf_counter() - began
 
 
@@ -192,50 +269,119 @@ def _median(values: list[Any]) -> Any:
     return middle
 
 
-def reduction(naive: float | None, ours: float | None) -> float | None:
+def reduction(naive: float | None, ours: float | None) -> float | None:  # noqa: D103
     if not naive or ours is None:
         return None
     return round(100 * (naive - ours) / naive, 1)
 
 
+def _line(label: str, kind: str, run: int, s: dict[str, Any], took: float) -> None:
+    print(f"{label:12s} {kind:10s} run {run}: ttft p50 {s['ttft_p50_ms']} ms, p95 {s['ttft_p95_ms']} ms, "
+          f"cold p50 {s['ttft_p50_cold_ms']} ms (turns after the first: p95 {s['ttft_p95_later_ms']} ms), "
+          f"max {s['ttft_max_ms']} ms · 429s {s['http_429']} · requests {s['requests']} (user re-sends "
+          f"{s['resends']}, failed {s['failed']}) · {s['bytes_up']:,} B up · {s['prompt_tokens']:,} prompt tokens, "
+          f"{s['cached_tokens_pct']}% cached · paced {s['client_wait_ms']} ms · prepare p50 {s['prepare_p50_ms']} ms · "
+          f"{took:.0f} s", flush=True)
+
+
+def _one_run(kind: str, name: str, flags: list[str], args: argparse.Namespace, records: list[Record], run: int,
+             api: str = "chat_completions", steps: frozenset[str] | None = None) -> dict[str, Any]:
+    rows, took = run_kind(kind, name, flags, args, api, steps)
+    for row in rows:
+        row.run = run
+    records += rows
+    s = {**summarize(rows), "run_s": round(took, 1)}
+    billed = sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in rows)
+    s["billed_tokens_per_min"] = round(billed / took * 60)
+    return s
+
+
 def run_scenario(name: str, flags: list[str], params: dict[str, Any], args: argparse.Namespace,
-                 records: list[Record], api: str = "chat_completions") -> dict[str, Any]:
-    """Scenario `name` with both kinds speaking `api`, `args.runs` times: per kind the
-    medians of the runs' figures, and naive against firsttoken. Raw records join `records`."""
+                 records: list[Record], api: str = "chat_completions", runs: int | None = None) -> dict[str, Any]:
+    """Scenario `name` with both kinds speaking `api`, `runs` times (`args.runs`): per
+    kind the medians of the runs' figures, and naive against firsttoken. Raw records join
+    `records`."""
+    runs = args.runs if runs is None else runs
     params = {"users": args.users, "turns": args.turns, "think_s": args.think_s, "ramp_s": args.ramp_s,
-              "sim": SIM, "seed": args.seed, "runs": args.runs, "api": api, **params}
+              "sim": SIM, "seed": args.seed, "runs": runs, "api": api, "profile": args.profile, **params}
     label = name if api == "chat_completions" else f"{name}@{api}"
     result: dict[str, Any] = {"params": params}
     per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
-    for run in range(args.runs):
+    for run in range(runs):
         # Alternate which kind goes first: the machine's load drifts.
         for kind in (list(KINDS) if run % 2 == 0 else list(KINDS)[::-1]):
-            rows, took = run_kind(kind, name, flags, args, api)
-            for row in rows:
-                row.run = run
-            records += rows
-            s = {**summarize(rows), "run_s": round(took, 1)}
-            billed = sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in rows)
-            s["billed_tokens_per_min"] = round(billed / took * 60)
+            s = _one_run(kind, name, flags, args, records, run, api)
             per_run[kind].append(s)
-            print(f"{label:12s} {kind:10s} run {run}: ttft p50 {s['ttft_p50_ms']} ms, p95 {s['ttft_p95_ms']} ms "
-                  f"(turns after the first: p95 {s['ttft_p95_later_ms']} ms), max {s['ttft_max_ms']} ms · "
-                  f"429s {s['http_429']} · requests {s['requests']} (user re-sends {s['resends']}, failed "
-                  f"{s['failed']}) · {s['bytes_up']:,} B up · {s['prompt_tokens']:,} prompt tokens · paced "
-                  f"{s['client_wait_ms']} ms · prepare p50 {s['prepare_p50_ms']} ms · {took:.0f} s", flush=True)
-    for kind, runs in per_run.items():
-        result[kind] = {**{key: _median([r[key] for r in runs]) for key in runs[0]}, "runs": runs}
+            _line(label, kind, run, s, s["run_s"])
+    for kind, each in per_run.items():
+        result[kind] = {**{key: _median([r[key] for r in each]) for key in each[0]}, "runs": each}
     naive, ours = result["naive"], result["firsttoken"]
     result["ttft_p95_reduction_pct"] = reduction(naive["ttft_p95_ms"], ours["ttft_p95_ms"])
     result["ttft_p50_reduction_pct"] = reduction(naive["ttft_p50_ms"], ours["ttft_p50_ms"])
     result["ttft_p95_later_reduction_pct"] = reduction(naive["ttft_p95_later_ms"], ours["ttft_p95_later_ms"])
-    result["bytes_ratio"] = round(ours["bytes_up"] / naive["bytes_up"], 3) if naive["bytes_up"] else None
-    result["prompt_tokens_ratio"] = round(ours["prompt_tokens"] / naive["prompt_tokens"], 3) if naive["prompt_tokens"] else None
+    result["ttft_p50_ratio"] = ratio(ours["ttft_p50_ms"], naive["ttft_p50_ms"])
+    result["cold_ttft_p50_ratio"] = ratio(ours["ttft_p50_cold_ms"], naive["ttft_p50_cold_ms"])
+    result["bytes_ratio"] = ratio(ours["bytes_up"], naive["bytes_up"])
+    result["prompt_tokens_ratio"] = ratio(ours["prompt_tokens"], naive["prompt_tokens"])
     verdict = "faster" if (result["ttft_p95_reduction_pct"] or 0) > 0 else "NOT faster"
     print(f"{label:12s} firsttoken is {verdict} at p95: {result['ttft_p95_reduction_pct']}% "
-          f"(p50 {result['ttft_p50_reduction_pct']}%, turns after the first {result['ttft_p95_later_reduction_pct']}%), bytes ×{result['bytes_ratio']}, "
+          f"(p50 ×{result['ttft_p50_ratio']}, cold p50 ×{result['cold_ttft_p50_ratio']}, turns after the first "
+          f"p95 {result['ttft_p95_later_reduction_pct']}%), bytes ×{result['bytes_ratio']}, "
           f"prompt tokens ×{result['prompt_tokens_ratio']}", flush=True)
     return result
+
+
+def ratio(ours: float | None, naive: float | None) -> float | None:
+    return round(ours / naive, 3) if ours is not None and naive else None
+
+
+def step_configs() -> dict[str, frozenset[str]]:
+    """firsttoken's configurations for the steps table: none, each step alone, and the
+    steps added in turn (all of them is the headline's firsttoken, not run again)."""
+    configs = {"none": frozenset()}
+    configs.update({f"only {step}": frozenset({step}) for step in STEPS})
+    for n in range(1, len(STEPS)):
+        configs["+".join(STEPS[:n])] = frozenset(STEPS[:n])
+    return configs
+
+
+def run_steps(name: str, flags: list[str], args: argparse.Namespace, records: list[Record],
+              headline: dict[str, Any]) -> dict[str, Any]:
+    """The steps table of scenario `name`: each configuration of `step_configs()` run
+    `args.step_runs` times (firsttoken only; the headline's firsttoken is all steps), and
+    each step's share: the time it took off, alone (from none) and added in turn. The
+    metric is p95 where users queue, p50 where they do not, and the cold turn's p50."""
+    metric = "ttft_p95_ms" if headline["params"].get("gateway_tpm") else "ttft_p50_ms"
+    figures: dict[str, dict[str, Any]] = {}
+    for config, steps in step_configs().items():
+        runs = []
+        for run in range(args.step_runs):
+            s = _one_run("firsttoken", name, flags, args, records, run, steps=steps)
+            for r in records[-s["turns"]:]:
+                r.kind = f"firsttoken[{config}]"
+            _line(f"{name}/{config}", "firsttoken", run, s, s["run_s"])
+            runs.append(s)
+        figures[config] = {key: _median([r[key] for r in runs]) for key in runs[0]}
+    figures["all"] = {key: headline["firsttoken"][key] for key in figures["none"]}
+
+    def saved(before: str, after: str, key: str) -> float | None:
+        a, b = figures[before].get(key), figures[after].get(key)
+        return None if a is None or b is None else round(a - b, 1)
+
+    added_order = ["none", *("+".join(STEPS[:n]) for n in range(1, len(STEPS))), "all"]
+    out = {
+        "metric": metric, "runs": args.step_runs,
+        "none_ms": figures["none"][metric], "all_ms": figures["all"][metric], "naive_ms": headline["naive"][metric],
+        "alone": {step: saved("none", f"only {step}", metric) for step in STEPS},
+        "added": {step: saved(added_order[i], added_order[i + 1], metric) for i, step in enumerate(STEPS)},
+        "cold_alone": {step: saved("none", f"only {step}", "ttft_p50_cold_ms") for step in STEPS},
+        "cold_added": {step: saved(added_order[i], added_order[i + 1], "ttft_p50_cold_ms") for i, step in enumerate(STEPS)},
+        "configs": figures,
+    }
+    print(f"{name:12s} steps ({metric}; ms taken off): none {out['none_ms']} → all {out['all_ms']} "
+          f"(naive {out['naive_ms']}) · alone {out['alone']} · added in turn {out['added']} · "
+          f"cold turn p50, alone {out['cold_alone']}, added {out['cold_added']}", flush=True)
+    return out
 
 
 def main() -> None:
@@ -246,16 +392,24 @@ def main() -> None:
     parser.add_argument("--ramp-s", type=float, default=4.0, help="users start at random moments within this")
     parser.add_argument("--tpm", type=int, default=1_000_000, help="the queueing scenario's gateway tokens per minute")
     parser.add_argument("--burst-s", type=float, default=2.0, help="the queueing scenario's bucket, in seconds of its rate")
-    parser.add_argument("--sweep", default="850000,1200000,1500000",
-                        help="more queueing runs at these tpm limits (comma-separated; '' for none)")
+    parser.add_argument("--sweep", default="",
+                        help="more queueing runs at these tpm limits, comma-separated (the report's quota curve), "
+                             "e.g. 850000,1200000,1500000")
     parser.add_argument("--scenarios", default="queueing,uncontended", help="which to run (sweep points are added)")
     parser.add_argument("--runs", type=int, default=2, help="runs per scenario and kind (figures: medians of runs)")
     parser.add_argument("--apis", default=",".join(APIS), help="the dialect column: which APIs (comma-separated)")
     parser.add_argument("--dialect-scenarios", default="queueing,uncontended",
                         help="the scenarios run again on each API of --apis ('' for none)")
+    parser.add_argument("--dialect-runs", type=int, default=1, help="runs per kind in the dialect column")
+    parser.add_argument("--steps", default="queueing,uncontended",
+                        help="the scenarios whose steps table is measured ('' for none)")
+    parser.add_argument("--step-runs", type=int, default=1, help="runs per configuration in the steps table")
+    parser.add_argument("--profile", default="slow4g", choices=[*PROFILES, "none"],
+                        help="each phone's link (bench/profiles.py); none: loopback")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    args.profile = None if args.profile == "none" else args.profile
     sweep = [int(v) for v in args.sweep.split(",") if v]
     known = scenarios(args.tpm, args.burst_s, sweep)
     names = [s for s in args.scenarios.split(",") if s] + [n for n in known if n.startswith("quota-")]
@@ -267,9 +421,13 @@ def main() -> None:
     for api in apis:
         if api not in APIS:
             parser.error(f"unknown API {api!r}; known: {', '.join(APIS)}")
-    for name in dialect_names:
+    step_names = [n for n in args.steps.split(",") if n]
+    for name in dialect_names + step_names:
         if name not in known:
             parser.error(f"unknown scenario {name!r}; known: {', '.join(known)}")
+    for name in step_names:
+        if name not in names:
+            parser.error(f"--steps {name}: not among the scenarios run (--scenarios)")
 
     records: list[Record] = []
     results: dict[str, Any] = {}
@@ -285,18 +443,25 @@ def main() -> None:
         dialects[api] = {}
         for name in dialect_names:
             flags, params = known[name]
-            dialects[api][name] = run_scenario(name, flags, params, args, records, api)
+            dialects[api][name] = run_scenario(name, flags, params, args, records, api, args.dialect_runs)
+    # The article's table, step by step.
+    steps: dict[str, Any] = {}
+    for name in step_names:
+        flags, _ = known[name]
+        steps[name] = run_steps(name, flags, args, records, results[name])
 
     load = os.getloadavg()
     meta = {"machine": f"{platform.node()} · {os.cpu_count()} cores · {platform.platform()}",
             "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "loadavg": [round(x, 2) for x in load]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({**meta, "scenarios": results, "dialects": dialects,
-                                    "records": [r.to_dict() for r in records]}, indent=1))
+    args.out.write_text(json.dumps({**meta, "profile": args.profile, "scenarios": results, "dialects": dialects,
+                                    "steps": steps, "records": [r.to_dict() for r in records]}, indent=1))
 
     head = results.get(HEADLINE) or results[names[0]]
+    calm = results.get("uncontended")
     line = {
+        "profile": args.profile,
         "scenario": HEADLINE if HEADLINE in results else names[0],
         "naive_ttft_p95_ms": head["naive"]["ttft_p95_ms"],
         "firsttoken_ttft_p95_ms": head["firsttoken"]["ttft_p95_ms"],
@@ -309,6 +474,10 @@ def main() -> None:
         "firsttoken_bytes_up": head["firsttoken"]["bytes_up"],
         "naive_prompt_tokens": head["naive"]["prompt_tokens"],
         "firsttoken_prompt_tokens": head["firsttoken"]["prompt_tokens"],
+        "uncontended_ttft_p50_ratio": calm and calm["ttft_p50_ratio"],
+        "cold_turn_ttft_p50_ratio": calm and calm["cold_ttft_p50_ratio"],
+        "cached_tokens_pct": calm and {kind: calm[kind]["cached_tokens_pct"] for kind in KINDS},
+        "bytes_up_ratio": calm and calm["bytes_ratio"],
         "users": args.users,
         "loadavg_1m": meta["loadavg"][0],
         "scenarios": {n: {"naive_ttft_p95_ms": r["naive"]["ttft_p95_ms"], "firsttoken_ttft_p95_ms": r["firsttoken"]["ttft_p95_ms"],
@@ -319,6 +488,7 @@ def main() -> None:
                                "ttft_p95_reduction_pct": r["ttft_p95_reduction_pct"], "bytes_ratio": r["bytes_ratio"],
                                "prompt_tokens_ratio": r["prompt_tokens_ratio"], "failed": r["naive"]["failed"] + r["firsttoken"]["failed"]}
                            for n, r in by_name.items()} for api, by_name in dialects.items()},
+        "steps": {n: {k: v for k, v in t.items() if k != "configs"} for n, t in steps.items()},
     }
     if len(dialects) > 1:
         print("dialect column (p95 time to first token, naive → firsttoken, reduction; bytes up ×):")

@@ -90,6 +90,7 @@ class Record:
     http_429: int = 0
     bytes_up: int = 0
     prompt_tokens: int | None = None  # as the gateway billed it (usage)
+    cached_tokens: int | None = None  # of those, read from the server's prefix cache
     completion_tokens: int | None = None
     waited_ms: float = 0.0  # firsttoken: paced in the client (chat.wait)
     prepare_ms: float | None = None  # firsttoken: compress + count + fit, in the core
@@ -168,6 +169,9 @@ class NaiveUser:
         # (Chat Completions as its first message).
         self.history: list[dict[str, Any]] = []
 
+    async def open(self) -> None:
+        """The app opens: a straightforward app does nothing before the first Send."""
+
     async def _stream(self, record: Record, start: float, answer: list[str]) -> None:
         """One request, streamed: text into `answer`, the first token's time and the usage
         into `record`."""
@@ -178,8 +182,8 @@ class NaiveUser:
                     record.ttft_ms = (time.perf_counter() - start) * 1000
                 answer.append(piece)
 
-        def usage(prompt: int | None, completion: int | None) -> None:
-            record.prompt_tokens, record.completion_tokens = prompt, completion
+        def usage(prompt: int | None, completion: int | None, cached: int | None) -> None:
+            record.prompt_tokens, record.completion_tokens, record.cached_tokens = prompt, completion, cached or 0
 
         if self.api_name == "chat_completions":
             messages = [{"role": "system", "content": self.system}, *self.history]
@@ -189,7 +193,8 @@ class NaiveUser:
                 if chunk.choices:
                     text(chunk.choices[0].delta.content or "")
                 if chunk.usage is not None:
-                    usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                    details = chunk.usage.prompt_tokens_details
+                    usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, details and details.cached_tokens)
         elif self.api_name == "responses":
             stream = await self.api.responses.create(
                 model=self.model, instructions=self.system, input=self.history, stream=True, store=False)
@@ -197,14 +202,18 @@ class NaiveUser:
                 if event.type == "response.output_text.delta":
                     text(event.delta)
                 elif event.type == "response.completed" and event.response.usage is not None:
-                    usage(event.response.usage.input_tokens, event.response.usage.output_tokens)
+                    u = event.response.usage
+                    usage(u.input_tokens, u.output_tokens, u.input_tokens_details and u.input_tokens_details.cached_tokens)
         else:
             async with self.api.messages.stream(
                     model=self.model, max_tokens=MAX_TOKENS, system=self.system, messages=self.history) as stream:
                 async for piece in stream.text_stream:
                     text(piece)
                 final = await stream.get_final_message()
-                usage(final.usage.input_tokens, final.usage.output_tokens)
+                u = final.usage
+                # Messages bills a cache read apart from `input_tokens`: the prompt is both.
+                read = u.cache_read_input_tokens or 0
+                usage(u.input_tokens + read + (u.cache_creation_input_tokens or 0), u.output_tokens, read)
 
     async def turn(self, record: Record, text: str) -> None:
         record.api = self.api_name
@@ -234,30 +243,68 @@ class NaiveUser:
         await self.http.aclose()
 
 
+#: What the client does before a prompt leaves, step by step (the seed article's table):
+#: each can be switched off, to measure its share (`bench/e2e.py --steps`). Counting and
+#: fitting are not among them: the core prepares every prompt (it cannot send one it has
+#: not counted), and the governor paces by those counts; their cost is `prepare_ms`.
+STEPS = ("compression", "cache", "governor", "warm")
+
+
+def _no_pacing() -> Any:
+    """A governor that never waits before sending and retries as the `openai` client does
+    (two retries, honouring retry-after, else backoff): firsttoken without its pacing."""
+    from firsttoken.ratelimit import Governor
+
+    class NoPacing(Governor):
+        def wait_before(self, estimated_tokens: int, now: float) -> float:
+            return 0.0
+
+    return NoPacing(max_attempts=3)
+
+
 class FirsttokenUser:
-    """The page's core on CPython, sent what the page sends it."""
+    """The page's core on CPython, sent what the page sends it, with `steps` on (all by
+    default: the page as it ships)."""
 
     kind = "firsttoken"
 
-    def __init__(self, base_url: str, user: int, sim: str, api: str = "chat_completions") -> None:
+    def __init__(self, base_url: str, user: int, sim: str, api: str = "chat_completions",
+                 steps: frozenset[str] = frozenset(STEPS)) -> None:
         import asyncio
 
         from firsttoken.cache import Cache, MemoryStore
         from firsttoken.core import Core
+        from firsttoken.ratelimit import Governor
         from tests.socket_transport import SocketTransport
 
         self.wire = Wire()
         self.http = self.wire.client()
         self.events: list[dict[str, Any]] = []
         self.first_delta: float | None = None
+        self.steps = steps
+        self.base_url = base_url
         # The page's own gateway: the client id goes with the first request already.
         self.core = Core(post=self._post, transport=SocketTransport(self.http), clock=lambda: time.time() * 1000,
-                         sleep=asyncio.sleep, cache=Cache(MemoryStore()), page_origin=base_url)
+                         sleep=asyncio.sleep, cache=Cache(MemoryStore()) if "cache" in steps else None,
+                         page_origin=base_url, governor=Governor if "governor" in steps else _no_pacing)
         self.api_name = api
         self.settings = {"base_url": base_url + "/v1", "model": MODELS[api], "api_key": f"sk-bench-{user}", "api": api,
-                         "headers": {"x-firsttoken-sim": sim}}
+                         "headers": {"x-firsttoken-sim": sim},
+                         # The page's default level (js/page/settings.js), or none.
+                         "compress": "balanced" if "compression" in steps else "off"}
         self.history: list[dict[str, Any]] = [{"role": "system", "content": system_prompt()}]
         self._seq = 0
+
+    async def open(self) -> None:
+        """The app opens and the composer gets focus: with the `warm` step, the page's
+        warm-up (js/page/warm.js): one keyless `GET {base}/models` on this device's
+        connection pool, its body read whole, so that Send finds the connection open."""
+        if "warm" in self.steps:
+            try:
+                response = await self.http.get(self.settings["base_url"] + "/models", headers={"accept": "application/json"})
+                await response.aread()
+            except httpx.HTTPError:
+                pass  # as the page: the chat will say so if it matters
 
     def _post(self, text: str) -> None:
         event = json.loads(text)
@@ -292,6 +339,8 @@ class FirsttokenUser:
                     usage = end.get("usage") or {}
                     record.prompt_tokens = usage.get("prompt_tokens")
                     record.completion_tokens = usage.get("completion_tokens")
+                    details = usage.get("prompt_tokens_details") or {}
+                    record.cached_tokens = details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0
                     record.ok = True
                     break
                 error = end.get("error") or {}
