@@ -22,19 +22,13 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator
+
+from bench.profiles import Profile
 
 __all__ = ["Profile", "ShapingProxy", "shaping_proxy"]
 
 READ = 64 * 1024
-
-
-@dataclass(frozen=True)
-class Profile:
-    down_mbps: float
-    up_mbps: float
-    rtt_ms: float
 
 
 class _Pipe:

@@ -29,10 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from e2e import percentile  # noqa: E402
 from netem import Profile, ShapingProxy, shaping_proxy  # noqa: E402
+from bench.profiles import PROFILES  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
-#: name → (download Mbit/s, round trip ms); upload at the same rate, as bench/network.py.
-NETWORKS = {"4g": (9.0, 85), "slow4g": (4.0, 150), "3g": (1.6, 300)}
+#: name → (download Mbit/s, round trip ms) of bench/profiles.py; upload at the same rate,
+#: as bench/network.py.
+NETWORKS = {name: (p.down_mbps, p.rtt_ms) for name, p in PROFILES.items()}
 #: name → (Playwright device descriptor or None for a desktop context, CPU slowdown).
 DEVICES = {"pixel7-4x": ("Pixel 7", 4), "desktop-1x": (None, 1)}
 BOOT_TIMEOUT_MS = 120_000
