@@ -47,6 +47,7 @@ import asyncio
 import math
 import random
 import socket
+import struct
 import sys
 import threading
 import time
@@ -124,7 +125,8 @@ class _Direction:
         self.pipe = pipe
         self.upload = upload
         self.not_before = not_before
-        self.last_due = 0.0  # in-order delivery: nothing overtakes a delayed segment
+        # First in, first out: a segment held back by a loss holds back those behind it,
+        # as TCP's in-order delivery does (head-of-line blocking).
         self.queue: asyncio.Queue[tuple[float, bytes | None]] = asyncio.Queue()
         self.buffered = 0
         self.drained = asyncio.Event()
@@ -137,8 +139,7 @@ class _Direction:
             rate = (profile.up_mbps if self.upload else profile.down_mbps) * 1e6 / 8
             due = self.pipe.transmit(size, rate, now) + profile.one_way_s
             due += self.link.loss.penalty_s(size, profile.rtt_ms / 1000)
-        self.last_due = max(due, self.last_due)
-        return self.last_due
+        return due
 
     def _segment_size(self) -> int:
         profile = self.link.profile
@@ -168,10 +169,10 @@ class _Direction:
         self.queue.put_nowait((self._fin_due(), _EOF))
 
     def _fin_due(self) -> float:
-        """A FIN or RST is a packet too: one-way delay, and after the bytes before it."""
+        """A FIN or RST is a packet too: one-way delay, and (the queue being FIFO) after
+        the bytes before it."""
         profile = self.link.profile
-        self.last_due = max(time.monotonic() + (profile.one_way_s if profile else 0.0), self.last_due)
-        return self.last_due
+        return time.monotonic() + (profile.one_way_s if profile else 0.0)
 
     async def write(self, writer: asyncio.StreamWriter) -> bool:
         """Queue → receiver, each segment when due. False if the connection was reset."""
@@ -246,7 +247,7 @@ class Link:
         connection is reset, and with `stay_down` new ones are too, until `restore()`."""
         self.is_down = stay_down
         for writer in list(self._open):
-            writer.transport.abort()
+            _reset(writer)
         self._open.clear()
 
     def restore(self) -> None:
@@ -260,12 +261,12 @@ class Link:
 
     async def _connection(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter, accepted: float) -> None:
         if self.is_down:
-            client_writer.transport.abort()
+            _reset(client_writer)
             return
         try:
             target_reader, target_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            client_writer.transport.abort()
+        except OSError:  # refused: so is the client
+            _reset(client_writer)
             return
         pair = (client_writer, target_writer)
         self._open.update(pair)
@@ -293,11 +294,23 @@ class Link:
         except* (ConnectionError, OSError):
             # One side reset or vanished: so does the other, as a router's RST would.
             for writer in pair:
-                writer.transport.abort()
+                _reset(writer)
         finally:
             for writer in pair:
                 self._open.discard(writer)
                 writer.close()
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close with a RST, not a FIN: `abort()` alone closes the socket, which sends a FIN
+    unless unread data happens to be waiting. A zero linger time makes close() reset
+    (socket(7), SO_LINGER), so the peer's next read fails as over a broken link."""
+    if writer.transport.is_closing():  # closed already (by a cut, or by its peer)
+        return
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 class LinkThread:

@@ -332,29 +332,37 @@ def test_n_bytes_take_at_least_n_over_the_rate(upload: bool) -> None:
     run(sink_or_source, body)
 
 
-def test_connections_of_one_link_share_its_bandwidth() -> None:
+@pytest.mark.parametrize("upload", [True, False])
+def test_connections_of_one_link_share_its_bandwidth(upload: bool) -> None:
     profile = Profile(down_mbps=8.0, up_mbps=8.0, rtt_ms=4)
     size = 50_000  # each alone: 0.05 s; together: 0.1 s
 
-    async def source(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readexactly(1)
-        writer.write(bytes(size))
+    async def sink_or_source(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await reader.readexactly(1) == b"u":
+            await reader.readexactly(size)
+            writer.write(b"k")
+        else:
+            writer.write(bytes(size))
         await writer.drain()
         writer.close()
 
     async def body(target: tuple[str, int]) -> None:
         async with Link(profile, target) as address:
-            async def fetch() -> None:
+            async def transfer() -> None:
                 reader, writer = await asyncio.open_connection(*address)
-                writer.write(b"d")
-                await reader.readexactly(size)
+                if upload:
+                    writer.write(b"u" + bytes(size))
+                    await reader.readexactly(1)
+                else:
+                    writer.write(b"d")
+                    await reader.readexactly(size)
                 writer.close()
 
             start = time.monotonic()
-            await asyncio.gather(fetch(), fetch())
+            await asyncio.gather(transfer(), transfer())
             assert time.monotonic() - start >= 2 * size / (profile.down_mbps * 1e6 / 8) - EARLY
 
-    run(source, body)
+    run(sink_or_source, body)
 
 
 # ---- from synchronous code ------------------------------------------------------------
