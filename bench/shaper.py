@@ -154,10 +154,14 @@ class _Direction:
         if wait > 0:
             await asyncio.sleep(wait)
         try:
-            while data := await reader.read(READ):
-                while self.buffered >= MAX_BUFFERED:
+            while True:
+                # Room for a whole read first: so the bound holds, and no chunk is held
+                # outside it.
+                while self.buffered > MAX_BUFFERED - READ:
                     self.drained.clear()
                     await self.drained.wait()
+                if not (data := await reader.read(READ)):
+                    break
                 size = self._segment_size()
                 for offset in range(0, len(data), size):
                     piece = data[offset : offset + size]

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from bench.profiles import PROFILES, Profile
-from bench.shaper import MSS, RTO_MIN_S, Link, LinkThread, Loss, Pipe
+from bench.shaper import MAX_BUFFERED, MSS, RTO_MIN_S, Link, LinkThread, Loss, Pipe, _Direction
 
 # Timers may fire a hair early (the event loop's clock resolution); a delay is "at least"
 # the configured one less this.
@@ -86,6 +86,49 @@ def test_loss_is_per_packet_and_reproducible() -> None:
     assert 700 < lost(10 * MSS, 1) < 1100
     with pytest.raises(ValueError):
         Loss(1.0)
+
+
+class _RecordingWriter:
+    """A receiver that takes everything at once and notes how much the link held."""
+
+    def __init__(self, direction: _Direction) -> None:
+        self.direction = direction
+        self.received = bytearray()
+        self.peak = 0
+        self.eof = False
+
+    def write(self, data: bytes) -> None:
+        self.peak = max(self.peak, self.direction.buffered)
+        self.received += data
+
+    async def drain(self) -> None:
+        pass
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        self.eof = True
+
+
+def test_a_direction_holds_at_most_its_bound() -> None:
+    payload = os.urandom(4 * MAX_BUFFERED)
+
+    async def main() -> None:
+        # A sender with everything ready at once: only the bound stops the direction
+        # from reading it all before the first byte is delivered.
+        reader = asyncio.StreamReader(limit=len(payload) + 1)
+        reader.feed_data(payload)
+        reader.feed_eof()
+        direction = _Direction(Link(None, ("127.0.0.1", 9)), Pipe(), True, 0.0)
+        writer = _RecordingWriter(direction)
+        reading = asyncio.create_task(direction.read(reader))
+        assert await direction.write(writer) is True  # type: ignore[arg-type]
+        await reading
+        assert bytes(writer.received) == payload and writer.eof
+        assert MAX_BUFFERED // 2 <= writer.peak <= MAX_BUFFERED
+
+    asyncio.run(main())
 
 
 # ---- bytes --------------------------------------------------------------------------
