@@ -30,6 +30,12 @@ connections share):
   after the bytes before it, one-way delay later, and the other direction goes on until
   its own EOF; then both sockets close. A reset (or `cut()`) aborts both sides.
 
+Why a proxy rather than DevTools' `Network.emulateNetworkConditions`: the page's
+requests to the API leave from its PyScript worker, and Chromium 156 answers that command
+on a worker's own target with "Not supported", while emulation set on the page's target
+leaves the worker's fetches alone (measured: a reply's first byte came no later under
+the 3G profile than under 4G). A proxy shapes every byte, whoever sends it.
+
 Not modelled: slow start and congestion control (a phone's flows are short, but a cold
 connection's first flight is larger here than TCP's initial window of 10 segments), the
 radio's own wake-up from idle (RRC promotion), jitter, and retransmissions' share of the
@@ -51,14 +57,18 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
 
 if __name__ == "__main__":  # run as a script: bench/ is on sys.path, the repository is not
     import bench_paths  # noqa: F401
 
 from bench.profiles import PROFILES, Profile
 
-__all__ = ["Link", "LinkThread", "Loss", "MAX_BUFFERED", "MSS", "Pipe", "RTO_MIN_S"]
+__all__ = ["Link", "LinkThread", "Loss", "MAX_BUFFERED", "MSS", "Pipe", "RTO_MIN_S", "shaped_url"]
 
 #: A TCP segment's payload on a 1500-byte MTU (IPv4 and TCP headers without options take
 #: 40 bytes): the unit a radio loses.
@@ -323,10 +333,11 @@ class LinkThread:
 
         with LinkThread(PROFILES["3g"], target=("127.0.0.1", 8000)) as (host, port): ...
 
-    `link` is the running Link; `cut()` and `restore()` may be called from any thread."""
+    `link` is the running Link; `profile`, `cut()` and `restore()` may be used from any
+    thread."""
 
-    def __init__(self, profile: Profile | None, target: tuple[str, int], **options: object) -> None:
-        self.link = Link(profile, target, **options)  # type: ignore[arg-type]
+    def __init__(self, profile: Profile | None, target: tuple[str, int], **options: Any) -> None:
+        self.link = Link(profile, target, **options)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="shaped-link", daemon=True)
 
@@ -342,13 +353,33 @@ class LinkThread:
             self._thread.join(timeout=10)
             self._loop.close()
 
+    @property
+    def profile(self) -> Profile | None:
+        return self.link.profile
+
+    @profile.setter
+    def profile(self, profile: Profile | None) -> None:
+        # One attribute, read by the link's loop for each segment: the write is atomic.
+        self.link.profile = profile
+
     def cut(self, *, stay_down: bool = True) -> None:
+        """`Link.cut`, done by the link's loop; returns once every connection is reset."""
         done = threading.Event()
         self._loop.call_soon_threadsafe(lambda: (self.link.cut(stay_down=stay_down), done.set()))
         done.wait(10)
 
     def restore(self) -> None:
-        self._loop.call_soon_threadsafe(self.link.restore)
+        self.link.restore()  # one flag, read when a connection is accepted
+
+
+@contextmanager
+def shaped_url(target_url: str, profile: Profile | None = None, **options: Any) -> Iterator[tuple[str, LinkThread]]:
+    """A `LinkThread` in front of `target_url` (`http://127.0.0.1:8000`); yields the URL
+    that reaches it through the link, and the link (to change its profile, cut it)."""
+    parts = urlsplit(target_url)
+    link = LinkThread(profile, (parts.hostname or "127.0.0.1", parts.port or 80), **options)
+    with link as (host, port):
+        yield f"{parts.scheme or 'http'}://{host}:{port}", link
 
 
 def _address(text: str) -> tuple[str, int]:

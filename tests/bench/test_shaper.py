@@ -14,11 +14,12 @@ import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 import pytest
 
-from bench.profiles import PROFILES, Profile
-from bench.shaper import MAX_BUFFERED, MSS, RTO_MIN_S, Link, LinkThread, Loss, Pipe, _Direction
+from bench.profiles import Profile
+from bench.shaper import MAX_BUFFERED, MSS, RTO_MIN_S, Link, Loss, Pipe, _Direction, shaped_url
 
 # Timers may fire a hair early (the event loop's clock resolution); a delay is "at least"
 # the configured one less this.
@@ -428,10 +429,16 @@ def test_a_link_thread_serves_callers_that_run_loops_of_their_own() -> None:
 
     with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
+        host, port = server.server_address[:2]
         try:
-            with LinkThread(PROFILES["4g"], server.server_address[:2]) as address:
+            with shaped_url(f"http://{host}:{port}", None) as (url, link):
+                parts = urlsplit(url)
+                address = (parts.hostname, parts.port)
                 # A loop per call, as bench/e2e.py's phases: the link's own loop outlives them.
                 assert asyncio.run(exchange(address, b"one")) == b"one"
+                link.profile = FAST  # switched while it runs, from this thread
+                start = time.monotonic()
                 assert asyncio.run(exchange(address, b"two")) == b"two"
+                assert time.monotonic() - start >= 2 * FAST.rtt_ms / 1000 - EARLY  # handshake and round trip
         finally:
             server.shutdown()
