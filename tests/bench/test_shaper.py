@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.profiles import Profile
 from bench.shaper import MAX_BUFFERED, MSS, RTO_MIN_S, Link, Loss, Pipe, _Direction, shaped_url
@@ -64,6 +66,21 @@ def test_a_pipe_serialises_what_is_offered_together_and_idles_between() -> None:
     assert pipe.transmit(1000, 1000.0, now=10.0) == 11.0
     assert pipe.transmit(500, 1000.0, now=10.0) == 11.5  # behind the first
     assert pipe.transmit(1000, 1000.0, now=20.0) == 21.0  # the link was idle meanwhile
+
+
+@given(st.lists(st.tuples(st.integers(1, 100_000), st.floats(0, 1)), min_size=1, max_size=50),
+       st.floats(1e3, 1e8))
+def test_a_pipe_never_carries_more_than_its_rate(offers: list[tuple[int, float]], rate: float) -> None:
+    pipe, now, left = Pipe(), 0.0, 0.0
+    first = None
+    for size, gap in offers:
+        now += gap
+        first = now if first is None else first
+        departed = pipe.transmit(size, rate, now)
+        assert departed >= max(now, left) + size / rate - 1e-9  # after its offer, and after those before it
+        left = departed
+    total = sum(size for size, _ in offers)
+    assert left >= first + total / rate - 1e-6  # the whole never faster than the rate
 
 
 def test_no_loss_costs_nothing() -> None:
