@@ -350,7 +350,7 @@ js/boot/timeline.js: a first visit in a fresh profile, then a reload. Each bar r
 
 <h2>Replies by network and device</h2>
 <p class="note">After boot, {page['prompts_per_cell']} prompt(s) with pasted code per cell; the model answers
-<code>{html.escape(page['sim'])}</code>. Networks are shaped by a proxy in front of the gateway (bench/netem.py; the
+<code>{html.escape(page['sim'])}</code>. Networks are shaped by a proxy in front of the gateway (bench/shaper.py; the
 worker's requests escape DevTools emulation), upload at the download rate. The Pixel 7 profile throttles the page's
 main thread 4× (Chromium cannot throttle the worker). Time to first token: Send → first token in the page;
 first paint: Send → the answer's first paint.</p>

@@ -8,7 +8,7 @@ network profile × device profile.
 * `reply_grid`: per device profile (a Pixel 7 at 4× CPU throttling, a desktop at 1×), a
   page boots unthrottled (boot over a weak network is `make bench-network`'s subject),
   then, per network profile (the three profiles of `make bench-network`, made by a
-  shaping proxy in front of the gateway, bench/netem.py, which says why not DevTools'
+  shaping proxy in front of the gateway, bench/shaper.py, which says why not DevTools'
   emulation), the composer sends prompts with pasted code and each reply's own metrics
   are read (`firsttoken:metrics`,
   js/render/reply-metrics.js): send → first token in the page (`send_to_first_delta_ms`)
@@ -28,11 +28,13 @@ from playwright.sync_api import Browser, Page, sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 
 from e2e import percentile  # noqa: E402
-from netem import Profile, ShapingProxy, shaping_proxy  # noqa: E402
+from bench.profiles import PROFILES, Profile  # noqa: E402
+from bench.shaper import LinkThread, shaped_url  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
-#: name → (download Mbit/s, round trip ms); upload at the same rate, as bench/network.py.
-NETWORKS = {"4g": (9.0, 85), "slow4g": (4.0, 150), "3g": (1.6, 300)}
+#: name → (download Mbit/s, round trip ms) of bench/profiles.py; upload at the same rate,
+#: as bench/network.py.
+NETWORKS = {name: (p.down_mbps, p.rtt_ms) for name, p in PROFILES.items()}
 #: name → (Playwright device descriptor or None for a desktop context, CPU slowdown).
 DEVICES = {"pixel7-4x": ("Pixel 7", 4), "desktop-1x": (None, 1)}
 BOOT_TIMEOUT_MS = 120_000
@@ -90,7 +92,7 @@ def _send(page: Page, text: str) -> dict[str, Any]:
     return metrics
 
 
-def reply_grid(browser: Browser, devices: dict[str, Any], url: str, proxy: ShapingProxy, prompts: int) -> list[dict[str, Any]]:
+def reply_grid(browser: Browser, devices: dict[str, Any], url: str, proxy: LinkThread, prompts: int) -> list[dict[str, Any]]:
     """One row per (device, network): the replies' send → first token and → first paint.
     `devices`: Playwright's device descriptors; `url` goes through `proxy`."""
     rows: list[dict[str, Any]] = []
@@ -133,7 +135,7 @@ def reply_grid(browser: Browser, devices: dict[str, Any], url: str, proxy: Shapi
 
 def measure_page(prompts: int) -> dict[str, Any]:
     """Boot visits and the reply grid, on a fresh gateway process (built-in model)."""
-    with gateway("--log-level", "warning") as direct, shaping_proxy(direct) as (url, proxy), sync_playwright() as pw:
+    with gateway("--log-level", "warning") as direct, shaped_url(direct) as (url, proxy), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             boot = boot_visits(browser, url)

@@ -3,9 +3,10 @@
     .venv/bin/python bench/resume.py [--rounds N]
 
 Real Chromium (a Pixel 7 context) talks to a real gateway process on the built-in
-model through a loopback proxy shaped as slow 4G (bench/netem.py: 4 Mbit/s down,
-1 Mbit/s up, 150 ms round trip; mobile uplinks are a fraction of the downlink). Each
-answer is interrupted mid-way, once, in one of three ways, in turn:
+model through a loopback proxy shaped as slow 4G (bench/shaper.py with
+bench/profiles.py's `slow4g`: 4 Mbit/s down, 0.75 Mbit/s up, 150 ms round trip, and a
+new connection's handshake). Each answer is interrupted mid-way, once, in one of three
+ways, in turn:
 
 - `offline`: the device loses its network for 2 s (the proxy resets every connection
   and refuses new ones; Chromium reports the device offline), then it is back;
@@ -52,10 +53,11 @@ import httpx  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from e2e import percentile  # noqa: E402
-from netem import Profile, ShapingProxy, shaping_proxy  # noqa: E402
+from bench.profiles import PROFILES  # noqa: E402
+from bench.shaper import LinkThread, shaped_url  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
-SLOW_4G = Profile(down_mbps=4.0, up_mbps=1.0, rtt_ms=150)
+SLOW_4G = PROFILES["slow4g"]
 #: The built-in model at its default first-token time, streaming at a phone-readable pace,
 #: an answer long enough (15 s) to outlast every interruption.
 SIM = "tps=40,tokens=600"
@@ -125,7 +127,7 @@ def stored_answer(page: Page) -> str:
     })""")
 
 
-def interrupt(page: Page, proxy: ShapingProxy, kind: str, peer: bool) -> float:
+def interrupt(page: Page, proxy: LinkThread, kind: str, peer: bool) -> float:
     """Interrupt the answer streaming on `page`; returns when it ended (ms since the
     epoch, page clock), the moment from which the next paint is timed."""
     if kind == "offline":
@@ -154,7 +156,7 @@ def interrupt(page: Page, proxy: ShapingProxy, kind: str, peer: bool) -> float:
     return page.evaluate(NOW)
 
 
-def one_answer(page: Page, proxy: ShapingProxy, url: str, kind: str, n: int, peer: bool) -> dict[str, Any]:
+def one_answer(page: Page, proxy: LinkThread, url: str, kind: str, n: int, peer: bool) -> dict[str, Any]:
     posts: list[dict[str, Any]] = []
 
     def on_request(request: Any) -> None:
@@ -191,7 +193,7 @@ def one_answer(page: Page, proxy: ShapingProxy, url: str, kind: str, n: int, pee
 def run(rounds: int) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     with (gateway("--log-level", "warning") as resuming, gateway("--log-level", "warning", "--no-resume") as plain,
-          shaping_proxy(resuming) as (url, proxy), shaping_proxy(plain) as (peer_url, peer_proxy),
+          shaped_url(resuming) as (url, proxy), shaped_url(plain) as (peer_url, peer_proxy),
           sync_playwright() as pw):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         pages = {}

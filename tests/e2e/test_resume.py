@@ -14,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from bench.netem import shaping_proxy
+from bench.shaper import shaped_url
 from tests.e2e.conftest import ANSWER, chat_bodies, send, steer, stored_answers, wait_ready
 from tests.servers import gateway
 
@@ -57,7 +57,7 @@ def test_a_network_lost_mid_answer_goes_on_once_the_device_is_back_online(page: 
     steer(page, SIM)
     bodies = chat_bodies(page)
     resumed = resumes(page)
-    with shaping_proxy(gateway_url) as (url, link):
+    with shaped_url(gateway_url) as (url, link):
         mid_answer(page, url, "a long walk into a tunnel")
         # The phone loses its network: the device says so, and the link is gone.
         page.context.set_offline(True)
@@ -79,7 +79,7 @@ def test_a_connection_dropped_on_a_working_network_is_resumed_by_itself(page: Pa
     # A Wi-Fi to cellular switch: the connection dies, the device never says offline.
     steer(page, SIM)
     bodies = chat_bodies(page)
-    with shaping_proxy(gateway_url) as (url, link):
+    with shaped_url(gateway_url) as (url, link):
         mid_answer(page, url, "switching networks")
         link.cut()
         # Tried at once and refused (the link is still down), then again after a wait.
