@@ -490,7 +490,7 @@ def main() -> None:
                            for n, r in by_name.items()} for api, by_name in dialects.items()},
         "steps": {n: {k: v for k, v in t.items() if k != "configs"} for n, t in steps.items()},
     }
-    if len(dialects) > 1:
+    if len(dialects) > 1 and dialect_names:
         print("dialect column (p95 time to first token, naive → firsttoken, reduction; bytes up ×):")
         for api, by_name in dialects.items():
             print(f"  {api:18s} " + " · ".join(

@@ -388,18 +388,25 @@ def _address(text: str) -> tuple[str, int]:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    link = Link(PROFILES[args.profile], _address(args.target), listen=_address(args.listen), tls=args.tls,
-                loss=args.loss, seed=args.seed)
-    host, port = await link.start()
-    p = link.profile
-    assert p is not None
-    print(f"shaped link {args.profile} ({p.down_mbps} Mbit/s down, {p.up_mbps} up, {p.rtt_ms:g} ms RTT"
-          f"{', TLS' if args.tls else ''}{f', loss {args.loss}' if args.loss else ''}): "
-          f"http://{host}:{port}/ -> {args.target}", flush=True)
+    # `--links N`: N phones, each its own link (bench/e2e.py's users), on N ports from
+    # `--listen`'s (0: any free ones); one line each, as it comes up.
+    host, port = _address(args.listen)
+    links = []
     try:
-        await asyncio.Event().wait()  # until Ctrl-C
+        for i in range(args.links):
+            link = Link(PROFILES[args.profile], _address(args.target), listen=(host, port + i if port else 0),
+                        tls=args.tls, loss=args.loss, seed=args.seed + i)
+            links.append(link)
+            at_host, at_port = await link.start()
+            p = link.profile
+            assert p is not None
+            print(f"shaped link {args.profile} ({p.down_mbps} Mbit/s down, {p.up_mbps} up, {p.rtt_ms:g} ms RTT"
+                  f"{', TLS' if args.tls else ''}{f', loss {args.loss}' if args.loss else ''}): "
+                  f"http://{at_host}:{at_port}/ -> {args.target}", flush=True)
+        await asyncio.Event().wait()  # until Ctrl-C or SIGTERM
     finally:
-        await link.close()
+        for link in links:
+            await link.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -410,6 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tls", action="store_true", help="charge a new connection one more round trip (TLS 1.3)")
     parser.add_argument("--loss", type=float, default=0.0, help="packet loss probability, paid as retransmission delay")
     parser.add_argument("--seed", type=int, default=0, help="the loss model's seed")
+    parser.add_argument("--links", type=int, default=1, help="how many links (phones), each on its own port")
     args = parser.parse_args(argv)
     try:
         asyncio.run(_serve(args))

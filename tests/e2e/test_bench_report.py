@@ -34,10 +34,10 @@ def run(script: str, *args: str) -> tuple[dict[str, Any], str]:
 def e2e(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any], Path]:
     out = tmp_path_factory.mktemp("bench") / "e2e.json"
     # A quota two users can meet: the queueing scenario's bucket (20,000 tokens) holds two
-    # requests, and refills at 5,000 tokens/s.
+    # requests, and refills at 5,000 tokens/s. Each user on a slow-4G link of its own.
     line, _ = run("e2e.py", "--users", "2", "--turns", "2", "--think-s", "0.05", "--ramp-s", "0.05",
                   "--tpm", "300000", "--burst-s", "4", "--runs", "1", "--sweep", "", "--dialect-scenarios", "uncontended",
-                  "--out", str(out))
+                  "--steps", "uncontended", "--profile", "slow4g", "--out", str(out))
     return line, json.loads(out.read_text()), out
 
 
@@ -51,8 +51,29 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
     records = data["records"]
     # scenarios × kinds × users × turns, then the dialect column's other two APIs, in one
     # scenario each
-    assert len(records) == 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2
+    # scenario, then firsttoken alone in each configuration of the steps table but "all"
+    # (the headline's)
+    configs = 1 + 4 + 3
+    assert len(records) == 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2 + configs * 2 * 2
     assert {r["api"] for r in records} == {"chat_completions", "responses", "anthropic_messages"}
+    assert line["profile"] == "slow4g" and data["scenarios"]["uncontended"]["params"]["profile"] == "slow4g"
+    # The figures, each present.
+    for key in ("uncontended_ttft_p50_ratio", "cold_turn_ttft_p50_ratio", "bytes_up_ratio"):
+        assert line[key] > 0, key
+    # The same server for both: each read the repeated system prompt from its prefix cache.
+    assert line["cached_tokens_pct"]["naive"] > 0 and line["cached_tokens_pct"]["firsttoken"] > 0
+    assert all(r["cached_tokens"] == 0 for r in records if r["turn"] == 0 and r["api"] != "anthropic_messages")
+    steps = line["steps"]["uncontended"]
+    assert steps["metric"] == "ttft_p50_ms"
+    for table in ("alone", "added", "cold_alone", "cold_added"):
+        assert set(steps[table]) == {"compression", "cache", "governor", "warm"}, table
+        assert all(isinstance(v, float) for v in steps[table].values()), table
+    # What each step changes on the wire: the configurations with compression bill fewer
+    # prompt tokens, those with the cache upload fewer bytes.
+    configs_seen = data["steps"]["uncontended"]["configs"]
+    assert configs_seen["only compression"]["prompt_tokens"] < configs_seen["none"]["prompt_tokens"]
+    assert configs_seen["only cache"]["bytes_up"] < configs_seen["none"]["bytes_up"]
+    assert configs_seen["only cache"]["prompt_tokens"] == configs_seen["none"]["prompt_tokens"]
     for r in records:
         assert r["ok"] and r["ttft_ms"] > 0 and r["total_ms"] >= r["ttft_ms"], r
         assert r["attempts"] >= 1 and r["bytes_up"] > 0 and r["prompt_tokens"] > 0, r
@@ -69,7 +90,7 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
         assert ours["bytes_up"] < naive["bytes_up"]
     # From its second turn on, a firsttoken user sends the system prompt as a gateway
     # reference: the naive client's request is larger by about the whole prompt.
-    by = {(r["api"], r["scenario"], r["kind"], r["user"], r["turn"]): r for r in records}
+    by = {(r["api"], r["scenario"], r["kind"], r["user"], r["turn"]): r for r in records if r["kind"] in ("naive", "firsttoken")}
     system_bytes = len(json.dumps(_system_prompt(), ensure_ascii=False).encode())
     for api in ("chat_completions", "responses", "anthropic_messages"):
         for user in (0, 1):
