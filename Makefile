@@ -113,6 +113,10 @@ screenshots: deps browser
 bench-%: deps browser redis
 	$(PY) bench/$*.py
 
+# The shaped link (bench/shaper.py) needs Python only: no browser, no Redis, no build.
+bench-link: bench-%: $(VENV)/.stamp
+	$(PY) bench/$*.py
+
 # These drive WebKitGTK as well as Chromium.
 bench-bridge bench-webkit_boot bench-boot_probe bench-native: bench-%: deps browser redis webkit
 	$(PY) bench/$*.py

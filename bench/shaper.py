@@ -25,7 +25,12 @@ connections share):
   (seeded, reproducible); a segment holding a lost packet arrives one retransmission
   timeout late, and as TCP delivers in order, everything behind it on its connection
   waits too (head-of-line blocking). Nothing is dropped: the bytes are the point of the
-  benchmarks, the delay is what loss costs them.
+  benchmarks, the delay is what loss costs them. An RTO is the cost when too few packets
+  follow for fast retransmit (three duplicate ACKs, RFC 5681 §3.2), the case of a short
+  request or a reply's tail, which is what a chat sends; deep in a long transfer fast
+  retransmit would cost about one RTT. Loss costs latency here, not throughput: the pipe
+  goes on serialising while a segment waits, so only a loss near a transfer's end makes
+  it longer.
 - **In order, half-closed, closed.** Bytes keep their order; an EOF (FIN) is forwarded
   after the bytes before it, one-way delay later, and the other direction goes on until
   its own EOF; then both sockets close. A reset (or `cut()`) aborts both sides.
@@ -37,9 +42,9 @@ leaves the worker's fetches alone (measured: a reply's first byte came no later 
 the 3G profile than under 4G). A proxy shapes every byte, whoever sends it.
 
 Not modelled: slow start and congestion control (a phone's flows are short, but a cold
-connection's first flight is larger here than TCP's initial window of 10 segments), the
-radio's own wake-up from idle (RRC promotion), jitter, and retransmissions' share of the
-bandwidth.
+connection's first flight is larger here than TCP's initial window of 10 segments, and
+a loss does not halve the sender's window), the radio's own wake-up from idle (RRC
+promotion), jitter, and retransmissions' share of the bandwidth.
 
 Each connection's direction holds at most `MAX_BUFFERED` bytes; past that it stops
 reading, so the sender's socket fills and TCP's flow control pushes back, as at a real

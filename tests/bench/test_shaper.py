@@ -459,3 +459,13 @@ def test_a_link_thread_serves_callers_that_run_loops_of_their_own() -> None:
                 assert time.monotonic() - start >= 2 * FAST.rtt_ms / 1000 - EARLY  # handshake and round trip
         finally:
             server.shutdown()
+
+
+def test_the_public_surface_is_what_all_says() -> None:
+    import bench.shaper as shaper
+
+    # Classes and functions defined there, less the command line; constants have no module.
+    defined = {name for name, value in vars(shaper).items()
+               if not name.startswith("_") and getattr(value, "__module__", None) == shaper.__name__}
+    assert defined - {"main"} == set(shaper.__all__) - {"MAX_BUFFERED", "MSS", "RTO_MIN_S"}
+    assert all(hasattr(shaper, name) for name in shaper.__all__)
