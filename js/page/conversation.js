@@ -49,7 +49,7 @@ export function conversation(system, entries, extra = []) {
     if (answer?.role === 'assistant') {
       if (answer.content) messages.push(turn(m), turn(answer));
       i += 1;
-    } else if (i === entries.length - 1 && m.content) {
+    } else if (i === entries.length - 1 && (m.content || m.images?.length)) {
       messages.push(turn(m)); // the turn being answered
     }
   }
@@ -58,7 +58,17 @@ export function conversation(system, entries, extra = []) {
   return messages;
 }
 
-const turn = ({ role, content }) => ({ role, content });
+// A user message's images (attachments.js) go as Chat Completions content parts after its
+// text; the core turns them into each API's own image part (firsttoken.stream.dialects).
+const turn = ({ role, content, images }) => (images?.length ? { role, content: withImages(content, images) } : { role, content });
+
+/** `text` and `images` as content parts: the text part (when there is text), then one
+ * `image_url` part an image. */
+export function withImages(text, images) {
+  const parts = text ? [{ type: 'text', text }] : [];
+  for (const { url, detail } of images) parts.push({ type: 'image_url', image_url: detail ? { url, detail } : { url } });
+  return parts;
+}
 
 /** Make `entries` (as stored, oldest first) well formed, in place, and say whether
  * anything changed: every user message gets an answer entry (an orphan from older

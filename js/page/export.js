@@ -2,6 +2,8 @@
 // Downloaded from a Blob (no server round trip, works offline and under the page's
 // CSP), named after the conversation's title.
 
+import { isImageUrl } from './attachments.js';
+
 const ROLE_NAMES = { user: 'You', assistant: 'Assistant', system: 'System' };
 
 /** Markdown: the title, then each message under who said it. Answers are markdown
@@ -10,7 +12,11 @@ const ROLE_NAMES = { user: 'You', assistant: 'Assistant', system: 'System' };
 export function toMarkdown(c) {
   const parts = [`# ${c.title || 'Conversation'}`, ''];
   for (const m of c.entries ?? []) {
-    parts.push(`## ${ROLE_NAMES[m.role] ?? m.role}`, '', m.content.trimEnd(), '');
+    parts.push(`## ${ROLE_NAMES[m.role] ?? m.role}`, '');
+    // A message's images as Markdown images of their data URLs: the file keeps them
+    // whole, with no other file beside it (the JSON has them as kept, in `images`).
+    for (const image of m.images ?? []) if (isImageUrl(image?.url)) parts.push(`![Image, ${image.width}×${image.height}](${image.url})`, '');
+    parts.push(m.content.trimEnd(), '');
     if (m.incomplete) parts.push('*(This answer was interrupted.)*', '');
   }
   return `${parts.join('\n').trimEnd()}\n`;

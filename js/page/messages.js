@@ -2,6 +2,7 @@
 // (Copy, Edit, Regenerate, Retry), and a view that follows the newest answer unless the
 // user scrolled up. Nothing here knows the protocol; replies.js says what to paint.
 
+import { isImageUrl } from './attachments.js';
 import { EndFollower } from './follow.js';
 
 export class MessageList {
@@ -17,12 +18,14 @@ export class MessageList {
 
   /** A message's element, at the end of the list (or in place of `replacing`). An
    * answer is rendered as `answers.show` renders it; the user's words as `answers.user`
-   * does (markdown), or as typed when there is none. */
-  add(role, text, replacing = null) {
+   * does (markdown), or as typed when there is none. `images`: a user message's
+   * (attachments.js), shown as thumbnails before its text. */
+  add(role, text, replacing = null, images = null) {
     const { li, content } = this.element(role, replacing);
     if (role === 'assistant') this.answers.show(content, text);
     else if (role === 'user' && this.answers.user) this.answers.user(content, text);
     else content.textContent = text;
+    if (images?.length) content.before(imageList(images));
     return li;
   }
 
@@ -72,6 +75,26 @@ export class MessageList {
   follow() {
     this.follower.follow();
   }
+}
+
+/** A message's images, as thumbnails before its text; only images the page made
+ * (`isImageUrl`): a stored record may hold anything. Before the content, not in it: the
+ * markdown renderer owns that. */
+function imageList(images) {
+  const list = document.createElement('ul');
+  list.className = 'msg-images';
+  list.setAttribute('aria-label', images.length === 1 ? 'An image' : `${images.length} images`);
+  for (const image of images) {
+    if (!isImageUrl(image?.url)) continue;
+    const li = document.createElement('li');
+    const img = document.createElement('img');
+    img.src = image.url;
+    img.alt = `Image, ${image.width}×${image.height}`;
+    img.decoding = 'async';
+    li.append(img);
+    list.append(li);
+  }
+  return list;
 }
 
 // A message's notes are its own children, after its content: looked up among those few,

@@ -9,7 +9,9 @@
 import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
-import { conversation } from './conversation.js';
+import { Shrinker } from '../images/shrink.js';
+import { Attachments, heldBytes } from './attachments.js';
+import { conversation, withImages } from './conversation.js';
 import { ConversationList } from './conversations.js';
 import { Composer } from './composer.js';
 import { ConversationStore } from './conversation-store.js';
@@ -51,11 +53,16 @@ export function startPage({ answers, link = pageLink } = {}) {
   showModel();
   settings.addEventListener('model', showModel);
   const view = new MessageList(els.messages, els.chat, answers, els.jump);
+  const attachments = new Attachments({
+    button: $('attach'), input: $('attach-input'), list: $('attachments'), note: $('attach-note'), prompt: els.prompt, drop: els.form,
+  }, { shrinker: new Shrinker(), held: () => heldBytes(store.entries) });
   const count = new LiveCount(els.count, {
     send: (request) => link.send(request),
     messages: () => {
       const draft = els.prompt.value;
-      return conversation(settings.system, store.entries, draft ? [{ role: 'user', content: draft }] : []);
+      const images = attachments.images;
+      const content = images.length ? withImages(draft, images) : draft;
+      return conversation(settings.system, store.entries, content.length ? [{ role: 'user', content }] : []);
     },
     settings: () => settings.forRequest(),
   });
@@ -131,13 +138,18 @@ export function startPage({ answers, link = pageLink } = {}) {
   els.form.addEventListener('submit', (e) => {
     e.preventDefault();
     const text = els.prompt.value.trim();
-    if (!text || replies.busy) return; // one answer at a time: the draft waits
+    if ((!text && !attachments.images.length) || replies.busy) return; // one answer at a time: the draft waits
+    if (attachments.pending) {
+      attachments.say('An image is still being prepared: send once its thumbnail shows.');
+      return;
+    }
     conversations.settle();
     els.prompt.value = '';
     composer.fit();
-    replies.send(text);
+    replies.send(text, attachments.take());
   });
   els.prompt.addEventListener('input', () => count.request());
+  attachments.addEventListener('change', () => count.request());
   els.stop.addEventListener('click', () => replies.stop());
   settings.addEventListener('system', () => count.request());
   settings.addEventListener('compress', () => count.request());

@@ -112,7 +112,7 @@ export class Replies {
         this.elements.set(entry, r.li);
         continue;
       }
-      const li = this.view.add(entry.role, entry.content);
+      const li = this.view.add(entry.role, entry.content, null, entry.images);
       this.elements.set(entry, li);
       if (entry.role === 'assistant') this.actions.showEnding(entry, li);
       else if (entry.role === 'user') this.actions.showPromptActions(entry, li);
@@ -133,12 +133,14 @@ export class Replies {
 
   // ---- sending ---------------------------------------------------------------------
 
-  /** The user sent `text`: shown, kept, and sent (or put in the outbox, offline). */
-  send(text) {
+  /** The user sent `text`, with `images` (attachments.js): shown, kept, and sent (or
+   * put in the outbox, offline). */
+  send(text, images = []) {
     if (this.busy) return false;
     const userEntry = this.store.add('user', text);
     userEntry.id = newEntryId();
-    const userLi = this.view.add('user', text);
+    if (images.length) userEntry.images = images;
+    const userLi = this.view.add('user', text, null, images);
     this.elements.set(userEntry, userLi);
     this.actions.showPromptActions(userEntry, userLi);
     this.answer(userEntry, userLi);

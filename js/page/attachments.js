@@ -1,0 +1,175 @@
+// Images attached in the composer: from the picker (`accept="image/*"`, which offers the
+// camera on phones), a paste or a drop; each shown as a thumbnail with a Remove button
+// while it is prepared (js/images/shrink.js) and until it is sent.
+//
+// Bounds, each refused with a line saying why, nothing else lost (what was attached
+// stays, the draft too):
+// - MAX_AT_ONCE images a message;
+// - MAX_HELD_BYTES of images in a conversation, this message's included: every request
+//   carries the whole conversation, and the protocol refuses a message over 8 MB
+//   (py/firsttoken/protocol.py, MAX_MESSAGE_BYTES); IndexedDB keeps them with it.
+//
+// An image as kept with its message (the entry's `images`, conversation.js) and as
+// attached: `{url: 'data:image/jpeg;base64,…', width, height, bytes, detail}`.
+//
+// On the list: `data-pending` while an image is being prepared (tests and hosts wait on
+// it); Send waits for none: it says to wait.
+
+import { ImageError } from '../images/header.js';
+
+export const MAX_AT_ONCE = 20;
+export const MAX_HELD_BYTES = 6 * 1024 * 1024;
+/** What the page asks for: the count and the resize are exact at "high" (at "auto" the
+ * model decides, OpenAI's vision guide), and a phone's photo is sent to be read. */
+export const DETAIL = 'high';
+
+/** Whether `url` is an image the page made (a JPEG, PNG, WebP or GIF data URL): a
+ * stored or imported record may hold anything, and nothing else is ever shown. */
+export function isImageUrl(url) {
+  return typeof url === 'string' && /^data:image\/(jpeg|png|webp|gif);base64,/.test(url) && url.length < MAX_HELD_BYTES;
+}
+
+/** The images of a conversation's entries, in bytes of their data URLs. */
+export function heldBytes(entries) {
+  let n = 0;
+  for (const m of entries) for (const image of m.images ?? []) n += image.url?.length ?? 0;
+  return n;
+}
+
+export class Attachments extends EventTarget {
+  /** `els`: {button, input, list, note, prompt, drop}; `shrinker`: js/images/shrink.js's;
+   * `held()`: the bytes of images the open conversation holds already. Dispatches
+   * 'change' when the images attached change. */
+  constructor(els, { shrinker, held = () => 0 }) {
+    super();
+    Object.assign(this, els, { shrinker, held });
+    this.items = []; // {li, image?, pending, dropped}
+    this.button.addEventListener('click', () => this.input.click());
+    this.input.addEventListener('change', () => {
+      this.add([...this.input.files]);
+      this.input.value = '';
+    });
+    this.prompt.addEventListener('paste', (e) => {
+      const files = [...(e.clipboardData?.files ?? [])];
+      if (!files.length) return; // text: pasted as usual
+      e.preventDefault();
+      this.add(files);
+    });
+    this.drop.addEventListener('dragover', (e) => {
+      if (![...(e.dataTransfer?.types ?? [])].includes('Files')) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = 'copy';
+    });
+    this.drop.addEventListener('drop', (e) => {
+      const files = [...(e.dataTransfer?.files ?? [])];
+      if (!files.length) return;
+      e.preventDefault();
+      this.add(files);
+    });
+  }
+
+  /** The images ready to send. */
+  get images() {
+    return this.items.filter((i) => i.image).map((i) => i.image);
+  }
+
+  get pending() {
+    return this.items.some((i) => i.pending);
+  }
+
+  /** Attach `files`; refusals are said in the note, one line. */
+  add(files) {
+    if (!files.length) return;
+    if (this.items.length + files.length > MAX_AT_ONCE) {
+      this.say(`At most ${MAX_AT_ONCE} images a message: ${files.length} not added (${this.items.length} attached already).`);
+      return;
+    }
+    this.say('');
+    for (const file of files) this.prepare(file);
+  }
+
+  async prepare(file) {
+    const item = { li: this.thumbnail(file.name), image: null, pending: true, dropped: false };
+    this.items.push(item);
+    this.changed();
+    try {
+      const shrunk = await this.shrinker.prepare(file);
+      if (item.dropped) {
+        item.pending = false;
+        return;
+      }
+      const bytes = this.images.reduce((n, i) => n + i.url.length, 0) + shrunk.url.length;
+      if (this.held() + bytes > MAX_HELD_BYTES) {
+        throw new ImageError('storage', `This conversation cannot hold more images (${(MAX_HELD_BYTES / 1048576).toFixed(0)} MB at most, what one request can carry): start a new chat for more.`);
+      }
+      item.image = { url: shrunk.url, width: shrunk.width, height: shrunk.height, bytes: shrunk.bytes, detail: DETAIL };
+      const img = item.li.querySelector('img');
+      img.src = shrunk.url;
+      img.alt = `${file.name || 'Image'}, ${shrunk.width}×${shrunk.height}`;
+      item.li.dataset.width = String(shrunk.width);
+      item.li.dataset.height = String(shrunk.height);
+    } catch (e) {
+      item.pending = false;
+      if (item.dropped) return;
+      this.remove(item);
+      this.say(e instanceof ImageError ? e.message : `${file.name || 'The image'} could not be prepared.`, e?.code);
+      return;
+    }
+    item.pending = false;
+    delete item.li.dataset.pending;
+    this.changed();
+  }
+
+  thumbnail(name) {
+    const li = document.createElement('li');
+    li.className = 'attachment';
+    li.dataset.pending = '';
+    const img = document.createElement('img');
+    img.alt = `${name || 'Image'}, being prepared`;
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.className = 'remove';
+    remove.textContent = '×';
+    remove.setAttribute('aria-label', `Remove ${name || 'image'}`);
+    remove.addEventListener('click', () => {
+      const item = this.items.find((i) => i.li === li);
+      if (item) this.remove(item);
+      this.prompt.focus();
+    });
+    li.append(img, remove);
+    this.list.append(li);
+    return li;
+  }
+
+  remove(item) {
+    item.dropped = true;
+    item.li.remove();
+    this.items = this.items.filter((i) => i !== item);
+    this.changed();
+  }
+
+  /** The images ready to send, taken out of the composer. */
+  take() {
+    const images = this.images;
+    for (const item of this.items) item.li.remove();
+    this.items = [];
+    this.say('');
+    this.changed();
+    return images;
+  }
+
+  say(text, code = '') {
+    this.note.textContent = text;
+    this.note.hidden = !text;
+    if (code) this.note.dataset.code = code;
+    else delete this.note.dataset.code;
+  }
+
+  changed() {
+    this.list.hidden = !this.items.length;
+    if (this.pending) this.list.dataset.pending = '';
+    else delete this.list.dataset.pending;
+    this.list.dataset.count = String(this.images.length);
+    this.dispatchEvent(new Event('change'));
+  }
+}

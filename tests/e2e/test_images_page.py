@@ -1,0 +1,176 @@
+"""Photos in the page, in real Chromium, with real image files made here: attached from
+the picker (a paste and a drop too), shrunk in a worker to the size the model keeps,
+counted, sent; the built-in model's `usage.prompt_tokens` equals the page's count; no
+EXIF (GPS included) in what was sent; hostile files refused with a clear line and
+nothing else lost; the images still there after a reload."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+from PIL import Image
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import ANSWER, steer, wait_ready
+from tests.e2e.protocol_spy import PROTOCOL_SPY
+from tests.unit.image_files import png
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "firsttoken-sim"
+THUMBS = "#attachments li.attachment"
+NOTE = "#attach-note"
+
+
+def photo(width: int = 4032, height: int = 3024, *, gps: bool = True) -> bytes:
+    """A phone-sized JPEG with detail (a gradient and stripes), whose EXIF holds a camera
+    model and a GPS position, as a phone writes them."""
+    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
+    pixels = image.load()
+    for x in range(0, width, 64):
+        for y in range(height):
+            pixels[x, y] = (200, 30, 30)
+    exif = Image.Exif()
+    exif[0x0110] = "Pixel 7"  # Model
+    if gps:
+        # GPSInfo IFD: latitude 48°51'24" N, longitude 2°21'3" E (Paris).
+        exif[0x8825] = {1: "N", 2: (48.0, 51.0, 24.0), 3: "E", 4: (2.0, 21.0, 3.0)}
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=90, exif=exif)
+    return out.getvalue()
+
+
+def file(name: str, data: bytes, mime: str = "image/jpeg") -> dict[str, Any]:
+    return {"name": name, "mimeType": mime, "buffer": data}
+
+
+def open_page(page: Page, url: str) -> None:
+    page.add_init_script(PROTOCOL_SPY)
+    steer(page, "ttft_ms=0")
+    page.goto(url + "/")
+    wait_ready(page)
+
+
+def attach(page: Page, *files: dict[str, Any]) -> None:
+    page.set_input_files("#attach-input", files=list(files))
+
+
+def settled_count(page: Page) -> int:
+    count = page.locator("#count")
+    expect(count).to_have_attribute("data-tokens", re.compile(r"^\d+$"))
+    expect(count).not_to_have_attribute("data-pending", re.compile(".*"))
+    return int(count.get_attribute("data-tokens") or "0")
+
+
+def sent_bodies(page: Page) -> list[dict]:
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    return bodies
+
+
+def events_of(page: Page, request_id: str) -> dict[str, dict]:
+    return {e["type"]: e for e in page.evaluate("() => window.__ft.events") if e.get("id") == request_id}
+
+
+def image_of(url: str) -> Image.Image:
+    head, _, data = url.partition(",")
+    assert head == "data:image/jpeg;base64"
+    return Image.open(io.BytesIO(base64.b64decode(data)))
+
+
+def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gateway_url: str) -> None:
+    bodies = sent_bodies(page)
+    open_page(page, gateway_url)
+    original = photo()
+    assert Image.open(io.BytesIO(original)).getexif().get(0x8825)  # the test's photo has GPS
+    attach(page, file("IMG_0001.jpg", original))
+    expect(page.locator(THUMBS)).to_have_count(1)
+    expect(page.locator("#attachments")).not_to_have_attribute("data-pending", re.compile(".*"))
+    # Shrunk to the most any model keeps (2048 on the long side).
+    want = (2048, 1536)
+    thumb = page.locator(THUMBS).first
+    assert (int(thumb.get_attribute("data-width") or 0), int(thumb.get_attribute("data-height") or 0)) == want
+    page.fill("#prompt", "What is in this photo?")
+    counted = settled_count(page)
+    page.get_by_role("button", name="Send", exact=True).click()
+    answer = page.locator(ANSWER).last
+    expect(answer).to_have_attribute("data-state", "done", timeout=60_000)
+    events = events_of(page, answer.get_attribute("data-id") or "")
+    # The page's count is what the built-in model billed, which bills by the same rules.
+    assert events["chat.prepared"]["prompt_tokens"] == counted
+    assert events["chat.done"]["usage"]["prompt_tokens"] == counted
+    # What went up: the shrunk JPEG, with no EXIF at all (GPS, camera model), and a
+    # fraction of the original's bytes.
+    [body] = bodies
+    text, image = body["messages"][-1]["content"]
+    assert text == {"type": "text", "text": "What is in this photo?"}
+    assert image["image_url"]["detail"] == "high"
+    sent = image_of(image["image_url"]["url"])
+    assert sent.size == want and sent.format == "JPEG"
+    assert not sent.getexif() and "exif" not in sent.info
+    assert len(image["image_url"]["url"]) < len(original) / 3
+    # The composer is empty again; the message shows its image, and so after a reload.
+    expect(page.locator(THUMBS)).to_have_count(0)
+    shown = page.locator('.msg[data-role="user"] .msg-images img')
+    expect(shown).to_have_count(1)
+    page.reload()
+    wait_ready(page)
+    expect(shown).to_have_count(1)
+    assert shown.first.get_attribute("src") == image["image_url"]["url"]
+    assert shown.first.evaluate("(img) => img.decode().then(() => [img.naturalWidth, img.naturalHeight])") == list(want)
+
+
+HOSTILE = [
+    ("notes.txt", b"just some text, not an image", "text/plain", "not_image"),
+    ("fake.png", b"this is not really a PNG at all, only its name says so", "image/png", "not_image"),
+    ("bomb.png", png(40_000, 40_000, pixels=False) + b"\0" * 64, "image/png", "too_large"),
+    ("drawing.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>', "image/svg+xml", "svg"),
+    ("sneaky.png", b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>' + b" " * 64, "", "svg"),
+    ("IMG_0002.heic", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 200, "image/heic", "heic"),
+    ("cut.png", png(64, 64)[:60], "image/png", "undecodable"),
+]
+
+
+@pytest.mark.parametrize("name, data, mime, code", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_a_hostile_file_is_refused_and_nothing_else_is_lost(page: Page, gateway_url: str, name: str, data: bytes,
+                                                            mime: str, code: str) -> None:
+    open_page(page, gateway_url)
+    attach(page, file("ok.png", png(40, 30), "image/png"))
+    expect(page.locator(THUMBS)).to_have_count(1)
+    expect(page.locator("#attachments")).not_to_have_attribute("data-pending", re.compile(".*"))
+    page.fill("#prompt", "draft kept")
+    attach(page, file(name, data, mime))
+    expect(page.locator(NOTE)).to_have_attribute("data-code", code)
+    expect(page.locator(NOTE)).to_be_visible()
+    expect(page.locator(THUMBS)).to_have_count(1)  # the good one stays
+    expect(page.locator("#prompt")).to_have_value("draft kept")
+
+
+def test_more_than_twenty_images_at_once_are_refused(page: Page, gateway_url: str) -> None:
+    open_page(page, gateway_url)
+    attach(page, *[file(f"{i}.png", png(8, 8), "image/png") for i in range(21)])
+    expect(page.locator(NOTE)).to_contain_text("At most 20 images")
+    expect(page.locator(THUMBS)).to_have_count(0)
+
+
+def test_pasted_and_dropped_images_are_attached_and_removable(page: Page, gateway_url: str) -> None:
+    open_page(page, gateway_url)
+    data = base64.b64encode(png(30, 20)).decode()
+    # A paste and a drop carry a DataTransfer of files, made here as the browser makes one.
+    page.evaluate("""(b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const transfer = () => { const t = new DataTransfer(); t.items.add(new File([bytes], 'shot.png', { type: 'image/png' })); return t; };
+      const prompt = document.getElementById('prompt');
+      prompt.dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer(), bubbles: true, cancelable: true }));
+      document.getElementById('composer').dispatchEvent(new DragEvent('drop', { dataTransfer: transfer(), bubbles: true, cancelable: true }));
+    }""", data)
+    expect(page.locator(f"{THUMBS}:not([data-pending])")).to_have_count(2)
+    with_two = settled_count(page)
+    page.get_by_role("button", name="Remove shot.png").first.click()
+    expect(page.locator(THUMBS)).to_have_count(1)
+    expect(page.locator("#count")).not_to_have_attribute("data-tokens", str(with_two))
