@@ -40,6 +40,50 @@ export function refuseFile(file) {
   return null;
 }
 
+/** How long the core is given to answer `image.size` before the fallback size is used
+ * (it answers in a millisecond when idle; a long prepare may hold it). */
+const SIZE_WAIT_MS = 3000;
+
+/** The size the model keeps of an image, asked of the core (`image.size` →
+ * `image.sized`, bridge/PROTOCOL.md); before Python is ready, or without an answer in
+ * time, the fallback: what any model keeps at most. Feed it the `image.sized` events. */
+export class CoreSizes {
+  /** `link`: the page's PythonLink; `model()`: the model the next chat goes to. */
+  constructor(link, model) {
+    this.link = link;
+    this.model = model;
+    this.waiting = new Map(); // id → resolve
+    this.counter = 0;
+  }
+
+  size(width, height, detail) {
+    const fallback = fitSide(width, height);
+    // Not queued behind Python's boot: the photo is shrunk now, the count follows.
+    if (!this.link.ready) return Promise.resolve(fallback);
+    const id = `s${++this.counter}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        resolve(fallback);
+      }, SIZE_WAIT_MS);
+      this.waiting.set(id, (msg) => {
+        clearTimeout(timer);
+        // Never larger than the image, never nothing: else the fallback.
+        const ok = [[msg.width, width], [msg.height, height]].every(([kept, side]) => Number.isInteger(kept) && kept >= 1 && kept <= side);
+        resolve(ok ? { width: msg.width, height: msg.height } : fallback);
+      });
+      this.link.send({ type: 'image.size', id, model: this.model(), width, height, detail });
+    });
+  }
+
+  /** An `image.sized` event from the core. */
+  answer(msg) {
+    const resolve = this.waiting.get(msg.id);
+    this.waiting.delete(msg.id);
+    resolve?.(msg);
+  }
+}
+
 export class Shrinker {
   /** `sizeFor(width, height)`: the size to resize a decoded image to (a promise). */
   constructor({ sizeFor = async (w, h) => fitSide(w, h), quality = QUALITY } = {}) {

@@ -29,6 +29,7 @@ export const REQUESTS = deepFreeze({
   "chat.abort": {"id": "required", "fields": {}},
   "chat.reconnect": {"id": "required", "fields": {}},
   "tokens.count": {"id": "optional", "fields": {"messages": "required", "settings": "required"}},
+  "image.size": {"id": "optional", "fields": {"model": "required", "width": "required", "height": "required", "detail": "optional"}},
 });
 
 /** Events the core sends (core → page), by type: each field but `id`, in order. */
@@ -37,6 +38,7 @@ export const EVENTS = deepFreeze({
   "pong": {"fields": {"t": "required"}},
   "error": {"fields": {"error": "required"}},
   "tokens.counted": {"fields": {"tokens": "required", "budget": "required", "exact": "required", "uncompressed": "required", "calibrated": "required", "dropped": "required"}},
+  "image.sized": {"fields": {"width": "required", "height": "required", "tokens": "required", "exact": "required"}},
   "notice": {"fields": {"code": "required", "message": "required", "reason": "optional", "store": "optional"}},
   "chat.prepared": {"fields": {"compression": "required", "saved": "required", "saved_unit": "required", "budget": "required", "window_known": "required", "prompt_tokens": "required", "exact": "required", "dropped": "required", "truncated": "required", "cache": "optional", "prepare_ms": "required", "request_bytes": "required"}},
   "chat.wait": {"fields": {"wait_s": "required", "reason": "required", "quota": "required"}},

@@ -9,8 +9,8 @@
 import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
-import { Shrinker } from '../images/shrink.js';
-import { Attachments, heldBytes } from './attachments.js';
+import { CoreSizes, Shrinker } from '../images/shrink.js';
+import { Attachments, DETAIL, heldBytes } from './attachments.js';
 import { conversation, withImages } from './conversation.js';
 import { ConversationList } from './conversations.js';
 import { Composer } from './composer.js';
@@ -55,7 +55,12 @@ export function startPage({ answers, link = pageLink } = {}) {
   const view = new MessageList(els.messages, els.chat, answers, els.jump);
   const attachments = new Attachments({
     button: $('attach'), input: $('attach-input'), list: $('attachments'), note: $('attach-note'), prompt: els.prompt, drop: els.form,
-  }, { shrinker: new Shrinker(), held: () => heldBytes(store.entries) });
+  }, {
+    // Shrunk to the size the model of the next chat keeps (host settings included).
+    shrinker: new Shrinker({ sizeFor: (w, h) => sizes.size(w, h, DETAIL) }),
+    held: () => heldBytes(store.entries),
+  });
+  const sizes = new CoreSizes(link, () => replies.target().model);
   const count = new LiveCount(els.count, {
     send: (request) => link.send(request),
     messages: () => {
@@ -130,6 +135,8 @@ export function startPage({ answers, link = pageLink } = {}) {
       replies.pythonReady();
     } else if (msg.type === 'tokens.counted') {
       count.show(msg);
+    } else if (msg.type === 'image.sized') {
+      sizes.answer(msg);
     } else {
       replies.onEvent(msg);
     }

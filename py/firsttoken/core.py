@@ -38,6 +38,8 @@ from .protocol import (
     ErrorEvent,
     Event,
     Hello,
+    ImageSize,
+    ImageSized,
     Ping,
     Pong,
     Ready,
@@ -130,6 +132,10 @@ class Core:
                 await self._chat(msg)
             elif isinstance(msg, TokensCount):
                 await self._count(msg)
+            elif isinstance(msg, ImageSize):
+                kept = tokens.image_tokens(msg.model, msg.width, msg.height, msg.detail)
+                self.post_event(ImageSized(id=msg.id, width=kept.width, height=kept.height, tokens=kept.tokens,
+                                           exact=kept.exact))
         except InvalidMessage as exc:
             self.post_event(ErrorEvent(id=request_id, error=exc.to_dict()))
         except Exception as exc:  # noqa: BLE001 - the core must outlive any bug

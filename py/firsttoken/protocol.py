@@ -44,12 +44,14 @@ __all__ = [
     "ChatAbort",
     "ChatReconnect",
     "TokensCount",
+    "ImageSize",
     "ResumeFrom",
     # events
     "Ready",
     "Pong",
     "ErrorEvent",
     "TokensCounted",
+    "ImageSized",
     "Notice",
     "ChatPrepared",
     "ChatWait",
@@ -244,6 +246,36 @@ class TokensCount(Request):
         return cls(id=msg.get("id"), messages=_messages(msg), settings=_settings(msg))
 
 
+@_message("image.size")
+class ImageSize(Request):
+    """The size `model` keeps of a `width` × `height` image sent at `detail`, asked by the
+    page before it resizes a photo (js/images/shrink.js); answered by `image.sized`."""
+
+    model: str
+    width: int
+    height: int
+    detail: str | None = None
+
+    #: Larger sides are refused: no image format the providers take declares more
+    #: (PNG's 2^31-1 aside, which no decoder would hold).
+    MAX_SIDE = 1 << 20
+
+    @classmethod
+    def from_fields(cls, msg: JSON) -> "ImageSize":
+        model, detail = msg.get("model"), msg.get("detail")
+        if not isinstance(model, str):
+            raise InvalidMessage("'image.size' needs a string 'model'")
+        sides = {}
+        for name in ("width", "height"):
+            value = msg.get(name)
+            if type(value) is not int or not 0 < value <= cls.MAX_SIDE:
+                raise InvalidMessage(f"'image.size' needs '{name}', a whole number of pixels from 1 to {cls.MAX_SIDE}")
+            sides[name] = value
+        if detail is not None and not isinstance(detail, str):
+            raise InvalidMessage("'detail' must be a string")
+        return cls(id=msg.get("id"), model=model, detail=detail, **sides)
+
+
 def _messages(msg: JSON) -> list[JSON]:
     messages = msg.get("messages")
     if not isinstance(messages, list):
@@ -336,6 +368,18 @@ class TokensCounted(Event):
     uncompressed: int
     calibrated: int
     dropped: list[int]
+
+
+@_message("image.sized")
+class ImageSized(Event):
+    """The answer to `image.size`: the `width` × `height` the model keeps (the image
+    resized to it costs what the original does: `firsttoken.tokens.image_target_size`),
+    its `tokens`, and whether that count is `exact` (`tokens.image_tokens`)."""
+
+    width: int
+    height: int
+    tokens: int
+    exact: bool
 
 
 @_message("notice")

@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page, expect
 
+from firsttoken.tokens import image_target_size
 from tests.e2e.conftest import ANSWER, steer, wait_ready
 from tests.e2e.protocol_spy import PROTOCOL_SPY
 from tests.unit.image_files import png
@@ -91,8 +92,10 @@ def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gatewa
     attach(page, file("IMG_0001.jpg", original))
     expect(page.locator(THUMBS)).to_have_count(1)
     expect(page.locator("#attachments")).not_to_have_attribute("data-pending", re.compile(".*"))
-    # Shrunk to the most any model keeps (2048 on the long side).
-    want = (2048, 1536)
+    # Shrunk to exactly what the model keeps, as the core says (`image.size`): the
+    # built-in model bills by gpt-4o's tiles, at high detail.
+    want = image_target_size(MODEL, 4032, 3024, "high")
+    assert want == (1024, 768)
     thumb = page.locator(THUMBS).first
     assert (int(thumb.get_attribute("data-width") or 0), int(thumb.get_attribute("data-height") or 0)) == want
     page.fill("#prompt", "What is in this photo?")

@@ -57,7 +57,7 @@ def python_reads(data: bytes) -> dict:
 
 SCRIPT = """
 import { readImageHeader, ImageError } from './js/images/header.js';
-import { refuseFile, fitSide, MAX_FILE_BYTES } from './js/images/shrink.js';
+import { refuseFile, fitSide, CoreSizes, MAX_FILE_BYTES } from './js/images/shrink.js';
 import { conversation, withImages } from './js/page/conversation.js';
 import { toJson, toMarkdown } from './js/page/export.js';
 import { isImageUrl, heldBytes } from './js/page/attachments.js';
@@ -94,6 +94,20 @@ out.json = JSON.parse(toJson(c)).messages;
 out.urls = [url, 'data:image/png;base64,iVBO', 'https://tracker.example/p.png', 'javascript:alert(1)',
   'data:image/svg+xml;base64,PHN2Zz4=', 'data:text/html;base64,PGI+', null].map(isImageUrl);
 out.held = heldBytes(entries);
+// The size asked of the core: not before Python is ready (the fallback, nothing queued);
+// then `image.size` with the model, answered by `image.sized`; a wrong answer is not used.
+const sent = [];
+const link = { ready: false, send: (m) => sent.push(m) };
+const sizes = new CoreSizes(link, () => 'gpt-4o');
+out.before = await sizes.size(4032, 3024, 'high');
+link.ready = true;
+const asked = sizes.size(4032, 3024, 'high');
+sizes.answer({ type: 'image.sized', id: sent[0].id, width: 1024, height: 768, tokens: 765, exact: true });
+out.after = await asked;
+const wrong = sizes.size(400, 300, 'high');
+sizes.answer({ type: 'image.sized', id: sent[1].id, width: 800, height: 600, tokens: 1, exact: true });
+out.wrong = await wrong;
+out.sent = sent;
 console.log(JSON.stringify(out));
 """
 
@@ -150,3 +164,11 @@ def test_exports_keep_the_images(node: dict) -> None:
 def test_only_the_pages_own_image_urls_are_ever_shown(node: dict) -> None:
     assert node["urls"] == [True, True, False, False, False, False, False]
     assert node["held"] == 3 * len("data:image/jpeg;base64,/9j/AAAA")
+
+
+def test_the_size_is_asked_of_the_core_once_python_is_ready(node: dict) -> None:
+    assert node["before"] == {"width": 2048, "height": 1536}
+    assert node["after"] == {"width": 1024, "height": 768}
+    assert node["wrong"] == {"width": 400, "height": 300}  # larger than the image: not used
+    assert node["sent"][0] == {"type": "image.size", "id": node["sent"][0]["id"], "model": "gpt-4o",
+                               "width": 4032, "height": 3024, "detail": "high"}

@@ -1,0 +1,69 @@
+"""A photo in WebKitGTK (the engine of iOS's WKWebView), through the real host: attached
+in the composer (the picker's input given a file, as the picker gives it), shrunk in
+the worker (createImageBitmap and OffscreenCanvas in WebKit) to the size the core says
+the model keeps, sent, shown, kept in IndexedDB without its EXIF, and shown again after
+a reload; a HEIC-looking file WebKit cannot decode and an SVG are refused."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import pytest
+from PIL import Image
+
+from firsttoken.tokens import image_target_size
+from tests.e2e.test_images_page import photo
+from tests.webkit.conftest import READ, assert_clean_console, boot, wait
+from tests.webkit_host import WebKitHost, Xvfb
+
+pytestmark = pytest.mark.e2e
+
+
+def attach(host: WebKitHost, name: str, data: bytes, mime: str) -> None:
+    """Give the composer's file input `data` as a picked file, and fire its `change`."""
+    host.eval(f"""(() => {{
+      const bytes = Uint8Array.from(atob({json.dumps(base64.b64encode(data).decode())}), (c) => c.charCodeAt(0));
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([bytes], {json.dumps(name)}, {{ type: {json.dumps(mime)} }}));
+      const input = document.getElementById('attach-input');
+      input.files = transfer.files;
+      input.dispatchEvent(new Event('change'));
+      return true;
+    }})()""")
+
+
+def test_a_photo_is_shrunk_sent_kept_and_shown_again(xvfb: Xvfb, gateway_url: str) -> None:
+    with WebKitHost(gateway_url + "/", display=xvfb.display) as host:
+        boot(host)
+        attach(host, "IMG_0001.jpg", photo(2400, 1800), "image/jpeg")
+        assert wait(host, "document.querySelector('#attachments li.attachment:not([data-pending])')")
+        want = image_target_size("firsttoken-sim", 2400, 1800, "high")
+        size = host.eval("(() => { const li = document.querySelector('#attachments li'); return [+li.dataset.width, +li.dataset.height]; })()")
+        assert tuple(size) == want
+
+        for name, data, mime, code in [
+            ("IMG_0002.heic", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 200, "image/heic", "heic"),
+            ("drawing.svg", b'<svg xmlns="http://www.w3.org/2000/svg"/>', "image/svg+xml", "svg"),
+        ]:
+            attach(host, name, data, mime)
+            assert wait(host, f"document.getElementById('attach-note').dataset.code === {json.dumps(code)}")
+        assert host.eval("document.querySelectorAll('#attachments li').length") == 1
+
+        host.eval("(() => { document.getElementById('prompt').value = 'What is this?';"
+                  " document.getElementById('send').click(); return true; })()")
+        assert wait(host, "document.querySelector('.msg[data-role=\"assistant\"][data-state=\"done\"]')")
+        assert wait(host, "document.querySelector('.msg[data-role=\"user\"] .msg-images img')?.naturalWidth > 0")
+        wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+        [kept] = host.eval(READ)["messages"]
+        [image] = kept["messages"][0]["images"]
+        sent = Image.open(io.BytesIO(base64.b64decode(image["url"].partition(",")[2])))
+        assert sent.format == "JPEG" and sent.size == want and not sent.getexif()
+
+        seen = len(host.messages)
+        host.load(gateway_url + "/")
+        host.wait_for(lambda m: m.get("type") == "ready", 120, start=seen)
+        assert wait(host, "document.querySelector('.msg[data-role=\"user\"] .msg-images img')?.naturalWidth"
+                          f" === {want[0]}")
+        assert_clean_console(host)
