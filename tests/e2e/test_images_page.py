@@ -177,3 +177,39 @@ def test_pasted_and_dropped_images_are_attached_and_removable(page: Page, gatewa
     page.get_by_role("button", name="Remove shot.png").first.click()
     expect(page.locator(THUMBS)).to_have_count(1)
     expect(page.locator("#count")).not_to_have_attribute("data-tokens", str(with_two))
+
+
+def test_a_conversation_holds_a_bounded_weight_of_images(page: Page, gateway_url: str) -> None:
+    open_page(page, gateway_url)
+    # A conversation already holding 6.4 MB of images (twice a small JPEG with 2.4 MB
+    # after its end, which decoders ignore), written where the page keeps conversations.
+    small = io.BytesIO()
+    Image.new("RGB", (8, 8), (0, 128, 255)).save(small, "JPEG")
+    heavy = "data:image/jpeg;base64," + base64.b64encode(small.getvalue() + bytes(2_400_000)).decode()
+    page.evaluate("""(url) => new Promise((ok, no) => {
+      const r = indexedDB.open('firsttoken-conversations');
+      r.onerror = () => no(r.error);
+      r.onsuccess = () => {
+        const db = r.result, tx = db.transaction(['conversations', 'messages', 'state'], 'readwrite');
+        tx.objectStore('conversations').put({ id: 'heavy', title: 'Heavy', created: 1, updated: 2 });
+        tx.objectStore('messages').put({ id: 'heavy', messages: [
+          { role: 'user', content: 'look', images: [1, 2].map(() => ({ url, width: 8, height: 8, bytes: url.length, detail: 'high' })) },
+          { role: 'assistant', content: 'A blue square.', state: 'done' }] });
+        tx.objectStore('state').put('heavy', 'open');
+        tx.oncomplete = () => { db.close(); ok(true); };
+        tx.onerror = () => no(tx.error);
+      };
+    })""", heavy)
+    page.reload()
+    wait_ready(page)
+    expect(page.locator('.msg[data-role="user"] .msg-images img')).to_have_count(2)
+    page.fill("#prompt", "and this one?")
+    attach(page, file("more.png", png(40, 30), "image/png"))
+    expect(page.locator(NOTE)).to_have_attribute("data-code", "storage")
+    expect(page.locator(NOTE)).to_contain_text("start a new chat")
+    expect(page.locator(THUMBS)).to_have_count(0)
+    expect(page.locator("#prompt")).to_have_value("and this one?")
+    # In a new chat the same image is taken.
+    page.locator("#new-chat").click()
+    attach(page, file("more.png", png(40, 30), "image/png"))
+    expect(page.locator(f"{THUMBS}:not([data-pending])")).to_have_count(1)
