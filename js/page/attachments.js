@@ -6,19 +6,22 @@
 // stays, the draft too):
 // - MAX_AT_ONCE images a message;
 // - MAX_HELD_BYTES of images in a conversation, this message's included: every request
-//   carries the whole conversation, and the protocol refuses a message over 8 MB
-//   (py/firsttoken/protocol.py, MAX_MESSAGE_BYTES); IndexedDB keeps them with it.
+//   carries the whole conversation, and the firsttoken gateway takes request bodies of
+//   up to 4 MiB by default (`--max-body-bytes`), under the protocol's own 8 MB
+//   (py/firsttoken/protocol.py, MAX_MESSAGE_BYTES); the rest is left to the text.
+//   IndexedDB keeps them with the conversation.
 //
 // An image as kept with its message (the entry's `images`, conversation.js) and as
 // attached: `{url: 'data:image/jpeg;base64,…', width, height, bytes, detail}`.
 //
 // On the list: `data-pending` while an image is being prepared (tests and hosts wait on
-// it); Send waits for none: it says to wait.
+// it); Send waits for none: it says to wait. On each thumbnail once prepared: its
+// `data-width`, `data-height` and `data-prepare-ms`.
 
 import { ImageError } from '../images/header.js';
 
 export const MAX_AT_ONCE = 20;
-export const MAX_HELD_BYTES = 6 * 1024 * 1024;
+export const MAX_HELD_BYTES = 3 * 1024 * 1024;
 /** What the page asks for: the count and the resize are exact at "high" (at "auto" the
  * model decides, OpenAI's vision guide), and a phone's photo is sent to be read. */
 export const DETAIL = 'high';
@@ -90,6 +93,7 @@ export class Attachments extends EventTarget {
 
   async prepare(file) {
     const item = { li: this.thumbnail(file.name), image: null, pending: true, dropped: false };
+    const started = performance.now();
     this.items.push(item);
     this.changed();
     try {
@@ -106,6 +110,8 @@ export class Attachments extends EventTarget {
       const img = item.li.querySelector('img');
       img.src = shrunk.url;
       img.alt = `${file.name || 'Image'}, ${shrunk.width}×${shrunk.height}`;
+      // How long it took, from the file to the JPEG, for hosts and benchmarks (bench/images.py).
+      item.li.dataset.prepareMs = String(Math.round(performance.now() - started));
       item.li.dataset.width = String(shrunk.width);
       item.li.dataset.height = String(shrunk.height);
     } catch (e) {

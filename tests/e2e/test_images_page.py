@@ -181,11 +181,11 @@ def test_pasted_and_dropped_images_are_attached_and_removable(page: Page, gatewa
 
 def test_a_conversation_holds_a_bounded_weight_of_images(page: Page, gateway_url: str) -> None:
     open_page(page, gateway_url)
-    # A conversation already holding 6.4 MB of images (twice a small JPEG with 2.4 MB
+    # A conversation already holding 3.2 MB of images (twice a small JPEG with 1.2 MB
     # after its end, which decoders ignore), written where the page keeps conversations.
     small = io.BytesIO()
     Image.new("RGB", (8, 8), (0, 128, 255)).save(small, "JPEG")
-    heavy = "data:image/jpeg;base64," + base64.b64encode(small.getvalue() + bytes(2_400_000)).decode()
+    heavy = "data:image/jpeg;base64," + base64.b64encode(small.getvalue() + bytes(1_200_000)).decode()
     page.evaluate("""(url) => new Promise((ok, no) => {
       const r = indexedDB.open('firsttoken-conversations');
       r.onerror = () => no(r.error);
