@@ -2,7 +2,9 @@
 in the composer (the picker's input given a file, as the picker gives it), shrunk in
 the worker (createImageBitmap and OffscreenCanvas in WebKit) to the size the core says
 the model keeps, sent, shown, kept in IndexedDB without its EXIF, and shown again after
-a reload; a HEIC-looking file WebKit cannot decode and an SVG are refused."""
+a reload; a HEIC-looking file WebKit cannot decode and an SVG are refused. And a host's
+photo (an app that converted it to JPEG natively, as the iOS sample does) sent in a
+`chat.send`: counted from its pixels, billed the same by the built-in model."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ import json
 import pytest
 from PIL import Image
 
-from firsttoken.tokens import image_target_size
+from firsttoken.tokens import count_chat, image_target_size, image_tokens
 from tests.e2e.test_images_page import photo
-from tests.webkit.conftest import READ, assert_clean_console, boot, wait
+from tests.webkit.conftest import READ, assert_clean_console, boot, reply, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
@@ -67,3 +69,18 @@ def test_a_photo_is_shrunk_sent_kept_and_shown_again(xvfb: Xvfb, gateway_url: st
         assert wait(host, "document.querySelector('.msg[data-role=\"user\"] .msg-images img')?.naturalWidth"
                           f" === {want[0]}")
         assert_clean_console(host)
+
+
+def test_a_hosts_photo_is_counted_as_the_model_bills_it(host: WebKitHost) -> None:
+    data = photo(1600, 1200, gps=False)
+    url = "data:image/jpeg;base64," + base64.b64encode(data).decode()
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": url, "detail": "high"}}]}]
+    host.send({"v": 1, "type": "chat.send", "id": "img1", "messages": messages})
+    done = reply(host, "img1")
+    assert done["type"] == "chat.done", done
+    [prepared] = [m for m in host.messages if m.get("id") == "img1" and m["type"] == "chat.prepared"]
+    assert prepared["prompt_tokens"] == done["usage"]["prompt_tokens"]
+    # What CPython counts for the same messages, the image by gpt-4o's tiles at 1024 × 768.
+    assert prepared["prompt_tokens"] == count_chat(messages, "firsttoken-sim")
+    assert image_tokens("firsttoken-sim", 1600, 1200, "high").tokens == 85 + 170 * 4
