@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from firsttoken.tokens import image_target_size
-from tests.e2e.conftest import ANSWER, steer, wait_ready
+from tests.e2e.conftest import ANSWER, Console, steer, wait_ready
 from tests.e2e.protocol_spy import PROTOCOL_SPY
+from tests.e2e.test_shell import axe, frames, shoot
+from tests.e2e.test_shell import open_page as open_shell
 from tests.unit.image_files import png
 
 pytestmark = pytest.mark.e2e
@@ -213,3 +215,44 @@ def test_a_conversation_holds_a_bounded_weight_of_images(page: Page, gateway_url
     page.locator("#new-chat").click()
     attach(page, file("more.png", png(40, 30), "image/png"))
     expect(page.locator(f"{THUMBS}:not([data-pending])")).to_have_count(1)
+
+
+def receipt() -> bytes:
+    """A photographed receipt, drawn: what a person most often sends a chat app."""
+    from PIL import ImageDraw
+
+    image = Image.new("RGB", (1200, 1600), (236, 232, 222))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((200, 120, 1000, 1480), fill=(252, 252, 248))
+    lines = ["CAFE DU MARCHE", "12 rue Cler, Paris", "", "2 x Cafe creme      9.00", "1 x Croissant       2.40",
+             "1 x Tartine         6.50", "", "TOTAL EUR          17.90", "", "Merci !"]
+    for i, line in enumerate(lines):
+        draw.text((260, 200 + i * 110), line, fill=(30, 30, 30), font_size=52)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("device", "theme"), [("phone", "light"), ("desktop", "dark")])
+def test_a_photo_in_the_conversation_passes_axe_and_is_photographed(browser: Browser, console: Console, gateway_url: str,
+                                                                    device: str, theme: str) -> None:
+    # The tests' own script goes in (axe-core): the page's CSP would refuse it, rightly.
+    for page in open_shell(browser, console, device, theme, bypass_csp=True):
+        steer(page, "ttft_ms=0,tps=2000,tokens=40")  # a short answer: the photo stays in view
+        page.goto(gateway_url + "/")
+        wait_ready(page)
+        attach(page, file("receipt.jpg", receipt()))
+        expect(page.locator(f"{THUMBS}:not([data-pending])")).to_have_count(1)
+        page.fill("#prompt", "What does this receipt say?")
+        settled_count(page)
+        frames(page)
+        found = {"attached": axe(page)}
+        shoot(page, f"photo-attached-{device}-{theme}")
+        page.get_by_role("button", name="Send", exact=True).click()
+        expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
+        expect(page.locator('.msg[data-role="user"] .msg-images img')).to_have_count(1)
+        page.locator('.msg[data-role="user"] .msg-images img').evaluate("(img) => img.decode()")
+        frames(page)
+        found["sent"] = axe(page)
+        shoot(page, f"photo-{device}-{theme}")
+        assert all(not v for v in found.values()), json.dumps(found, indent=1)
