@@ -166,8 +166,9 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # Who may ask from a browser (Host, Origin, content type): refused requests spend
         # no budget and store no references.
         Middleware(RequestGuard, hosts=config.allowed_hosts, origins=config.allow_origins),
-        # The cache-reference advert, on every /v1/ answer (refusals too).
-        *([Middleware(AdvertiseRefs)] if refs is not None else []),
+        # What this gateway takes (cache references, gzipped bodies), on every /v1/ answer
+        # (refusals too).
+        Middleware(AdvertiseRefs, refs=refs is not None),
         # The gateway's key, and who the client is, decided once.
         Middleware(Access, key=config.client_key),
         Middleware(StreamsPerClient, limit=config.streams_per_client),

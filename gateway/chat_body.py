@@ -2,7 +2,9 @@
 
 `ReadChat` (an ASGI middleware on the routes of the dialects: `POST
 /v1/chat/completions`, `/v1/responses`, `/v1/messages`, gateway/dialects) reads the
-body (bounded: `validation.read_body`), then, off the event loop (gateway/offload.py),
+body (bounded: `validation.read_body`; a gzipped one inflated within the same bound:
+`validation.decode_content`, which firsttoken's clients send to cut a phone's upload),
+then, off the event loop (gateway/offload.py),
 decodes its JSON, expands its cache references (gateway/cache_refs.py, at the places
 the dialect's `ref_sites` lists) and validates it (the dialect's `check`). What later
 layers need goes into the scope's state as one `ChatBody` (`chat_of`): flow control
@@ -31,7 +33,7 @@ from .cache_refs import Entry, RefStores, expand_refs, referenced, system_entrie
 from .dialects import Dialect, dialect_at, error_response
 from .errors import APIError
 from .offload import Offload
-from .validation import ChatRequest, decode_body, read_body, replay_body
+from .validation import ChatRequest, decode_body, decode_content, read_body, replay_body
 
 __all__ = ["ChatBody", "ReadChat", "chat_of"]
 
@@ -69,7 +71,13 @@ class ReadChat:
             await self.app(scope, receive, send)
             return
         try:
-            body = await read_body(Request(scope, receive), self.max_body_bytes)
+            request = Request(scope, receive)
+            body = await read_body(request, self.max_body_bytes)
+            if request.headers.get("content-encoding"):
+                body = await self.offload.run(decode_content, body, request.headers["content-encoding"], self.max_body_bytes)
+                # What follows sees the body as if sent plain.
+                kept = [(k, v) for k, v in scope["headers"] if k not in (b"content-encoding", b"content-length")]
+                scope = {**scope, "headers": [*kept, (b"content-length", str(len(body)).encode())]}
             read = await self._parse(scope, dialect, body)
         except APIError as error:
             await error_response(error, scope)(scope, receive, send)

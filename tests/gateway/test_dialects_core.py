@@ -12,6 +12,7 @@ import pytest
 
 from firsttoken.cache import Cache, MemoryStore
 from tests.socket_transport import run_core
+from tests.unit.fakes import sent_json
 
 SIM = "x-firsttoken-sim"
 SYSTEM = "You answer in the voice of a patient librarian. " * 40  # long enough to be referenced
@@ -56,7 +57,7 @@ def test_each_dialect_streams_the_same_answer_and_refers_to_its_system_prompt(ga
     assert [r.url for r in sent] == [gateway_url + paths[api]] * 2
     lead = {"chat_completions": lambda b: b["messages"][0], "responses": lambda b: b["input"][0],
             "anthropic_messages": lambda b: (b["system"][0] if isinstance(b["system"], list) else b["system"])}[api]
-    bodies = [json.loads(r.body) for r in sent]
+    bodies = [sent_json(r) for r in sent]
     # The first goes in full (to Responses in `instructions`: the gateway has not yet
     # said it takes references), the second as a reference.
     assert SYSTEM in json.dumps(bodies[0], ensure_ascii=False)
