@@ -82,8 +82,10 @@ async function answer(id, messages, settings, signal, emit) {
   };
   let response;
   try {
+    // `priority`: a person waits on this request; the runtime downloading beside it
+    // (js/boot/boot.js) can wait its turn for a connection.
     response = await fetch(`${settings.base_url.replace(/\/+$/, '')}/chat/completions`, {
-      method: 'POST', headers, body, signal, cache: 'no-store',
+      method: 'POST', headers, body, signal, cache: 'no-store', priority: 'high',
     });
   } catch (error) {
     return fail(transportError(error, signal));
