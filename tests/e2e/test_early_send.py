@@ -114,6 +114,8 @@ def test_a_prompt_sent_while_python_downloads_streams_through_the_gateway_then_p
     # Python comes up; the next prompt is Python's own (no header), and answered too.
     runtime.release()
     wait_ready(page)
+    # The last reply's figures stay in the header: the boot's do not cover them.
+    expect(page.locator("#metrics")).to_contain_text("first byte")
     send(page, "and now?")
     expect(page.locator(ANSWER)).to_have_count(2)
     expect(page.locator(ANSWER).last).to_have_attribute("data-state", "done", timeout=60_000)
@@ -171,3 +173,17 @@ def test_an_http_error_and_a_malformed_stream_on_the_early_path_are_typed(page: 
     expect(page.locator(ANSWER)).to_have_attribute("data-state", "error", timeout=30_000)
     expect(page.locator(f"{ANSWER} .content")).to_have_text("Half an")
     assert stored_answers(page) == ["Half an"]
+
+
+def test_to_another_origin_a_prompt_sent_early_waits_for_python(page: Page, gateway_url: str) -> None:
+    # A third-party API (here: this gateway under another name, another origin) does not
+    # take the gateway's header, and the page's origin is not its to trust.
+    other = gateway_url.replace("127.0.0.1", "localhost") + "/v1"
+    steer(page, "ttft_ms=0,tps=200", base_url=other)
+    HeldRuntime(page)
+    requests = chat_requests(page)
+    page.goto(gateway_url + "/")
+    send(page, "wait for me")
+    expect(page.locator(f"{ANSWER} .note")).to_have_text(re.compile(r"^Waiting for Python"))
+    assert requests == []
+    assert page.get_attribute("html", "data-python") == "loading"
