@@ -31,6 +31,7 @@ from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
 from .prefill import DEFAULT_CACHE_ENTRIES
 from .precompressed import Precompressed
+from .prepare import PrepareChat, lead_with_prepared
 from .report import report_routes
 from .server import StreamsPerClient
 from .shared import SharedState
@@ -113,7 +114,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     async def answer(request: Request) -> Response:
         read = chat_of(request.scope)
         assert read is not None  # ReadChat read every dialect's body
-        response = await backend.answer(request, read)
+        # A prompt the gateway prepared (x-firsttoken-prepare): its report leads the stream.
+        response = lead_with_prepared(request.scope, await backend.answer(request, read))
         # A firsttoken client's streamed chat completion runs apart from its
         # connection, to be resumed (gateway/streams); any other answer goes out as it is.
         if streams is not None and read.chat.stream and read.dialect.resumable:
@@ -175,6 +177,9 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # The body of each dialect's request, read, parsed, its references expanded,
         # once (so that flow control counts what the model will read).
         Middleware(ReadChat, max_body_bytes=config.max_body_bytes, offload=offload, refs=refs),
+        # A page whose Python is not ready yet asks the gateway to prepare its prompt
+        # (compress, count, fit) as Python would, before flow control counts it.
+        Middleware(PrepareChat, run=offload.run),
         Middleware(FlowControl, flow=flow),
         # The precompressed variants of the static files (innermost: it asks the router
         # again, as a HEAD, what it would serve).

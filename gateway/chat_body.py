@@ -35,7 +35,7 @@ from .errors import APIError
 from .offload import Offload
 from .validation import ChatRequest, decode_body, decode_content, read_body, replay_body
 
-__all__ = ["ChatBody", "ReadChat", "chat_of"]
+__all__ = ["ChatBody", "ReadChat", "chat_of", "set_chat"]
 
 _STATE_KEY = "chat"
 # Bodies larger than this are parsed in the worker process: `json.loads` of megabytes
@@ -56,6 +56,12 @@ class ChatBody:
 def chat_of(scope: Scope) -> ChatBody | None:
     """The request's `ChatBody`, as `ReadChat` left it; None on any other route."""
     return scope.get("state", {}).get(_STATE_KEY)
+
+
+def set_chat(scope: Scope, read: ChatBody) -> None:
+    """Put `read` in the scope's state in place of the body read: a layer that rewrote
+    the request (gateway/prepare.py) hands its version on to the layers after it."""
+    scope.setdefault("state", {})[_STATE_KEY] = read
 
 
 class ReadChat:
@@ -82,7 +88,7 @@ class ReadChat:
         except APIError as error:
             await error_response(error, scope)(scope, receive, send)
             return
-        scope.setdefault("state", {})[_STATE_KEY] = read
+        set_chat(scope, read)
         await self.app(scope, replay_body(read.body, receive), send)
 
     async def _parse(self, scope: Scope, dialect: Dialect, body: bytes) -> ChatBody:
