@@ -42,6 +42,7 @@ Prints human lines, then LAST one JSON line:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import secrets
 import statistics
@@ -135,7 +136,9 @@ def main() -> None:
             systems.append(messages)
             # What the system prompt costs as sent (compressed, in the page): counted
             # again here with tiktoken on CPython, independently of the page.
-            system_tokens = tokens.count(json.loads(sent_bodies[seen])["messages"][0]["content"], MODEL)
+            # Gzipped to this gateway (it says it takes it): bytes as sent, JSON as read.
+            body = sent_bodies[seen]
+            system_tokens = tokens.count(json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)["messages"][0]["content"], MODEL)
             if system_tokens < 4000:
                 raise RuntimeError(f"the system prompt is only {system_tokens} tokens")
         # A new session: the same conversations, now from IndexedDB.

@@ -37,9 +37,26 @@ Per run it records:
 - `usable_ms` (firsttoken): navigation start → the first key typed lands in the message
   box. The driver types as soon as the box has focus, so this is an upper bound.
 
+At the 3G profile, a first prompt too (issue 26, item 5): on a first visit, the prompt is
+sent 2 s into the visit (navigation start), or as soon as the page takes Send if that is
+later (`data-interactive`: its modules are in; about 4 s at 3G for the product page,
+whose composer takes typing at once but whose Send waits for them:
+`first_prompt_sent_ms_3g`), while Python still downloads, and timed from Send (the
+form's `submit`) to the first token on screen (the first text in the answer's element,
+seen by a MutationObserver: the DOM change a paint shows next):
+
+- `first_prompt_ttft_ms_3g`: the product page, which sends it through the gateway with
+  `x-firsttoken-prepare` while its Python is not ready (js/page/early-send.js);
+- `peer_first_prompt_ttft_ms_3g`: bench/first_prompt_peer.html, a plain JavaScript chat
+  page with no Python, posting the same prompt to the same gateway.
+
+Target: ours at most 1.2 × the peer's (`first_prompt_ratio_3g`).
+
 Prints one line per run, then LAST one JSON line with medians:
     {"first_visit_bytes", "ready_ms_4g", "ready_ms_slow4g", "ready_ms_3g",
-     "stock_ready_ms_slow4g", "ratio_slow4g", "usable_ms_3g", ...}
+     "stock_ready_ms_slow4g", "ratio_slow4g", "usable_ms_3g", ...,
+     "first_prompt_ttft_ms_3g", "peer_first_prompt_ttft_ms_3g", "first_prompt_ratio_3g",
+     "first_prompt_sent_ms_3g", "first_prompt_prepared_3g"}
 `first_visit_bytes` is the largest per-profile median of `settled_bytes`: the
 snapshot decision (js/boot/snapshot-pays.js) may differ between profiles.
 """
@@ -95,6 +112,29 @@ new MutationObserver(() => {
   if (text && window.__benchLines.at(-1) !== text) window.__benchLines.push(text);
 }).observe(document, { subtree: true, childList: true, characterData: true });
 """
+
+
+# Before any page script: when the first prompt was sent (the form's submit) and when the
+# first text of its answer reached the DOM (the product page's answer, or the peer's).
+FIRST_PROMPT_PROBE = """
+window.__firstPrompt = {};
+document.addEventListener('submit', () => { window.__firstPrompt.sent ??= performance.now(); }, true);
+new MutationObserver(() => {
+  const seen = window.__firstPrompt;
+  if (seen.sent === undefined || seen.token !== undefined) return;
+  const answer = document.querySelector('.msg[data-role="assistant"] .content, #answer');
+  if (answer && answer.textContent.trim()) seen.token = performance.now();
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+#: When the first prompt is sent: 2 s after navigation start, on the page's clock.
+FIRST_PROMPT_AT_MS = 2000
+FIRST_PROMPT = "Which of these is slowest on a phone: DNS, TLS, or the first byte? Answer in one line."
+SEND_AT = """([at, text]) => new Promise((resolve) => setTimeout(() => {
+  document.getElementById('prompt').value = text;
+  document.getElementById('send').click();
+  resolve(performance.now());
+}, Math.max(0, at - performance.now())))"""
+FIRST_TOKEN = "() => window.__firstPrompt.token !== undefined"
 
 
 class ServerBytes:
@@ -214,6 +254,25 @@ def visit_stock(context: BrowserContext, url: str, profile: str, server: ServerB
     return result
 
 
+def visit_first_prompt(context: BrowserContext, url: str, path: str) -> dict[str, Any]:
+    """A first visit of `path` at 3G: the prompt sent 2 s in; Send → first token on
+    screen, and whether it went through the gateway's preparation."""
+    context.add_init_script(FIRST_PROMPT_PROBE)
+    page, _cdp, _meter = throttle(context, "3g")
+    prepared: list[bool] = []
+    page.on("request", lambda r: prepared.append("x-firsttoken-prepare" in r.headers)
+            if r.url.endswith("/v1/chat/completions") else None)
+    page.goto(url + path, wait_until="commit")
+    # The page's script has taken the composer (else Send would submit the form natively).
+    page.wait_for_selector("html[data-interactive]", state="attached", timeout=TIMEOUT_MS)
+    page.evaluate(SEND_AT, [FIRST_PROMPT_AT_MS, FIRST_PROMPT])
+    page.wait_for_function(FIRST_TOKEN, timeout=TIMEOUT_MS)
+    seen = page.evaluate("() => ({ ...window.__firstPrompt, python: document.documentElement.dataset.python ?? null })")
+    page.close()
+    return {"ttft_ms": round(seen["token"] - seen["sent"], 1), "sent_ms": round(seen["sent"], 1),
+            "python": seen["python"], "prepared": prepared[:1] == [True]}
+
+
 def summarise(lines: list[str]) -> list[str]:
     """The boot lines, each run of "Downloading…" ones shortened to its first and last."""
     out: list[str] = []
@@ -245,6 +304,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ours: dict[str, list[dict[str, Any]]] = {name: [] for name in profiles}
     stock: dict[str, list[dict[str, Any]]] = {name: [] for name in profiles}
+    first_prompt: dict[str, list[dict[str, Any]]] = {"firsttoken": [], "peer": []}
     server = ServerBytes(bench_app({}))
     with serve_app(server) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -271,6 +331,16 @@ def main(argv: list[str] | None = None) -> None:
                                       f"{json.dumps(boot.get('served'))}; lines {summarise(run['lines'])}", flush=True)
                         finally:
                             context.close()
+                if "3g" in profiles:
+                    for who, path in (("peer", "/bench/first_prompt_peer.html"), ("firsttoken", "/")):
+                        context = browser.new_context()
+                        try:
+                            first_prompt[who].append(run := visit_first_prompt(context, url, path))
+                        finally:
+                            context.close()
+                        print(f"3g {i + 1} first prompt, {who}: send -> first token {run['ttft_ms']:.0f} ms "
+                              f"(sent at {run['sent_ms']:.0f} ms; Python {run['python']}; "
+                              f"prepared by the gateway: {run['prepared']})", flush=True)
         finally:
             browser.close()
 
@@ -301,6 +371,14 @@ def main(argv: list[str] | None = None) -> None:
         result[f"sent_{name}"] = v["settled_bytes"]
         result[f"stock_bytes_{name}"] = v["stock_bytes"]
         result[f"snapshot_fetched_{name}"] = f"{v['snapshot_fetched']}/{len(ours[name])}"
+    if first_prompt["firsttoken"]:
+        ours_ttft = median([r["ttft_ms"] for r in first_prompt["firsttoken"]])
+        peer_ttft = median([r["ttft_ms"] for r in first_prompt["peer"]])
+        result["first_prompt_ttft_ms_3g"] = ours_ttft
+        result["peer_first_prompt_ttft_ms_3g"] = peer_ttft
+        result["first_prompt_ratio_3g"] = round(ours_ttft / peer_ttft, 3)
+        result["first_prompt_sent_ms_3g"] = median([r["sent_ms"] for r in first_prompt["firsttoken"]])
+        result["first_prompt_prepared_3g"] = f"{sum(r['prepared'] for r in first_prompt['firsttoken'])}/{len(first_prompt['firsttoken'])}"
     result["runs"] = args.runs
     print(json.dumps(result))
 

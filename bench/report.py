@@ -161,6 +161,35 @@ def plot_quota_sweep(e2e: dict[str, Any], out: Path) -> str | None:
     return _save(fig, out, "ttft_quota.png")
 
 
+def plot_steps(e2e: dict[str, Any], out: Path) -> str | None:
+    """Each step's share of firsttoken's time to first token (the article's table):
+    ms taken off by each step alone and added in turn, per scenario, and the cold turn's."""
+    steps = e2e.get("steps") or {}
+    if not steps:
+        return None
+    names = list(steps)
+    fig, axes = plt.subplots(1, len(names), figsize=(6.2 * len(names), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        table = steps[name]
+        keys = list(table["alone"])
+        width = .2
+        series = [("alone", table["alone"], 1.0), ("added in turn", table["added"], .7),
+                  ("cold turn, alone", table["cold_alone"], .45), ("cold turn, added", table["cold_added"], .25)]
+        for j, (label, values, alpha) in enumerate(series):
+            xs = [i + (j - 1.5) * width for i in range(len(keys))]
+            ys = [values.get(k) or 0 for k in keys]
+            bars = ax.bar(xs, ys, width, color=KIND_COLOURS["firsttoken"], alpha=alpha, label=label)
+            ax.bar_label(bars, labels=[f"{y:.0f}" for y in ys], fontsize=6)
+        ax.axhline(0, color="#444", linewidth=.8)
+        ax.set_xticks(range(len(keys)), keys, fontsize=8)
+        metric = "p95" if table["metric"] == "ttft_p95_ms" else "p50"
+        ax.set_ylabel(f"ms of {metric} time to first token taken off")
+        ax.set_title(f"{name}: none {table['none_ms']} → all {table['all_ms']} ms (naive {table['naive_ms']})", fontsize=9)
+        ax.grid(axis="y", alpha=.3)
+        ax.legend(fontsize=7)
+    return _save(fig, out, "steps.png")
+
+
 # The boot record's milestones (js/boot/timeline.js: ms after the page began starting
 # Python), with what happened up to each.
 MILESTONES = [("worker_ms", "worker started"), ("assets_ms", "runtime assets arrived"), ("snapshot_ms", "snapshot read"),
@@ -239,6 +268,10 @@ def figures(e2e: dict[str, Any], native: dict[str, Any] | None, page: dict[str, 
                               ("bytes_up", "bytes"), ("prompt_tokens", "tokens"), ("failed", "turns")):
                 add(e2e, "e2e", f"{name} · {kind} · {key}", r[key], unit)
         add(e2e, "e2e", f"{name} · TTFT p95 reduction", result.get("ttft_p95_reduction_pct"), "%")
+    for name, table in (e2e.get("steps") or {}).items():
+        for step in table["alone"]:
+            add(e2e, "e2e", f"{name} · step {step} · ms off alone", table["alone"][step], "ms")
+            add(e2e, "e2e", f"{name} · step {step} · ms off added", table["added"][step], "ms")
     for api, by_name in (e2e.get("dialects") or {}).items():
         for name, result in by_name.items():
             for kind in ("naive", "firsttoken"):
@@ -302,9 +335,22 @@ def _e2e_section(e2e: dict[str, Any], origin: str, plots: dict[str, str | None])
     table = ("<table><caption>The dialect column: each scenario with both clients speaking each API (the naive "
              "client is that API's official client)</caption><tr><th>API</th><th>scenario</th><th>naive p95 ms</th>"
              f"<th>firsttoken p95 ms</th><th>p95 reduction</th><th>bytes up</th></tr>{''.join(rows)}</table>") if rows else ""
+    step_rows = []
+    for name, table in (e2e.get("steps") or {}).items():
+        metric = "p95" if table["metric"] == "ttft_p95_ms" else "p50"
+        for step in table["alone"]:
+            step_rows.append(f"<tr><td>{html.escape(name)} ({metric})</td><td>{html.escape(step)}</td>"
+                             f"<td>{table['alone'][step]}</td><td>{table['added'][step]}</td>"
+                             f"<td>{table['cold_alone'][step]}</td><td>{table['cold_added'][step]}</td></tr>")
+    steps_table = ("<table><caption>The article's table, step by step: ms of time to first token each step takes "
+                   "off, alone (from firsttoken with no step) and added in turn, and on the cold turn (the first after "
+                   "the app opens, p50)</caption><tr><th>scenario</th><th>step</th><th>alone</th><th>added</th>"
+                   f"<th>cold, alone</th><th>cold, added</th></tr>{''.join(step_rows)}</table>"
+                   + _figure(plots.get("steps"), "bar chart of each step's share",
+                             "Each step's share of firsttoken's time to first token.")) if step_rows else ""
     return (f"<p class=\"note\">Source: {html.escape(origin)}. Time to first token runs from the user's Send to the first "
             "content token, with the client's own waiting, retries and the user's re-sends of a failed turn.</p>"
-            f"<ul>{''.join(lines)}</ul>{table}"
+            f"<ul>{''.join(lines)}</ul>{table}{steps_table}"
             + _figure(plots["ttft"], "bar chart of time to first token per scenario and client",
                       "p50 (light) and p95 (dark) time to first token, naive client against firsttoken, per scenario.")
             + (_figure(plots["ttft_quota"], "time to first token against the gateway quota",
@@ -386,6 +432,7 @@ def main() -> None:
     plots: dict[str, str | None] = {
         "ttft": plot_ttft(e2e, args.out),
         "ttft_quota": plot_quota_sweep(e2e, args.out),
+        "steps": plot_steps(e2e, args.out),
         "chunk_paint_cdf": plot_native_cdf(native, args.out) if native else None,
         "boot": plot_boot(page["boot"], args.out),
         "heatmap": plot_heatmap(page["grid"], args.out),

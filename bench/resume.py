@@ -39,6 +39,7 @@ answer (POSTs × the request's `usage.prompt_tokens`).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -161,7 +162,9 @@ def one_answer(page: Page, proxy: LinkThread, url: str, kind: str, n: int, peer:
 
     def on_request(request: Any) -> None:
         if request.method == "POST" and request.url.endswith("/v1/chat/completions"):
-            posts.append(json.loads(request.post_data or "{}"))
+            body = request.post_data_buffer or b"{}"
+            # Gzipped to this gateway (it says it takes it): the JSON as the gateway reads it.
+            posts.append(json.loads(gzip.decompress(body) if request.headers.get("content-encoding") == "gzip" else body))
 
     page.on("request", on_request)
     try:

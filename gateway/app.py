@@ -31,6 +31,7 @@ from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
 from .prefill import DEFAULT_CACHE_ENTRIES
 from .precompressed import Precompressed
+from .prepare import PrepareChat, lead_with_prepared
 from .report import report_routes
 from .server import StreamsPerClient
 from .shared import SharedState
@@ -113,7 +114,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     async def answer(request: Request) -> Response:
         read = chat_of(request.scope)
         assert read is not None  # ReadChat read every dialect's body
-        response = await backend.answer(request, read)
+        # A prompt the gateway prepared (x-firsttoken-prepare): its report leads the stream.
+        response = lead_with_prepared(request.scope, await backend.answer(request, read))
         # A firsttoken client's streamed chat completion runs apart from its
         # connection, to be resumed (gateway/streams); any other answer goes out as it is.
         if streams is not None and read.chat.stream and read.dialect.resumable:
@@ -166,14 +168,18 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # Who may ask from a browser (Host, Origin, content type): refused requests spend
         # no budget and store no references.
         Middleware(RequestGuard, hosts=config.allowed_hosts, origins=config.allow_origins),
-        # The cache-reference advert, on every /v1/ answer (refusals too).
-        *([Middleware(AdvertiseRefs)] if refs is not None else []),
+        # What this gateway takes (cache references, gzipped bodies), on every /v1/ answer
+        # (refusals too).
+        Middleware(AdvertiseRefs, refs=refs is not None),
         # The gateway's key, and who the client is, decided once.
         Middleware(Access, key=config.client_key),
         Middleware(StreamsPerClient, limit=config.streams_per_client),
         # The body of each dialect's request, read, parsed, its references expanded,
         # once (so that flow control counts what the model will read).
         Middleware(ReadChat, max_body_bytes=config.max_body_bytes, offload=offload, refs=refs),
+        # A page whose Python is not ready yet asks the gateway to prepare its prompt
+        # (compress, count, fit) as Python would, before flow control counts it.
+        Middleware(PrepareChat, run=offload.run),
         Middleware(FlowControl, flow=flow),
         # The precompressed variants of the static files (innermost: it asks the router
         # again, as a HEAD, what it would serve).

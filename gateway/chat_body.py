@@ -2,7 +2,9 @@
 
 `ReadChat` (an ASGI middleware on the routes of the dialects: `POST
 /v1/chat/completions`, `/v1/responses`, `/v1/messages`, gateway/dialects) reads the
-body (bounded: `validation.read_body`), then, off the event loop (gateway/offload.py),
+body (bounded: `validation.read_body`; a gzipped one inflated within the same bound:
+`validation.decode_content`, which firsttoken's clients send to cut a phone's upload),
+then, off the event loop (gateway/offload.py),
 decodes its JSON, expands its cache references (gateway/cache_refs.py, at the places
 the dialect's `ref_sites` lists) and validates it (the dialect's `check`). What later
 layers need goes into the scope's state as one `ChatBody` (`chat_of`): flow control
@@ -31,9 +33,9 @@ from .cache_refs import Entry, RefStores, expand_refs, referenced, system_entrie
 from .dialects import Dialect, dialect_at, error_response
 from .errors import APIError
 from .offload import Offload
-from .validation import ChatRequest, decode_body, read_body, replay_body
+from .validation import ChatRequest, decode_body, decode_content, read_body, replay_body
 
-__all__ = ["ChatBody", "ReadChat", "chat_of"]
+__all__ = ["ChatBody", "ReadChat", "chat_of", "set_chat"]
 
 _STATE_KEY = "chat"
 # Bodies larger than this are parsed in the worker process: `json.loads` of megabytes
@@ -56,6 +58,12 @@ def chat_of(scope: Scope) -> ChatBody | None:
     return scope.get("state", {}).get(_STATE_KEY)
 
 
+def set_chat(scope: Scope, read: ChatBody) -> None:
+    """Put `read` in the scope's state in place of the body read: a layer that rewrote
+    the request (gateway/prepare.py) hands its version on to the layers after it."""
+    scope.setdefault("state", {})[_STATE_KEY] = read
+
+
 class ReadChat:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, offload: Offload, refs: RefStores | None = None) -> None:
         self.app = app
@@ -69,12 +77,18 @@ class ReadChat:
             await self.app(scope, receive, send)
             return
         try:
-            body = await read_body(Request(scope, receive), self.max_body_bytes)
+            request = Request(scope, receive)
+            body = await read_body(request, self.max_body_bytes)
+            if request.headers.get("content-encoding"):
+                body = await self.offload.run(decode_content, body, request.headers["content-encoding"], self.max_body_bytes)
+                # What follows sees the body as if sent plain.
+                kept = [(k, v) for k, v in scope["headers"] if k not in (b"content-encoding", b"content-length")]
+                scope = {**scope, "headers": [*kept, (b"content-length", str(len(body)).encode())]}
             read = await self._parse(scope, dialect, body)
         except APIError as error:
             await error_response(error, scope)(scope, receive, send)
             return
-        scope.setdefault("state", {})[_STATE_KEY] = read
+        set_chat(scope, read)
         await self.app(scope, replay_body(read.body, receive), send)
 
     async def _parse(self, scope: Scope, dialect: Dialect, body: bytes) -> ChatBody:

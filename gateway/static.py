@@ -38,6 +38,8 @@ VENDOR = {
     "marked": "marked/lib",
     "dompurify": "dompurify/dist",
     "remend": "remend/dist",
+    # The SSE parser of a prompt sent before Python is ready (js/page/early-send.js).
+    "eventsource-parser": "eventsource-parser/dist",
     # Code highlighting (js/render/code-blocks.js): one ES module per language, each
     # imported on first use; the core is served as a module below.
     "highlight.js/languages": "highlight.js/es/languages",

@@ -131,7 +131,9 @@ export function startPage({ answers, link = pageLink } = {}) {
       connection('ready', 'Ready');
       const boot = describeBoot(link.boot);
       els.bootTimings.textContent = boot;
-      els.metrics.textContent = boot;
+      // Until a reply has its figures there (one sent through the gateway while Python
+      // started may have, already: early-send.js), the boot's stand in.
+      if (!els.metrics.dataset.reply) els.metrics.textContent = boot;
       replies.pythonReady();
     } else if (msg.type === 'tokens.counted') {
       count.show(msg);

@@ -6,7 +6,9 @@
 // - reply-painter.js: text at most once per animation frame, latency and quota;
 // - message-actions.js: Copy, Edit, Regenerate, Retry, and how an answer's ending reads;
 // - outbox-sender.js: when what waits offline goes out (outbox.js keeps it);
-// - reply-lifecycle.js: saved as the page goes away, reconnected when it comes back.
+// - reply-lifecycle.js: saved as the page goes away, reconnected when it comes back;
+// - early-send.js: until Python is ready, a prompt goes through the gateway instead of
+//   waiting, and its stream comes back as the same events.
 //
 // The answer's text is assembled by reply.js; its latency by reply-metrics.js. What the
 // conversation holds, and which turns go to the model, is conversation.js's.
@@ -23,6 +25,7 @@
 
 import { ReplyMetrics } from '../render/reply-metrics.js';
 import { conversation, newEntryId, promptOf, wellFormed } from './conversation.js';
+import { EarlySend, sendsEarly } from './early-send.js';
 import { MessageActions } from './message-actions.js';
 import { note } from './messages.js';
 import { Outbox } from './outbox.js';
@@ -49,6 +52,9 @@ export class Replies {
     this.live = new Map();
     this.elements = new Map(); // entry → its element, for the conversation shown
     this.counter = 0;
+    // Prompts sent before Python is ready (early-send.js): their events come here as
+    // the core's would.
+    this.early = new EarlySend((msg) => this.onEvent(msg));
     this.painter = new ReplyPainter({ live: this.live, view, header, link });
     this.actions = new MessageActions(this);
     this.outboxSender = new OutboxSender(this, { outbox, connection });
@@ -172,18 +178,35 @@ export class Replies {
     const id = this.newRequestId();
     const store = this.store;
     const messages = conversation(this.settings.system, store.upTo(userEntry));
+    const settings = this.settings.forRequest();
+    const early = this.sendsEarly(settings);
     entry.state = 'streaming';
     entry.content = '';
     delete entry.error;
     store.save();
     const { li, stream } = this.view.addStreaming(id, replacing);
     this.elements.set(entry, li);
-    if (!this.link.ready) note(li, 'note', 'Waiting for Python to start…');
+    if (!this.link.ready && !early) note(li, 'note', 'Waiting for Python to start…');
     const metrics = new ReplyMetrics(id, now());
-    this.live.set(id, { reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, store, conversation: this.shown, target: this.target() });
+    this.live.set(id, {
+      reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, store, conversation: this.shown,
+      target: this.target(), early,
+    });
     this.busyChanged();
+    // (An answer sent early finishes on that path, also once Python is ready.)
     this.onRequest();
-    this.link.send({ type: 'chat.send', id, messages, settings: this.settings.forRequest() });
+    if (early) this.early.send({ id, messages, settings });
+    else this.link.send({ type: 'chat.send', id, messages, settings });
+  }
+
+  /** Whether a request with `settings` goes through the gateway now rather than wait
+   * for Python: only before Python is ready, to the gateway that served the page
+   * (early-send.js), and not while a host overlays its own settings on the page's
+   * (they are applied on the way to Python: bridge/page/hosts.js). */
+  sendsEarly(settings) {
+    if (this.link.ready) return false;
+    if ((this.link.effectiveSettings?.(settings) ?? settings) !== settings) return false;
+    return sendsEarly(settings);
   }
 
   /** Whether `entry` is an answer that was streaming, on a resumable stream of the
@@ -226,8 +249,14 @@ export class Replies {
   /** Stop the answer of the conversation shown (only that one). */
   stop() {
     for (const [id, r] of this.live) {
-      if (r.conversation === this.shown) this.link.send({ type: 'chat.abort', id });
+      if (r.conversation === this.shown) this.abort(id);
     }
+  }
+
+  /** Stop reply `id`, on whichever path it went. */
+  abort(id) {
+    if (this.live.get(id)?.early) this.early.abort(id);
+    else this.link.send({ type: 'chat.abort', id });
   }
 
   /** Where the page's next chat would go: endpoint and model, host settings overlaid. */
@@ -241,12 +270,13 @@ export class Replies {
   /** Python's boot got this far: a prompt sent early says so while it waits. */
   booting(text) {
     if (this.link.ready) return;
-    for (const r of this.live.values()) note(r.li, 'note', `Waiting for Python: ${text}`);
+    for (const r of this.live.values()) if (!r.early) note(r.li, 'note', `Waiting for Python: ${text}`);
   }
 
-  /** Python is ready: prompts sent early are on their way. */
+  /** Python is ready: prompts that waited for it are on their way (those sent through
+   * the gateway meanwhile stream on as they were). */
   pythonReady() {
-    for (const r of this.live.values()) note(r.li, 'note', 'Sending…');
+    for (const r of this.live.values()) if (!r.early) note(r.li, 'note', 'Sending…');
   }
 }
 

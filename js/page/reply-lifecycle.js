@@ -59,7 +59,7 @@ function reconnectAll(replies, { interrupt = true } = {}) {
       replies.link.send({ type: 'chat.reconnect', id });
     } else if (interrupt) {
       r.interrupted = true;
-      replies.link.send({ type: 'chat.abort', id });
+      replies.abort(id);
     }
   }
 }

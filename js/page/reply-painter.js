@@ -39,6 +39,7 @@ export class ReplyPainter {
     li.dataset.metrics = JSON.stringify(summary);
     note(li, 'reply-metrics', line);
     this.header.metrics.textContent = line;
+    this.header.metrics.dataset.reply = 'true';
     this.link.emitMetrics(summary);
   }
 

@@ -252,6 +252,12 @@ class ChatRequest:
                 # text arrived would paint the answer twice.
                 if self.seq or self.signal.aborted:
                     raise
+                if request.headers.get("content-encoding") == "gzip" and getattr(exc, "status", None) == 415:
+                    # A server that does not take a gzipped body: the same request plain,
+                    # at once, and plain to it from then on.
+                    self.session.refs.refuse_gzip(self.settings.base_url)
+                    request = await self._request(messages, lead)
+                    continue
                 if self.plan is not None and self.plan.refs and not resent and is_unknown_ref(exc):
                     # The gateway lost what we referred to (a restart, an eviction): send
                     # the text once, which it stores again. No backoff: nothing is
@@ -513,7 +519,7 @@ class ChatRequest:
         self.plan = session.refs.plan(base_url, lead, client_id, full=full)
         self._client_id = self.plan.headers.get(CLIENT_HEADER)
         return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers,
-                             gateway=session.refs.capable(base_url))
+                             gateway=session.refs.capable(base_url), gzip=session.refs.takes_gzip(base_url))
 
     def _response(self, response: Response) -> None:
         status, headers = response.status, response.headers

@@ -4,6 +4,7 @@ a user sends, how a test steers the built-in model, frames and embedders)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from typing import Any, Callable, Iterator
@@ -254,10 +255,19 @@ def stored_answers(page: Page) -> list[str]:
     return [m["content"] for m in stored_messages(page) if m["role"] == "assistant"]
 
 
+def request_json(request: Any) -> Any:
+    """A Playwright request's JSON body, as the server reads it: inflated when the page
+    gzipped it (a firsttoken gateway takes `Content-Encoding: gzip`); {} without one."""
+    data = request.post_data_buffer or b""
+    if request.headers.get("content-encoding") == "gzip":
+        data = gzip.decompress(data)
+    return json.loads(data or b"{}")
+
+
 def chat_bodies(page: Page) -> list[dict]:
     """The JSON bodies the page sends to /v1/chat/completions, as it sends them."""
     bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+    page.on("request", lambda r: bodies.append(request_json(r)) if r.url.endswith("/v1/chat/completions") else None)
     return bodies
 
 
@@ -273,4 +283,4 @@ def user_chats(frame: Frame | Page, page: Page, text: str) -> dict[str, Any]:
     expect(done).to_have_count(before + 1, timeout=60_000)
     request = sent.value
     return {"url": request.url, "authorization": request.headers.get("authorization"),
-            "body": json.loads(request.post_data or "{}")}
+            "body": request_json(request)}

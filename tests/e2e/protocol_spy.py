@@ -11,7 +11,7 @@ from typing import Any
 
 from playwright.sync_api import Page, Worker, expect
 
-from tests.e2e.conftest import ANSWER, wait_ready
+from tests.e2e.conftest import ANSWER, request_json, wait_ready
 
 #: A long system prompt, from the compression corpus (three of its system prompts).
 SYSTEM = "\n\n".join(
@@ -75,7 +75,7 @@ class Chat:
 
     def _request(self, request: Any) -> None:
         if request.url.endswith("/v1/chat/completions"):
-            self.bodies.append(json.loads(request.post_data))
+            self.bodies.append(request_json(request))
             self.client_ids.append(request.headers.get("x-firsttoken-client"))
 
     def open(self, url: str) -> None:

@@ -125,7 +125,7 @@ def test_the_report_has_its_plots_and_figures(e2e: tuple[dict[str, Any], dict[st
     line, _ = run("report.py", "--quick", "--out", str(out), "--e2e", str(e2e_path), "--native", str(tmp_path / "absent.json"))
     index = (out / "index.html").read_text()
     assert line["native_measured"] is False and "Not measured" in index and "make bench-native" in index
-    assert set(line["plots"]) == {"ttft.png", "boot_waterfall.png", "heatmap.png"}
+    assert set(line["plots"]) == {"ttft.png", "boot_waterfall.png", "heatmap.png", "steps.png"}
     for name in line["plots"]:
         assert f'src="{name}"' in index
         width, height = png_size((out / name).read_bytes())
@@ -139,6 +139,9 @@ def test_the_report_has_its_plots_and_figures(e2e: tuple[dict[str, Any], dict[st
     messages = data["dialects"]["anthropic_messages"]["uncontended"]
     assert figures["uncontended · anthropic_messages · naive · ttft_p95_ms"]["value"] == messages["naive"]["ttft_p95_ms"]
     assert "The dialect column" in index and "anthropic_messages" in index
+    steps = data["steps"]["uncontended"]
+    assert "The article's table, step by step" in index
+    assert figures["uncontended · step warm · ms off alone"]["value"] == steps["alone"]["warm"]
     assert f"{ours['prompt_tokens']:,}" in index
     assert all(f["date"] and f["loadavg"] and f["machine"] for f in report["figures"])
     # The boot waterfall's figures: a first visit and a reload, each ready after it started.

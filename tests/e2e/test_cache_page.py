@@ -39,7 +39,9 @@ def test_the_system_message_survives_a_reload_in_indexeddb(chat: Chat, gateway_u
     assert full["content"] and len(full["content"]) > 3000
     assert set(by_ref) == {"role", "x_firsttoken_ref"}
     assert chat.client_ids[0] and chat.client_ids[0] == chat.client_ids[1]
-    assert second["chat.prepared"]["request_bytes"] < first["chat.prepared"]["request_bytes"] - 3000
+    # Both bodies go gzipped to the page's own gateway, so the reference saves less than
+    # the system prompt's text; still most of the first body.
+    assert second["chat.prepared"]["request_bytes"] < first["chat.prepared"]["request_bytes"] / 2
     # What the page keeps: one verified record in IndexedDB, read from the main thread.
     stored = chat.page.evaluate("""() => new Promise((ok, no) => {
       const r = indexedDB.open('firsttoken-cache');

@@ -15,7 +15,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.e2e.conftest import (
-    ANSWER, DESKTOP, PIECE, PIXEL_7, Console, expected_answer, send, steer, stored_answers, wait_ready, watched_page,
+    ANSWER, DESKTOP, PIECE, PIXEL_7, Console, expected_answer, request_json, send, steer, stored_answers, wait_ready,
+    watched_page,
 )
 from tests.e2e.native_host import as_host, host_answer, host_message, post
 
@@ -108,7 +109,7 @@ def test_each_api_streams_the_answer_counts_honestly_and_refers_to_the_system_pr
 
     with page.expect_request(is_chat(api)) as first:
         page.get_by_role("button", name="Send", exact=True).click()
-    body = json.loads(first.value.post_data or "{}")
+    body = request_json(first.value)
     assert body["model"] == model and body["stream"] is True
     first_messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"hello over {api}"}]
     answer = answer_of(page, 0)
@@ -121,9 +122,9 @@ def test_each_api_streams_the_answer_counts_honestly_and_refers_to_the_system_pr
     with page.expect_request(is_chat(api)) as second:
         send(page, "and again")
     answer_of(page, 1)
-    bodies = [json.loads(r.post_data or "{}") for r in sent]
+    bodies = [request_json(r) for r in sent]
     assert [r.url for r in sent] == [gateway_url + ROUTES[api]] * 2
-    assert bodies[1] == json.loads(second.value.post_data or "{}")
+    assert bodies[1] == request_json(second.value)
     assert SYSTEM in json.dumps(bodies[0], ensure_ascii=False)
     assert SYSTEM not in json.dumps(bodies[1], ensure_ascii=False)
     lead = LEAD[api](bodies[1])
@@ -199,7 +200,7 @@ def test_the_api_choice_is_kept_across_a_reload_and_automatic_follows_the_model(
     page.keyboard.press("Escape")
     with page.expect_request(is_chat("anthropic_messages")) as auto:
         send(page, "who picks?")
-    assert "api" not in (json.loads(auto.value.post_data or "{}"))
+    assert "api" not in request_json(auto.value)
     answer_of(page, 0)
 
     # A choice is kept, and holds after a reload.

@@ -7,6 +7,7 @@ nothing else lost; the images still there after a reload."""
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 import json
 import re
@@ -71,8 +72,16 @@ def settled_count(page: Page) -> int:
 
 
 def sent_bodies(page: Page) -> list[dict]:
+    """The chat request bodies the page sends, read as the gateway reads them (the core
+    gzips bodies of 1 KiB or more to its own gateway)."""
     bodies: list[dict] = []
-    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/chat/completions") else None)
+
+    def read(r: Any) -> None:
+        if r.url.endswith("/v1/chat/completions"):
+            data = r.post_data_buffer or b""
+            bodies.append(json.loads(gzip.decompress(data) if r.headers.get("content-encoding") == "gzip" else data))
+
+    page.on("request", read)
     return bodies
 
 

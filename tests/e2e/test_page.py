@@ -18,17 +18,23 @@ pytestmark = pytest.mark.e2e
 def test_usable_before_python_then_streams_the_reply_in_steps(page: Page, gateway_url: str) -> None:
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
+    prepared: list[bool] = []
+    page.on("request", lambda r: prepared.append("x-firsttoken-prepare" in r.headers)
+            if r.url.endswith("/v1/chat/completions") else None)
+    # Whether Python was ready at the moment Send was pressed (before the page's handler).
+    page.add_init_script("document.addEventListener('submit', () => { window.__pythonAtSend = document.documentElement.dataset.python; }, true)")
     page.goto(gateway_url + "/", wait_until="domcontentloaded")
-    # Input works at once, before Python is ready: focused, typing lands, Send queues.
+    # Input works at once, before Python is ready: focused, typing lands, Send sends
+    # (through the gateway while Python is not ready: tests/e2e/test_early_send.py).
     assert page.evaluate("document.documentElement.dataset.python") == "loading"
     assert page.evaluate("document.activeElement.id") == "prompt"
     page.keyboard.type("hello page")
     assert page.input_value("#prompt") == "hello page"
     page.keyboard.press("Enter")
-    if page.evaluate("document.documentElement.dataset.python") == "loading":
-        assert "Waiting for Python" in page.inner_text(ANSWER)
     wait_ready(page)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
+    assert "Waiting for Python" not in page.inner_text(ANSWER)
+    assert prepared == [page.evaluate("window.__pythonAtSend") == "loading"]
 
     assert stored_answers(page) == [expected_answer(gateway_url, [{"role": "user", "content": "hello page"}])]
     assert page.inner_text(f"{ANSWER} .content").startswith("You said: hello page")

@@ -12,6 +12,7 @@ import pytest
 
 from firsttoken.cache import Cache, MemoryStore
 from tests.socket_transport import run_core
+from tests.unit.fakes import sent_json
 
 SIM = "x-firsttoken-sim"
 SYSTEM = "You answer in the voice of a patient librarian. " * 40  # long enough to be referenced
@@ -56,10 +57,33 @@ def test_each_dialect_streams_the_same_answer_and_refers_to_its_system_prompt(ga
     assert [r.url for r in sent] == [gateway_url + paths[api]] * 2
     lead = {"chat_completions": lambda b: b["messages"][0], "responses": lambda b: b["input"][0],
             "anthropic_messages": lambda b: (b["system"][0] if isinstance(b["system"], list) else b["system"])}[api]
-    bodies = [json.loads(r.body) for r in sent]
+    bodies = [sent_json(r) for r in sent]
     # The first goes in full (to Responses in `instructions`: the gateway has not yet
     # said it takes references), the second as a reference.
     assert SYSTEM in json.dumps(bodies[0], ensure_ascii=False)
     assert SYSTEM not in json.dumps(bodies[1], ensure_ascii=False)
     second = lead(bodies[1])
     assert isinstance(second, dict) and second.get("x_firsttoken_ref", "").startswith("sha256:"), second
+
+
+@pytest.mark.parametrize("api", ["chat_completions", "responses", "anthropic_messages"])
+def test_the_next_turn_reads_the_conversation_from_the_servers_prefix_cache(gateway_url: str, api: str) -> None:
+    # OpenAI caches long prompts by itself; Anthropic only up to blocks marked
+    # `cache_control`, which the core marks (the system prompt's end and the last turn's):
+    # on every API the second turn's prompt is read from the cache, up to the first turn.
+    long = "Cite the shelf mark of every book you mention, and say which floor it is on. " * 120
+    first = [{"role": "system", "content": long}, {"role": "user", "content": f"a first question over {api}"}]
+
+    async def script(core, events, wait_for):
+        await core.handle(send("one", gateway_url, api, first))
+        second = [*first, {"role": "assistant", "content": answers(events, "one")},
+                  {"role": "user", "content": "a second question"}]
+        await core.handle(send("two", gateway_url, api, second))
+
+    events = run_core(gateway_url, script, cache=Cache(MemoryStore()), page_origin=gateway_url)
+    ends = {e["id"]: e for e in events if e["type"] in ("chat.done", "chat.error")}
+    assert ends["two"]["type"] == "chat.done", ends
+    usage = ends["two"]["usage"]
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or usage.get("cache_read_input_tokens")
+    # At least the system prompt (over 1,024 tokens) and the first turn came from the cache.
+    assert cached and cached >= 1024, usage

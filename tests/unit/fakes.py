@@ -5,6 +5,7 @@ entry, and a store that fails on demand."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from typing import Any, AsyncIterator, Callable
 
@@ -18,6 +19,12 @@ OK_STREAM = (
     b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
     b"data: [DONE]\n\n"
 )
+
+
+def sent_json(request: HTTPRequest) -> Any:
+    """A request's JSON body as the server reads it: inflated if the core gzipped it."""
+    body = request.body
+    return json.loads(gzip.decompress(body) if request.headers.get("content-encoding") == "gzip" else body)
 
 
 class Canned:

@@ -74,6 +74,8 @@ def test_anthropic_messages_sends_a_base64_source(url: str, media_type: str) -> 
     assert text["type"] == "text"
     # Messages' image block: a base64 source with its media type, no data: prefix
     # (platform.claude.com/docs/en/build-with-claude/vision, "Base64-encoded image example").
+    # (The conversation's last block also carries the prompt cache's breakpoint.)
+    image.pop("cache_control", None)
     assert image == {"type": "image", "source": {"type": "base64", "media_type": media_type,
                                                  "data": url.partition(";base64,")[2]}}
 

@@ -11,7 +11,7 @@ import pytest
 from firsttoken.errors import TransportError
 from firsttoken.settings import APIS, ChatSettings
 from firsttoken.stream.client import build_request
-from firsttoken.stream.dialects import api_for, credentials
+from firsttoken.stream.dialects import EPHEMERAL, api_for, credentials
 from firsttoken.stream.resume import events_url
 from firsttoken.tokens import count_chat_detailed
 from tests.unit.fakes import SSE, Broken, Canned, CannedTransport, FakeTime, Script, run_core
@@ -117,7 +117,9 @@ def test_anthropic_messages() -> None:
     assert request.headers["x-api-key"] == "sk-ant-1" and "authorization" not in request.headers
     assert request.headers["anthropic-version"] == "2023-06-01"
     assert request.headers["anthropic-dangerous-direct-browser-access"] == "true"
-    assert body["system"] == "You are terse.\n\nAnswer in French."
+    # Anthropic caches only up to blocks marked `cache_control`: the end of the system
+    # prompt and the end of the conversation are marked, so the next turn reads both.
+    assert body["system"] == [{"type": "text", "text": "You are terse.\n\nAnswer in French.", "cache_control": EPHEMERAL}]
     assert body["max_tokens"] == 4096 and body["stream"] is True
     assert body["messages"] == [
         {"role": "user", "content": "Weather in Paris?"},
@@ -126,7 +128,7 @@ def test_anthropic_messages() -> None:
             {"type": "tool_result", "tool_use_id": "call_1", "content": "18 °C"},
             {"type": "text", "text": "And this?"},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
-            {"type": "text", "text": "Be brief."},
+            {"type": "text", "text": "Be brief.", "cache_control": EPHEMERAL},
         ]},
     ]
 
@@ -137,7 +139,7 @@ def test_anthropic_turns_alternate_and_skip_empty_messages() -> None:
     body = body_of(build_request(messages, ChatSettings(model="claude-3-5-haiku-latest")))
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
-        {"role": "assistant", "content": "c"},
+        {"role": "assistant", "content": [{"type": "text", "text": "c", "cache_control": EPHEMERAL}]},
     ]
     assert "system" not in body
 
@@ -145,7 +147,8 @@ def test_anthropic_turns_alternate_and_skip_empty_messages() -> None:
 def test_anthropic_to_a_gateway_keeps_system_blocks_and_refers_to_them() -> None:
     settings = ChatSettings(base_url=BASE, model="claude-sonnet-4-5")
     request = build_request(CONVERSATION, settings, refs={1: REF}, gateway=True)
-    assert body_of(request)["system"] == [{"type": "text", "text": "You are terse."}, {"type": "text", "x_firsttoken_ref": REF}]
+    assert body_of(request)["system"] == [{"type": "text", "text": "You are terse."},
+                                          {"type": "text", "x_firsttoken_ref": REF, "cache_control": EPHEMERAL}]
     assert "x-api-key" not in request.headers and "anthropic-dangerous-direct-browser-access" not in request.headers
 
 

@@ -90,7 +90,8 @@ class FetchTransport:
         }
         if request.method not in ("GET", "HEAD"):
             # Fetch refuses a body on GET or HEAD (a resume is a GET): Fetch §5.4, step 34.
-            fields["body"] = request.body.decode()
+            # The bytes as they are (to_js makes a Uint8Array): a gzipped body is not text.
+            fields["body"] = request.body
         init = to_js(fields, dict_converter=js.Object.fromEntries)
         try:
             response = await js.fetch(request.url, init)

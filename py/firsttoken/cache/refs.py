@@ -29,6 +29,7 @@ from . import Entry
 
 __all__ = [
     "ADVERTISED",
+    "REQUEST_GZIP",
     "CLIENT_HEADER",
     "GATEWAY_HEADER",
     "REF_FIELD",
@@ -44,6 +45,9 @@ __all__ = [
 GATEWAY_HEADER = "x-firsttoken-gateway"
 #: ... and its value (one of a comma-separated list of capabilities).
 ADVERTISED = "cache-refs=1"
+#: The capability of taking a gzipped request body (`Content-Encoding: gzip`, RFC 9110
+#: §8.4), which cuts a phone's upload of a chat's JSON 4–6×.
+REQUEST_GZIP = "request-gzip=1"
 #: Request header naming the client whose stored texts references resolve against.
 CLIENT_HEADER = "x-firsttoken-client"
 #: The message field that replaces `content` with `sha256:<hex>`.
@@ -59,11 +63,15 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
-def _advertises_refs(headers: Mapping[str, str]) -> bool:
+def _capabilities(headers: Mapping[str, str]) -> list[str]:
     for name, value in headers.items():
         if name.lower() == GATEWAY_HEADER:
-            return ADVERTISED in [p.strip() for p in value.replace(";", ",").split(",")]
-    return False
+            return [p.strip() for p in value.replace(";", ",").split(",")]
+    return []
+
+
+def _advertises_refs(headers: Mapping[str, str]) -> bool:
+    return ADVERTISED in _capabilities(headers)
 
 
 @dataclass
@@ -85,6 +93,23 @@ class GatewayRefs:
         self.page_origin = page_origin.lower() if page_origin else None
         self._capable: set[str] = set()
         self._held: dict[str, set[str]] = {}
+        self._gzip: set[str] = set()  # said `request-gzip=1`
+        self._no_gzip: set[str] = set()  # answered a gzipped body with 415
+
+    def takes_gzip(self, base_url: str) -> bool:
+        """Whether to gzip request bodies to `base_url`: one that said it takes them, and
+        the page's own origin (a firsttoken gateway, most likely, so that even the first
+        request of a session, the largest, is small), unless it refused one (415, RFC
+        9110 §15.5.16: the core then sends it plain again, and plain from then on). Any
+        other server gets what every API takes: a plain body."""
+        if base_url in self._no_gzip:
+            return False
+        return base_url in self._gzip or (self.page_origin is not None and _origin(base_url) == self.page_origin)
+
+    def refuse_gzip(self, base_url: str) -> None:
+        """`base_url` refused a gzipped body."""
+        self._no_gzip.add(base_url)
+        self._gzip.discard(base_url)
 
     def capable(self, base_url: str) -> bool:
         return base_url in self._capable
@@ -114,6 +139,8 @@ class GatewayRefs:
         """Learn from a response to a request sent with `plan`."""
         if not 200 <= status < 300:
             return
+        if REQUEST_GZIP in _capabilities(headers) and base_url not in self._no_gzip:
+            self._gzip.add(base_url)
         if not _advertises_refs(headers):
             # A 2xx without the header: not (or no longer) a gateway that takes refs.
             self._capable.discard(base_url)

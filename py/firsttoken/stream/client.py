@@ -12,6 +12,7 @@ mechanism (an AbortController in the browser).
 
 from __future__ import annotations
 
+import gzip as _gzip
 import json
 import re
 from dataclasses import dataclass
@@ -45,6 +46,11 @@ __all__ = [
 MAX_ERROR_BODY = 64 * 1024
 #: A non-streaming body is bounded too (a whole answer, as JSON).
 MAX_JSON_BODY = 32 * 1024 * 1024
+#: Below this a gzipped body saves less than a TCP segment, and costs its 20-byte frame.
+GZIP_MIN_BYTES = 1024
+#: zlib's default level: within a few percent of 9's size on chat JSON, at a fraction of
+#: the time (measured: about 1 ms for 20 KB on CPython).
+GZIP_LEVEL = 6
 
 
 class AbortSignal:
@@ -101,6 +107,7 @@ def build_request(
     refs: Mapping[int, str] | None = None,
     headers: Mapping[str, str] | None = None,
     gateway: bool = False,
+    gzip: bool = False,
 ) -> HTTPRequest:
     """The streaming request for `messages`, in the dialect the settings and the model
     call for (`dialects.api_for`); Chat Completions asks for usage in a final chunk.
@@ -109,7 +116,8 @@ def build_request(
     firsttoken gateway expands (bridge/PROTOCOL.md, "Cache references"); they carry no
     text, so a server that does not know the extension refuses them loudly rather
     than answering without the system prompt. `gateway`: the server is a gateway known
-    to take references. `headers` are added (the client id).
+    to take references. `headers` are added (the client id). `gzip`: the server takes a
+    gzipped body (`GatewayRefs.takes_gzip`); one of `GZIP_MIN_BYTES` or more goes so.
     """
     api = dialects.api_for(settings)
     body = dialects.request_body(messages, settings, api, refs=refs, gateway=gateway)
@@ -123,6 +131,10 @@ def build_request(
     }
     url = settings.base_url.rstrip("/") + dialects.request_path(api)
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    if gzip and len(data) >= GZIP_MIN_BYTES:
+        # mtime=0: the same body compresses to the same bytes (and a retry is the same).
+        data = _gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+        sent_headers["content-encoding"] = "gzip"
     return HTTPRequest("POST", url, sent_headers, data)
 
 
