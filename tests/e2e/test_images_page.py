@@ -265,3 +265,32 @@ def test_a_photo_in_the_conversation_passes_axe_and_is_photographed(browser: Bro
         found["sent"] = axe(page)
         shoot(page, f"photo-{device}-{theme}")
         assert all(not v for v in found.values()), json.dumps(found, indent=1)
+
+
+def test_a_photo_sent_before_python_is_ready_goes_through_the_gateway(browser: Browser, console: Console,
+                                                                       gateway_url: str) -> None:
+    from tests.e2e.conftest import watched_page
+    from tests.e2e.test_early_send import HeldRuntime
+
+    # A first visit (no service worker, which would answer the runtime past the route),
+    # with Python's runtime held back: the photo is shrunk to the fallback size, and the
+    # prompt goes early, through the gateway (js/page/early-send.js), which prepares it.
+    for page in watched_page(browser, console, fresh=True):
+        steer(page, "ttft_ms=0,tps=200")
+        runtime = HeldRuntime(page)
+        bodies = sent_bodies(page)
+        page.goto(gateway_url + "/")
+        attach(page, file("IMG_0001.jpg", photo(3000, 2000)))
+        thumb = page.locator(f"{THUMBS}:not([data-pending])")
+        expect(thumb).to_have_count(1)
+        assert (thumb.get_attribute("data-width"), thumb.get_attribute("data-height")) == ("2048", "1365")
+        page.fill("#prompt", "What is in this photo?")
+        page.get_by_role("button", name="Send", exact=True).click()
+        expect(page.locator(ANSWER)).to_have_attribute("data-state", "done", timeout=60_000)
+        assert page.get_attribute("html", "data-python") == "loading" and runtime.held
+        [body] = bodies
+        sent = image_of(body["messages"][-1]["content"][1]["image_url"]["url"])
+        assert sent.size == (2048, 1365) and not sent.getexif()
+        runtime.release()
+        wait_ready(page)
+        expect(page.locator('.msg[data-role="user"] .msg-images img')).to_have_count(1)
