@@ -336,12 +336,12 @@ def _e2e_section(e2e: dict[str, Any], origin: str, plots: dict[str, str | None])
              "client is that API's official client)</caption><tr><th>API</th><th>scenario</th><th>naive p95 ms</th>"
              f"<th>firsttoken p95 ms</th><th>p95 reduction</th><th>bytes up</th></tr>{''.join(rows)}</table>") if rows else ""
     step_rows = []
-    for name, table in (e2e.get("steps") or {}).items():
-        metric = "p95" if table["metric"] == "ttft_p95_ms" else "p50"
-        for step in table["alone"]:
+    for name, steps in (e2e.get("steps") or {}).items():
+        metric = "p95" if steps["metric"] == "ttft_p95_ms" else "p50"
+        for step in steps["alone"]:
             step_rows.append(f"<tr><td>{html.escape(name)} ({metric})</td><td>{html.escape(step)}</td>"
-                             f"<td>{table['alone'][step]}</td><td>{table['added'][step]}</td>"
-                             f"<td>{table['cold_alone'][step]}</td><td>{table['cold_added'][step]}</td></tr>")
+                             f"<td>{steps['alone'][step]}</td><td>{steps['added'][step]}</td>"
+                             f"<td>{steps['cold_alone'][step]}</td><td>{steps['cold_added'][step]}</td></tr>")
     steps_table = ("<table><caption>The article's table, step by step: ms of time to first token each step takes "
                    "off, alone (from firsttoken with no step) and added in turn, and on the cold turn (the first after "
                    "the app opens, p50)</caption><tr><th>scenario</th><th>step</th><th>alone</th><th>added</th>"
