@@ -220,9 +220,16 @@ export class ConversationStore extends EventTarget {
 
   /** Take what store/db.js read at start (`early`, a promise of `{db, start, error}`):
    * the list, and the conversation last open, opened, unless the user already began a
-   * new one meanwhile (what they typed stays open, and is saved now). */
+   * new one meanwhile (what they typed stays open, and is saved now). An open that
+   * timed out and answers later (`late`) is adopted then the same way: the page worked
+   * in memory meanwhile, and what it holds is written. */
   async adopt(early) {
-    const { db, start, error } = (await early) ?? { db: null, start: null, error: null };
+    const { db, start, error, late } = (await early) ?? { db: null, start: null, error: null };
+    if (db && !this.db) {
+      this.failedAtStart = false;
+      // Conversations begun in memory: never written, so written now.
+      for (const c of this.conversations.values()) if (c.entries?.length && c.written === null) this.touched.add(c);
+    }
     this.db = db;
     for (const meta of start?.metas ?? []) {
       if (this.conversations.has(meta.id)) continue;
@@ -246,6 +253,7 @@ export class ConversationStore extends EventTarget {
     }
     this.emit('list');
     this.save();
+    if (late) late.then((opened) => opened && this.adopt(opened)).catch((e) => this.setStore('memory', e));
   }
 
   /** Conversation `id` with its messages read (from IndexedDB if they are not in

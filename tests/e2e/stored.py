@@ -22,8 +22,12 @@ READ_STORE = """() => new Promise((ok, no) => {
 
 
 def saved(page: Page) -> None:
-    """Wait until every write the page started has committed."""
-    expect(page.locator("#conversations")).to_have_attribute("data-pending", "0")
+    """Wait until the store is IndexedDB (an open that answers late works in memory
+    until then, with no write pending: so `data-pending` alone could hold too early) and
+    every write the page started has committed."""
+    panel = page.locator("#conversations")
+    expect(panel).to_have_attribute("data-store", "indexeddb", timeout=30_000)
+    expect(panel).to_have_attribute("data-pending", "0")
 
 
 def store(page: Page) -> dict[str, Any]:

@@ -334,3 +334,64 @@ def test_an_answer_keeps_streaming_into_its_own_conversation(page: Page, gateway
     assert answer["role"] == "assistant" and answer["content"].startswith("You said: slow one")
     assert page.inner_text(f"{ANSWER} .content").startswith("You said: slow one")
     assert len(store(page)["metas"]) == 1  # the empty new chat was never kept
+
+
+#: The conversation store's open answered late (a busy phone; WebKit's storage process
+#: starting under load): held until the test calls `__answerStore()`, on loads whose
+#: URL asks for it. The database itself is real; only its answer is late.
+LATE_OPEN = """(() => {
+  if (!location.search.includes('late-store')) return;
+  const open = IDBFactory.prototype.open;
+  let answer;
+  const gate = new Promise((ok) => { answer = ok; });
+  window.__answerStore = () => answer();
+  IDBFactory.prototype.open = function (name, ...rest) {
+    const req = open.call(this, name, ...rest);
+    if (name !== 'firsttoken-conversations') return req;
+    const late = { get result() { return req.result; }, get error() { return req.error; } };
+    req.onupgradeneeded = (e) => late.onupgradeneeded?.(e); // inside its transaction: not held
+    req.onsuccess = (e) => gate.then(() => late.onsuccess?.(e));
+    req.onerror = (e) => gate.then(() => late.onerror?.(e));
+    req.onblocked = (e) => late.onblocked?.(e);
+    return late;
+  };
+})();"""
+
+
+def test_a_store_that_answers_late_is_taken_up_and_nothing_typed_meanwhile_is_lost(
+    browser: Browser, console: Console, gateway_url: str
+) -> None:
+    for page in watched_page(browser, console, **PIXEL_7):
+        page.add_init_script(LATE_OPEN)
+        page.goto(gateway_url + "/")
+        wait_ready(page)
+        ask(page, "kept before")
+        kept = store(page)["open"]
+
+        # Late, with nothing typed: the page works in memory, says so in the list only
+        # (a slow store is not a refusal), and shows the kept conversation once it answers.
+        page.goto(gateway_url + "/?late-store")
+        expect(page.locator("#conversations")).to_have_attribute("data-store", "memory", timeout=30_000)
+        expect(page.locator(".msg")).to_have_count(0)
+        page.evaluate("() => window.__answerStore()")
+        expect(page.locator("#conversations")).to_have_attribute("data-store", "indexeddb")
+        expect(page.locator(".msg")).to_have_count(2)
+        expect(header_title(page)).to_have_text("kept before")
+        expect(page.locator(".storage-notice")).to_be_empty()
+
+        # Late, with a question asked meanwhile: it stays open, and is written once the
+        # store answers, beside the kept one.
+        page.goto(gateway_url + "/?late-store")
+        expect(page.locator("#conversations")).to_have_attribute("data-store", "memory", timeout=30_000)
+        wait_ready(page)
+        ask(page, "typed meanwhile")
+        page.evaluate("() => window.__answerStore()")
+        expect(page.locator("#conversations")).to_have_attribute("data-store", "indexeddb")
+        expect(header_title(page)).to_have_text("typed meanwhile")
+        kept_now = store(page)
+        assert kept in [m["id"] for m in kept_now["metas"]]
+        assert [m["content"] for m in stored_messages(page)][0] == "typed meanwhile"
+        page.goto(gateway_url + "/")
+        wait_ready(page)
+        show_list(page, "pixel7")
+        assert sorted(titles(page)) == ["kept before", "typed meanwhile"]

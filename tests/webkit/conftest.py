@@ -77,6 +77,13 @@ def wait(host: WebKitHost, check: str) -> object:
     return host.eval(f"({WAIT})(() => {check})", timeout=60)
 
 
+def saved(host: WebKitHost) -> object:
+    """Wait until the page's conversations are in IndexedDB (an open that answers late
+    works in memory until then, with nothing pending) and every write has committed."""
+    panel = "document.getElementById('conversations')"
+    return wait(host, f"{panel}.dataset.store === 'indexeddb' && {panel}.dataset.pending === '0'")
+
+
 #: What the page keeps in IndexedDB (js/page/store/db.js): {metas, messages, open}.
 READ = """new Promise((ok, no) => {
   const r = indexedDB.open('firsttoken-conversations');

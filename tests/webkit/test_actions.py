@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.webkit.conftest import READ, of, wait
+from tests.webkit.conftest import READ, of, saved, wait
 from tests.webkit_host import WebKitHost
 
 pytestmark = pytest.mark.e2e
@@ -90,6 +90,6 @@ def test_copy_puts_the_message_on_the_clipboard_with_or_without_the_clipboard_ap
 
 def kept(host: WebKitHost) -> list[dict]:
     """The open conversation as committed to IndexedDB (js/page/conversation-store.js)."""
-    wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+    saved(host)
     store = host.eval(READ)
     return next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.webkit.conftest import READ, assert_clean_console, boot, wait
+from tests.webkit.conftest import READ, assert_clean_console, boot, saved, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
@@ -28,7 +28,7 @@ def test_the_old_conversation_moves_and_conversations_survive_a_reload(xvfb: Xvf
         # Moved: painted from IndexedDB, every field kept, the old key gone.
         assert wait(host, "document.querySelectorAll('#messages .msg').length === 2")
         assert wait(host, "document.getElementById('conversation-title').textContent === 'an old question from WebKit'")
-        wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+        saved(host)
         kept = host.eval(READ)
         [meta] = kept["metas"]
         assert kept["open"] == meta["id"] and meta["title"] == "an old question from WebKit"
@@ -44,7 +44,7 @@ def test_the_old_conversation_moves_and_conversations_survive_a_reload(xvfb: Xvf
         host.eval("(() => { const p = document.getElementById('prompt'); p.value = 'hello from a new chat';"
                   " document.getElementById('send').click(); return true; })()")
         assert wait(host, "document.querySelector('.msg[data-role=\"assistant\"][data-state=\"done\"]')")
-        wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+        saved(host)
         # Waits for the new page's `ready`: until then the old page (which shows the same
         # two messages and two conversations) would answer the checks below.
         seen = len(host.messages)

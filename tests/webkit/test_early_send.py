@@ -26,7 +26,7 @@ from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER
 from gateway.simulator import SimParams
 from tests.servers import serve_app
-from tests.webkit.conftest import BOOT_TIMEOUT_S, READ, assert_clean_console, boot, wait
+from tests.webkit.conftest import BOOT_TIMEOUT_S, READ, assert_clean_console, boot, saved, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
@@ -104,7 +104,7 @@ def send(host: WebKitHost, text: str) -> None:
 
 def answers(host: WebKitHost) -> list[str]:
     """The answers of the open conversation as committed to IndexedDB."""
-    wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+    saved(host)
     store = host.eval(READ)
     messages = next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])
     return [m["content"] for m in messages if m["role"] == "assistant"]

@@ -17,7 +17,7 @@ from PIL import Image
 
 from firsttoken.tokens import count_chat, image_target_size, image_tokens
 from tests.e2e.test_images_page import photo
-from tests.webkit.conftest import READ, assert_clean_console, boot, reply, wait
+from tests.webkit.conftest import READ, assert_clean_console, boot, reply, saved, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
@@ -57,7 +57,7 @@ def test_a_photo_is_shrunk_sent_kept_and_shown_again(xvfb: Xvfb, gateway_url: st
                   " document.getElementById('send').click(); return true; })()")
         assert wait(host, "document.querySelector('.msg[data-role=\"assistant\"][data-state=\"done\"]')")
         assert wait(host, "document.querySelector('.msg[data-role=\"user\"] .msg-images img')?.naturalWidth > 0")
-        wait(host, "document.getElementById('conversations').dataset.pending === '0'")
+        saved(host)
         [kept] = host.eval(READ)["messages"]
         [image] = kept["messages"][0]["images"]
         sent = Image.open(io.BytesIO(base64.b64decode(image["url"].partition(",")[2])))

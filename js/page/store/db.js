@@ -27,7 +27,10 @@ const VERSION = 1;
 /** Where the page kept its one conversation before (js/page/conversation-store.js, until 2026-12). */
 export const LEGACY_KEY = 'firsttoken.history.v1';
 // An open that neither succeeds nor fails (blocked by another tab's old connection,
-// or, seen in WebKit, never answered) must not leave the page without a list.
+// or, seen in WebKit, never answered) must not leave the page without a list: after
+// this long the page works in memory. An open that answers later all the same (a busy
+// phone, a WebKit storage process starting under load) is taken up then (`late`):
+// the kept conversations come back, and what was typed meanwhile is saved.
 const OPEN_TIMEOUT_MS = 4000;
 const REOPENS = 2;
 
@@ -63,6 +66,8 @@ const committed = (tx) => new Promise((resolve, reject) => {
   tx.onabort = () => reject(tx.error ?? new DOMException('transaction aborted', 'AbortError'));
 });
 
+/** The database, opened; rejects with a StoreError. One that timed out carries `late`:
+ * a promise of the database should the open succeed after all (null if it fails). */
 function openDatabase(factory) {
   return new Promise((resolve, reject) => {
     if (!factory?.open) {
@@ -76,7 +81,12 @@ function openDatabase(factory) {
       reject(storeError(e, 'unavailable'));
       return;
     }
-    const timer = setTimeout(() => reject(new StoreError('unavailable', new Error('open timed out'))), OPEN_TIMEOUT_MS);
+    let late = null; // once timed out: what the open answers after all
+    const timer = setTimeout(() => {
+      const error = new StoreError('unavailable', new Error('open timed out'));
+      error.late = new Promise((ok) => { late = ok; });
+      reject(error);
+    }, OPEN_TIMEOUT_MS);
     req.onupgradeneeded = () => {
       const db = req.result;
       if (!db.objectStoreNames.contains('conversations')) db.createObjectStore('conversations', { keyPath: 'id' });
@@ -85,12 +95,14 @@ function openDatabase(factory) {
     };
     req.onsuccess = () => {
       clearTimeout(timer);
-      resolve(req.result);
+      if (late) late(req.result);
+      else resolve(req.result);
     };
     req.onerror = (e) => {
       e?.preventDefault?.();
       clearTimeout(timer);
-      reject(storeError(req.error, 'unavailable'));
+      if (late) late(null);
+      else reject(storeError(req.error, 'unavailable'));
     };
     req.onblocked = () => { /* an old connection elsewhere: the timeout decides */ };
   });
@@ -263,7 +275,8 @@ export function legacyConversation(entries, now = Date.now()) {
  * that holds it committed; should a tab still running an older build write the key
  * again, the next visit moves that too, as another conversation), read the start. Never rejects: `{db, start, error}`, where
  * `db` is null if IndexedDB cannot be used, and `start` is what to show
- * (`{metas, openId, messages, messagesOf}`). */
+ * (`{metas, openId, messages, messagesOf}`). An open that timed out also gives `late`:
+ * a promise of the same, should the open answer after all (null if it never does). */
 export async function openConversations(factory = globalThis.indexedDB) {
   const legacy = readLegacy();
   let db = null;
@@ -271,14 +284,27 @@ export async function openConversations(factory = globalThis.indexedDB) {
     db = await ConversationDb.open(factory);
   } catch (e) {
     // In memory only; the old key stays, to be moved on a visit where IndexedDB works.
-    refuse('indexedDB', e);
+    // An open that is only slow is not a refusal (unless it fails in the end).
+    if (!e?.late) refuse('indexedDB', e);
     const start = { metas: [], openId: undefined, messages: null };
     if (legacy?.entries?.length) {
       const meta = legacyConversation(legacy.entries);
       Object.assign(start, { metas: [{ ...meta, legacy: true }], openId: meta.id, messages: legacy.entries, messagesOf: meta.id });
     }
-    return { db: null, start, error: storeError(e, 'unavailable') };
+    // The old conversation is not moved then: the page shows it already (`legacy`), and
+    // conversation-store.js writes it, and drops the key, like one typed meanwhile.
+    const late = e?.late?.then((opened) => {
+      if (opened) return readOpened(new ConversationDb(opened, factory), null);
+      refuse('indexedDB', e);
+      return null;
+    });
+    return { db: null, start, error: storeError(e, 'unavailable'), ...(late ? { late } : {}) };
   }
+  return readOpened(db, legacy);
+}
+
+// The open database's start (see openConversations), the old conversation moved in.
+async function readOpened(db, legacy) {
   let error = null;
   let carried = null; // the old conversation, if it could not be moved: shown all the same
   if (legacy?.entries?.length) {
