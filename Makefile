@@ -90,7 +90,7 @@ run: deps
 # grows slow is seen.
 TEST_WORKERS ?= 4
 test: deps browser redis webkit
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The inner loop: the pure Python core and the gateway, no browser (`-m "not e2e"`:
 # tests/unit, tests/gateway), on two workers.
