@@ -207,7 +207,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
   // the link starts so that `ready` is seen and can be replayed to a late host.
-  attachHosts(link, { warm: () => warmer.warm() });
+  attachHosts(link, { warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)) });
   link.start();
   return { link };
 }
@@ -233,4 +233,19 @@ function showSendOrStop({ send, stop }, busy) {
   } else if (hadFocus) {
     send.focus({ preventScroll: true });
   }
+}
+
+/** A host's image (`composer.attach`: base64, checked by bridge/page/host-messages.js)
+ * as the File a picker would give. Decoded natively where the engine can (Safari 18.2,
+ * Chromium 140: `Uint8Array.fromBase64`), else through `atob`. */
+function hostFile({ data, type, name }) {
+  let bytes;
+  if (typeof Uint8Array.fromBase64 === 'function') {
+    bytes = Uint8Array.fromBase64(data);
+  } else {
+    const text = atob(data);
+    bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
+  }
+  return new File([bytes], name || 'photo', { type });
 }
