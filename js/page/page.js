@@ -10,6 +10,7 @@ import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { CoreSizes, Shrinker } from '../images/shrink.js';
+import { headerOnly } from '../images/header.js';
 import { Attachments, DETAIL, heldBytes } from './attachments.js';
 import { conversation, withImages } from './conversation.js';
 import { ConversationList } from './conversations.js';
@@ -61,13 +62,20 @@ export function startPage({ answers, link = pageLink } = {}) {
     held: () => heldBytes(store.entries),
   });
   const sizes = new CoreSizes(link, () => replies.target().model);
+  const countUrls = new WeakMap(); // image → its header-only URL, cut once
+  const countUrl = (image) => {
+    let url = countUrls.get(image);
+    if (url === undefined) countUrls.set(image, (url = headerOnly(image.url)));
+    return url;
+  };
   const count = new LiveCount(els.count, {
     send: (request) => link.send(request),
+    // Images go as their headers only: what the core counts them from (headerOnly).
     messages: () => {
       const draft = els.prompt.value;
       const images = attachments.images;
-      const content = images.length ? withImages(draft, images) : draft;
-      return conversation(settings.system, store.entries, content.length ? [{ role: 'user', content }] : []);
+      const content = images.length ? withImages(draft, images, countUrl) : draft;
+      return conversation(settings.system, store.entries, content.length ? [{ role: 'user', content }] : [], countUrl);
     },
     settings: () => settings.forRequest(),
   });

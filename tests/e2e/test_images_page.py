@@ -112,6 +112,10 @@ def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gatewa
     assert (int(thumb.get_attribute("data-width") or 0), int(thumb.get_attribute("data-height") or 0)) == want
     page.fill("#prompt", "What is in this photo?")
     counted = settled_count(page)
+    # The live count sends the image's header only (js/images/header.js, headerOnly):
+    # a few KB however large the image, and counted the same (below).
+    counts = [m for m in page.evaluate("() => window.__ft.sent") if m["type"] == "tokens.count"]
+    assert counts and max(m["length"] for m in counts) < 8_000, counts
     page.get_by_role("button", name="Send", exact=True).click()
     answer = page.locator(ANSWER).last
     expect(answer).to_have_attribute("data-state", "done", timeout=60_000)
@@ -122,6 +126,9 @@ def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gatewa
     # What went up: the shrunk JPEG, with no EXIF at all (GPS, camera model), and a
     # fraction of the original's bytes.
     [body] = bodies
+    # Sent whole, though: the chat request carries the image.
+    [send] = [m for m in page.evaluate("() => window.__ft.sent") if m["type"] == "chat.send"]
+    assert send["length"] > len(json.dumps(body["messages"][-1]["content"][1])) - 100
     text, image = body["messages"][-1]["content"]
     assert text == {"type": "text", "text": "What is in this photo?"}
     assert image["image_url"]["detail"] == "high"
