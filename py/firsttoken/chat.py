@@ -165,7 +165,7 @@ class ChatRequest:
                 saved_unit=prepared.saved_unit, budget=prepared.budget, window_known=prepared.window_known,
                 prompt_tokens=prepared.prompt_tokens, exact=prepared.exact, dropped=prepared.dropped,
                 truncated=prepared.truncated, cache=prepared.cache, prepare_ms=prepared.prepare_ms,
-                request_bytes=len(request.body),
+                request_bytes=len(request.body), images_dropped=prepared.images_dropped,
             ))
             self._post_notices()
             prompt_tokens = prepared.prompt_tokens

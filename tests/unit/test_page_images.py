@@ -64,6 +64,7 @@ import { refuseFile, fitSide, CoreSizes, MAX_FILE_BYTES } from './js/images/shri
 import { conversation, withImages } from './js/page/conversation.js';
 import { toJson, toMarkdown } from './js/page/export.js';
 import { isImageUrl, heldBytes } from './js/page/attachments.js';
+import { preparedText } from './js/page/status-text.js';
 import { readFileSync } from 'node:fs';
 const input = JSON.parse(readFileSync(0, 'utf8'));
 const out = { headers: {} };
@@ -98,6 +99,8 @@ out.json = JSON.parse(toJson(c)).messages;
 out.urls = [url, 'data:image/png;base64,iVBO', 'https://tracker.example/p.png', 'javascript:alert(1)',
   'data:image/svg+xml;base64,PHN2Zz4=', 'data:text/html;base64,PGI+', null].map(isImageUrl);
 out.held = heldBytes(entries);
+out.fitLine = [preparedText({ dropped: [1, 2], truncated: [{ index: 3, tokens_cut: 765 }], images_dropped: 3 }).fit,
+  preparedText({ dropped: [], truncated: [], images_dropped: 1 }).fit, preparedText({ dropped: [], truncated: [] }).fit];
 // The size asked of the core: not before Python is ready (the fallback, nothing queued);
 // then `image.size` with the model, answered by `image.sized`; a wrong answer is not used.
 const sent = [];
@@ -202,3 +205,11 @@ def test_the_header_of_a_large_image_is_a_few_kilobytes(node: dict) -> None:
     assert len(node["headerOnly"]["jpeg-long"]) < 4200 < len(FILES["jpeg-long"])
     assert len(node["headerOnly"]["png-long"]) < 4200 < len(FILES["png-long"])
     assert node["headerOnly"]["jpeg-exif"] == "data:image/x;base64," + base64.b64encode(FILES["jpeg-exif"]).decode()
+
+
+def test_the_fit_line_says_how_many_photos_were_not_sent(node: dict) -> None:
+    assert node["fitLine"] == [
+        "To fit the model's budget: 2 earlier messages left out, 1 shortened, 3 earlier photos not sent.",
+        "To fit the model's budget: 1 earlier photo not sent.",
+        None,
+    ]
