@@ -45,6 +45,9 @@ class FitResult:
     images_dropped: tuple[int, ...]
     #: Images not sent: those of dropped messages and of `images_dropped`.
     images_left_out: int
+    #: The tokens of the images sent, within `total` (`ChatCount.images`: the
+    #: calibration corrects them apart from the text).
+    image_tokens: int
     newest_user_index: int | None
     total: int
     budget: int
@@ -271,6 +274,7 @@ def fit_messages(
         images_dropped=tuple(images_dropped),
         images_left_out=sum(_image_count(messages[i]) for i in range(len(messages)) if i not in kept_set or i in images_dropped),
         newest_user_index=newest_user,
+        image_tokens=final.images,
         total=final.total,
         budget=budget,
         reserve_for_reply=reserve_for_reply,
