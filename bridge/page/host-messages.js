@@ -29,9 +29,13 @@ const PAGE_ONLY = new Set(['delta.ack']);
  * core's requests (js/link/protocol.js) but the page's own, with only the fields a host
  * gives: `messages` as the core needs them, and `settings` optional, since the page's
  * own settings fill them in (a host's `flow` or `resume` is not taken); and
- * `settings.set` and `connection.warm`, which the page answers itself.
+ * `settings.set`, `connection.warm` and `composer.attach`, which the page answers itself.
  */
-const REQUESTS = { 'settings.set': { id: 'optional', settings: 'required' }, 'connection.warm': { id: 'optional' } };
+const REQUESTS = {
+  'settings.set': { id: 'optional', settings: 'required' },
+  'connection.warm': { id: 'optional' },
+  'composer.attach': { id: 'optional', image: 'required' },
+};
 for (const [type, { id, fields }] of Object.entries(CORE_REQUESTS)) {
   if (PAGE_ONLY.has(type)) continue;
   const spec = { id };
@@ -93,10 +97,31 @@ export function parseHostMessage(data) {
   const request = { type: msg.type };
   if (id !== null) request.id = id;
   if (spec.messages) request.messages = checkMessages(msg.messages, fail);
+  if (spec.image) request.image = checkImage(msg.image, fail);
   if (spec.settings === 'required' || (spec.settings === 'optional' && msg.settings !== undefined)) {
     request.settings = checkSettings(msg.settings, fail);
   }
   return request;
+}
+
+/** Longest file name a host may give an image (it is shown as the thumbnail's label). */
+export const MAX_NAME_LENGTH = 256;
+
+// `composer.attach`'s image: the file's bytes as base64 (RFC 4648 §4, padded or not),
+// its media type, and a name to show. What the bytes are is the shrink worker's to
+// find out from their header (js/images/header.js), as for a file the user picked: the
+// type only refuses what is plainly not an image.
+function checkImage(image, fail) {
+  if (!isObject(image)) fail("'image' must be an object: {data, type, name?}");
+  const { data, type, name } = image;
+  if (typeof data !== 'string' || !data || data.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
+    fail('image.data must be the image file in base64');
+  }
+  if (typeof type !== 'string' || !/^image\/[a-z0-9.+-]+$/i.test(type)) fail("image.type must be an image media type ('image/jpeg')");
+  if (name !== undefined && (typeof name !== 'string' || name.length > MAX_NAME_LENGTH)) {
+    fail(`image.name must be a string of at most ${MAX_NAME_LENGTH} characters`);
+  }
+  return { data, type: type.toLowerCase(), name: typeof name === 'string' ? name : '' };
 }
 
 function checkMessages(messages, fail) {

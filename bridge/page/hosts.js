@@ -75,6 +75,9 @@ export function embedOriginsFrom(search) {
  * options.embedOrigins: origins an embedding window may have (added to `?embed-origins=`).
  * options.warm: opens the connection to the API (js/page/warm.js); returns whether a
  * request went (false: already warm, or no API set).
+ * options.attach: puts a host's image (`{data, type, name}`, checked) in the composer
+ * as a picked photo (js/page/attachments.js); a promise of `{width, height, bytes}`,
+ * or a rejection with the ImageError saying why not.
  * Returns a handle with `counts()` (what was received, refused and dropped).
  */
 export function attachHosts(link, options = {}) {
@@ -179,6 +182,20 @@ export function attachHosts(link, options = {}) {
       // The app starts: open the connection to the API before the person types.
       const sent = options.warm ? options.warm() : false;
       out(channel, { type: 'connection.warmed', id, sent });
+      return;
+    }
+    if (type === 'composer.attach') {
+      // A photo the app has (a share sheet, its own camera): shown in the composer,
+      // shrunk and counted like one the user picked; the user sends it.
+      Promise.resolve().then(() => {
+        if (!options.attach) throw Object.assign(new Error('this page has no composer'), { code: 'unsupported' });
+        return options.attach(request.image);
+      }).then(
+        (image) => out(channel, { type: 'composer.attached', id, ...image }),
+        // An ImageError's code (js/images/header.js); anything else (bytes that are not
+        // base64 after all) is an invalid image.
+        (e) => out(channel, { type: 'error', id, error: { code: typeof e?.code === 'string' ? e.code : 'invalid_image', message: String(e?.message ?? e) } }),
+      );
       return;
     }
     const core = { type, id: `${HOST_PREFIX}${channel.name}:${id ?? ''}` };

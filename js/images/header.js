@@ -115,3 +115,33 @@ const PARSERS = {
     throw new ImageError('invalid', `The WebP's first chunk is ${JSON.stringify(chunk)}, not VP8, VP8L or VP8X.`);
   },
 };
+
+// What the live count sends of an image: a data URL cut to the header. The core counts
+// an image from the pixel size in its header, never from its bytes
+// (firsttoken.tokens.images), and reads only as much of a data URL as the header needs
+// (firsttoken.image_header), so the cut URL counts exactly as the whole one; and the
+// count runs on every pause in typing, while a conversation may hold 3 MB of images
+// (attachments.js) that would otherwise cross to the worker and be parsed each time.
+// The page's own JPEGs have their frame header in the first few hundred bytes; a
+// JPEG from elsewhere (an imported conversation) may carry 64 KB of EXIF before it.
+const HEADER_CUTS = [4096, 90112]; // base64 characters: 3 KB, then 66 KB of bytes
+
+/** `url` cut to the least that still holds its image's header (read here by the same
+ * rules as the core's), or `url` itself if no cut does (the core then decides). */
+export function headerOnly(url) {
+  const comma = url.indexOf(',');
+  if (comma < 0 || !url.slice(0, comma).endsWith(';base64')) return url;
+  for (const cut of HEADER_CUTS) {
+    if (comma + 1 + cut >= url.length) return url;
+    const prefix = url.slice(comma + 1, comma + 1 + cut);
+    try {
+      const text = atob(prefix);
+      const bytes = new Uint8Array(text.length);
+      for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
+      if (readImageHeader(bytes)) return url.slice(0, comma + 1) + prefix;
+    } catch {
+      return url; // not an image this reader takes: the core says why, from the whole
+    }
+  }
+  return url;
+}

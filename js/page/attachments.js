@@ -91,6 +91,22 @@ export class Attachments extends EventTarget {
     for (const file of files) this.prepare(file);
   }
 
+  /** Attach one `file` as `add` does, for a host (`composer.attach`): a promise of
+   * `{width, height, bytes}` once it is ready to send, or a rejection with the
+   * ImageError the note shows. */
+  async attach(file) {
+    if (this.items.length >= MAX_AT_ONCE) {
+      const refused = new ImageError('too_many', `At most ${MAX_AT_ONCE} images a message: ${file.name || 'this one'} not added.`);
+      this.say(refused.message, refused.code);
+      throw refused;
+    }
+    const { image, error } = await this.prepare(file);
+    if (error) throw error;
+    return { width: image.width, height: image.height, bytes: image.bytes };
+  }
+
+  /** Prepare `file` into a thumbnail: `{image}` once ready, `{error}` if refused (said
+   * in the note) or removed meanwhile. */
   async prepare(file) {
     const item = { li: this.thumbnail(file.name), image: null, pending: true, dropped: false };
     const started = performance.now();
@@ -100,7 +116,7 @@ export class Attachments extends EventTarget {
       const shrunk = await this.shrinker.prepare(file);
       if (item.dropped) {
         item.pending = false;
-        return;
+        return { error: new ImageError('removed', 'The image was removed before it was ready.') };
       }
       const bytes = this.images.reduce((n, i) => n + i.url.length, 0) + shrunk.url.length;
       if (this.held() + bytes > MAX_HELD_BYTES) {
@@ -116,14 +132,16 @@ export class Attachments extends EventTarget {
       item.li.dataset.height = String(shrunk.height);
     } catch (e) {
       item.pending = false;
-      if (item.dropped) return;
+      const error = e instanceof ImageError ? e : new ImageError('undecodable', `${file.name || 'The image'} could not be prepared.`);
+      if (item.dropped) return { error };
       this.remove(item);
-      this.say(e instanceof ImageError ? e.message : `${file.name || 'The image'} could not be prepared.`, e?.code);
-      return;
+      this.say(error.message, error.code);
+      return { error };
     }
     item.pending = false;
     delete item.li.dataset.pending;
     this.changed();
+    return { image: item.image };
   }
 
   thumbnail(name) {

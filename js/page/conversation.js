@@ -34,8 +34,10 @@ export const SETTLED = new Set(['done', 'error', 'stopped', 'interrupted']);
  * turn being answered (a user message with no answer after it, the last one), then
  * `extra` (a draft being counted); system entries of the conversation stay where they
  * are. A turn whose answer has no text is left out whole, so no request can carry two
- * user turns in a row, by construction. */
-export function conversation(system, entries, extra = []) {
+ * user turns in a row, by construction. `urlOf(image)`: the URL an image goes with
+ * (`withImages`). */
+export function conversation(system, entries, extra = [], urlOf = undefined) {
+  const turn = urlOf ? turnWith(urlOf) : plainTurn;
   const messages = system ? [{ role: 'system', content: system }] : [];
   for (let i = 0; i < entries.length; i++) {
     const m = entries[i];
@@ -60,13 +62,18 @@ export function conversation(system, entries, extra = []) {
 
 // A user message's images (attachments.js) go as Chat Completions content parts after its
 // text; the core turns them into each API's own image part (firsttoken.stream.dialects).
-const turn = ({ role, content, images }) => (images?.length ? { role, content: withImages(content, images) } : { role, content });
+const turnWith = (urlOf) => ({ role, content, images }) => (images?.length ? { role, content: withImages(content, images, urlOf) } : { role, content });
+const plainTurn = turnWith();
 
 /** `text` and `images` as content parts: the text part (when there is text), then one
- * `image_url` part an image. */
-export function withImages(text, images) {
+ * `image_url` part an image; its URL is `urlOf(image)` (the live count sends headers
+ * only: js/images/header.js, `headerOnly`). */
+export function withImages(text, images, urlOf = (image) => image.url) {
   const parts = text ? [{ type: 'text', text }] : [];
-  for (const { url, detail } of images) parts.push({ type: 'image_url', image_url: detail ? { url, detail } : { url } });
+  for (const image of images) {
+    const url = urlOf(image);
+    parts.push({ type: 'image_url', image_url: image.detail ? { url, detail: image.detail } : { url } });
+  }
   return parts;
 }
 

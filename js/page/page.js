@@ -10,6 +10,7 @@ import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { CoreSizes, Shrinker } from '../images/shrink.js';
+import { headerOnly } from '../images/header.js';
 import { Attachments, DETAIL, heldBytes } from './attachments.js';
 import { conversation, withImages } from './conversation.js';
 import { ConversationList } from './conversations.js';
@@ -61,13 +62,20 @@ export function startPage({ answers, link = pageLink } = {}) {
     held: () => heldBytes(store.entries),
   });
   const sizes = new CoreSizes(link, () => replies.target().model);
+  const countUrls = new WeakMap(); // image → its header-only URL, cut once
+  const countUrl = (image) => {
+    let url = countUrls.get(image);
+    if (url === undefined) countUrls.set(image, (url = headerOnly(image.url)));
+    return url;
+  };
   const count = new LiveCount(els.count, {
     send: (request) => link.send(request),
+    // Images go as their headers only: what the core counts them from (headerOnly).
     messages: () => {
       const draft = els.prompt.value;
       const images = attachments.images;
-      const content = images.length ? withImages(draft, images) : draft;
-      return conversation(settings.system, store.entries, content.length ? [{ role: 'user', content }] : []);
+      const content = images.length ? withImages(draft, images, countUrl) : draft;
+      return conversation(settings.system, store.entries, content.length ? [{ role: 'user', content }] : [], countUrl);
     },
     settings: () => settings.forRequest(),
   });
@@ -207,7 +215,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
   // the link starts so that `ready` is seen and can be replayed to a late host.
-  attachHosts(link, { warm: () => warmer.warm() });
+  attachHosts(link, { warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)) });
   link.start();
   return { link };
 }
@@ -233,4 +241,19 @@ function showSendOrStop({ send, stop }, busy) {
   } else if (hadFocus) {
     send.focus({ preventScroll: true });
   }
+}
+
+/** A host's image (`composer.attach`: base64, checked by bridge/page/host-messages.js)
+ * as the File a picker would give. Decoded natively where the engine can (Safari 18.2,
+ * Chromium 140: `Uint8Array.fromBase64`), else through `atob`. */
+function hostFile({ data, type, name }) {
+  let bytes;
+  if (typeof Uint8Array.fromBase64 === 'function') {
+    bytes = Uint8Array.fromBase64(data);
+  } else {
+    const text = atob(data);
+    bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
+  }
+  return new File([bytes], name || 'photo', { type });
 }

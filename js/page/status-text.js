@@ -75,9 +75,11 @@ export function preparedText(msg) {
   const saved = msg.saved?.[msg.saved.length - 1];
   const dropped = msg.dropped?.length || 0;
   const cut = msg.truncated?.length || 0;
+  const images = msg.images_dropped || 0;
   const parts = [];
   if (dropped) parts.push(`${dropped} earlier message${dropped > 1 ? 's' : ''} left out`);
   if (cut) parts.push(`${cut} shortened`);
+  if (images) parts.push(`${images} earlier photo${images > 1 ? 's' : ''} not sent`);
   return {
     saved: saved > 0 ? { amount: saved, text: `compressed: −${saved} ${msg.saved_unit}` } : null,
     fit: parts.length ? `To fit the model's budget: ${parts.join(', ')}.` : null,

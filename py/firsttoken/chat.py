@@ -165,7 +165,7 @@ class ChatRequest:
                 saved_unit=prepared.saved_unit, budget=prepared.budget, window_known=prepared.window_known,
                 prompt_tokens=prepared.prompt_tokens, exact=prepared.exact, dropped=prepared.dropped,
                 truncated=prepared.truncated, cache=prepared.cache, prepare_ms=prepared.prepare_ms,
-                request_bytes=len(request.body),
+                request_bytes=len(request.body), images_dropped=prepared.images_dropped,
             ))
             self._post_notices()
             prompt_tokens = prepared.prompt_tokens
@@ -174,7 +174,7 @@ class ChatRequest:
             # The window must hold the prompt and the completion the server reserves for it.
             reserve = dialects.completion_reserve(self.settings, self.api)
             completion, request = await self._send(request, messages, lead, prompt_tokens + reserve)
-            await self._done(completion, prepared.prompt_tokens, len(request.body))
+            await self._done(completion, prepared.prompt_tokens, len(request.body), prepared.image_tokens)
         except FirstTokenError as exc:
             if self.signal.aborted and self.stream_id is not None:
                 self._cancel_stream()
@@ -199,8 +199,9 @@ class ChatRequest:
         self._client_id = await self._identity()
         await self._done(await self._resumed(None), None, 0)
 
-    async def _done(self, completion: Completion, estimate: int | None, request_bytes: int) -> None:
-        """`chat.done`, once background work ended and the held text went out."""
+    async def _done(self, completion: Completion, estimate: int | None, request_bytes: int, images: int = 0) -> None:
+        """`chat.done`, once background work ended and the held text went out; `images`:
+        the estimate's image tokens, which the calibration learns apart from the text."""
         session = self.session
         await self._settle()
         session.pacer.flush(self.id)
@@ -213,7 +214,7 @@ class ChatRequest:
                 timings=self.timings.to_dict(),
                 quota=self._quota(),
                 attempts=self.attempt,
-                prompt=session.calibration.compare(self.settings.model, estimate, actual),
+                prompt=session.calibration.compare(self.settings.model, estimate, actual, images),
                 request_bytes=request_bytes,
             )
         )

@@ -177,5 +177,5 @@ class Core:
             return
         self.post_event(TokensCounted(
             id=msg.id, tokens=live.tokens, budget=live.budget, exact=live.exact, uncompressed=live.uncompressed,
-            calibrated=self.calibration.adjust(msg.settings.model, live.tokens), dropped=live.dropped,
+            calibrated=self.calibration.adjust(msg.settings.model, live.tokens, live.image_tokens), dropped=live.dropped,
         ))

@@ -413,6 +413,7 @@ class ChatPrepared(Event):
     cache: JSON | None = None
     prepare_ms: float
     request_bytes: int
+    images_dropped: int = 0
 
 
 @_message("chat.wait")

@@ -24,7 +24,8 @@ SYSTEM = "\n\n".join(
 #: forbids the eval that wait_for_function needs). bench/cache.py uses it too.
 PROTOCOL_SPY = """
 (() => {
-  window.__ft = { events: [], worker: null };
+  // `sent`: the page's requests as {type, id, length} (their size, not their text).
+  window.__ft = { events: [], sent: [], worker: null };
   // js/link/python-link.js speaks the protocol over a MessageChannel handed to the worker with
   // `hello`: listen on the page's end of every channel, and keep the one that says `ready`.
   const Native = window.MessageChannel;
@@ -32,6 +33,16 @@ PROTOCOL_SPY = """
     constructor() {
       super();
       const port = this.port1;
+      const post = port.postMessage.bind(port);
+      port.postMessage = (data, ...rest) => {
+        if (typeof data === 'string' && data[0] === '{') {
+          try {
+            const msg = JSON.parse(data);
+            window.__ft.sent.push({ type: msg.type, id: msg.id, length: data.length });
+          } catch { /* not a protocol message */ }
+        }
+        return post(data, ...rest);
+      };
       port.addEventListener('message', (event) => {
         if (typeof event.data !== 'string' || event.data[0] !== '{') return;
         let msg;

@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from firsttoken.tokens import image_target_size
 from tests.e2e.conftest import ANSWER, Console, steer, wait_ready
+from tests.e2e.native_host import as_host, host_message, post
 from tests.e2e.protocol_spy import PROTOCOL_SPY
 from tests.e2e.test_shell import axe, frames, shoot
 from tests.e2e.test_shell import open_page as open_shell
@@ -111,6 +112,10 @@ def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gatewa
     assert (int(thumb.get_attribute("data-width") or 0), int(thumb.get_attribute("data-height") or 0)) == want
     page.fill("#prompt", "What is in this photo?")
     counted = settled_count(page)
+    # The live count sends the image's header only (js/images/header.js, headerOnly):
+    # a few KB however large the image, and counted the same (below).
+    counts = [m for m in page.evaluate("() => window.__ft.sent") if m["type"] == "tokens.count"]
+    assert counts and max(m["length"] for m in counts) < 8_000, counts
     page.get_by_role("button", name="Send", exact=True).click()
     answer = page.locator(ANSWER).last
     expect(answer).to_have_attribute("data-state", "done", timeout=60_000)
@@ -121,6 +126,9 @@ def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gatewa
     # What went up: the shrunk JPEG, with no EXIF at all (GPS, camera model), and a
     # fraction of the original's bytes.
     [body] = bodies
+    # Sent whole, though: the chat request carries the image.
+    [send] = [m for m in page.evaluate("() => window.__ft.sent") if m["type"] == "chat.send"]
+    assert send["length"] > len(json.dumps(body["messages"][-1]["content"][1])) - 100
     text, image = body["messages"][-1]["content"]
     assert text == {"type": "text", "text": "What is in this photo?"}
     assert image["image_url"]["detail"] == "high"
@@ -137,6 +145,51 @@ def test_a_photo_is_shrunk_counted_sent_without_exif_and_kept(page: Page, gatewa
     expect(shown).to_have_count(1)
     assert shown.first.get_attribute("src") == image["image_url"]["url"]
     assert shown.first.evaluate("(img) => img.decode().then(() => [img.naturalWidth, img.naturalHeight])") == list(want)
+
+
+
+def test_a_host_hands_over_a_photo_it_is_shrunk_into_the_composer_and_refusals_say_why(page: Page, gateway_url: str) -> None:
+    """`composer.attach` (bridge/PROTOCOL.md, "Hosts"): an app's photo (a share sheet,
+    its own camera) goes into the composer as if picked, shrunk and counted; the user
+    sends it. What the page cannot take is refused to the host, with the reason, and
+    the composer keeps what it had."""
+    bodies = sent_bodies(page)
+    as_host(page, "webkit")
+    open_page(page, gateway_url)
+    original = photo()
+    post(page, {"type": "composer.attach", "id": "p1",
+                "image": {"data": base64.b64encode(original).decode(), "type": "image/jpeg", "name": "IMG_0001.jpg"}})
+    attached = host_message(page, "composer.attached", "p1")
+    want = image_target_size(MODEL, 4032, 3024, "high")
+    assert (attached["width"], attached["height"]) == want and 0 < attached["bytes"] < len(original) / 3
+    expect(page.locator(THUMBS)).to_have_count(1)
+    expect(page.locator(f"{THUMBS} img")).to_have_attribute("alt", f"IMG_0001.jpg, {want[0]}×{want[1]}")
+
+    # Refused, each with its reason, to the host: a HEIC (the iOS host converts to JPEG
+    # before handing a photo over: bridge/hosts/ios), bytes that are no image, a type
+    # that is not an image's, and data that is not base64.
+    heic = base64.b64encode(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 200).decode()
+    post(page, {"type": "composer.attach", "id": "p2", "image": {"data": heic, "type": "image/heic"}})
+    assert host_message(page, "error", "p2")["error"]["code"] == "heic"
+    expect(page.locator(NOTE)).to_have_attribute("data-code", "heic")
+    post(page, {"type": "composer.attach", "id": "p3", "image": {"data": base64.b64encode(b"just some text, not an image at all, but long enough to read").decode(), "type": "image/png"}})
+    assert host_message(page, "error", "p3")["error"]["code"] == "not_image"
+    post(page, {"type": "composer.attach", "id": "p4", "image": {"data": "aGk=", "type": "text/plain"}})
+    assert host_message(page, "error", "p4")["error"]["code"] == "invalid_message"
+    post(page, {"type": "composer.attach", "id": "p5", "image": {"data": "not base64!", "type": "image/jpeg"}})
+    assert host_message(page, "error", "p5")["error"]["code"] == "invalid_message"
+    expect(page.locator(THUMBS)).to_have_count(1)
+
+    # The user sends it: it goes up shrunk, billed as counted.
+    page.fill("#prompt", "What does the app show?")
+    counted = settled_count(page)
+    page.get_by_role("button", name="Send", exact=True).click()
+    answer = page.locator(ANSWER).last
+    expect(answer).to_have_attribute("data-state", "done", timeout=60_000)
+    assert events_of(page, answer.get_attribute("data-id") or "")["chat.done"]["usage"]["prompt_tokens"] == counted
+    [body] = bodies
+    sent = image_of(body["messages"][-1]["content"][1]["image_url"]["url"])
+    assert sent.size == want and not sent.getexif()
 
 
 HOSTILE = [

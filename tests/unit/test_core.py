@@ -476,3 +476,34 @@ def test_a_network_failure_while_online_keeps_the_governor_rules() -> None:
     _, events = run(transport, t, send())
     assert [e["type"] for e in events] == ["chat.retry"] * 3 + ["chat.error"]
     assert events[-1]["error"]["code"] == "network" and len(transport.sent) == 4
+
+
+def test_an_image_estimate_is_calibrated_from_usage_apart_from_the_text() -> None:
+    """gpt-5-mini's image rule is an estimate (its documented ×1.62 multiplier is billed
+    about ×1.2: `firsttoken.tokens.images`). The server's usage after one photo teaches
+    the calibration the images' error; the text's count, exact, is left as it was."""
+    from firsttoken import tokens
+    from tests.unit.image_files import data_url, png
+
+    photo = {"type": "image_url", "image_url": {"url": data_url(png(1024, 1024, pixels=False)), "detail": "high"}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "what is this?"}, photo]}]
+    settings = {"base_url": "http://api.test/v1", "model": "gpt-5-mini"}
+    counted = tokens.count_chat_detailed(messages, "gpt-5-mini")
+    assert counted.images > 0 and not counted.exact
+    actual = counted.total - counted.images + round(counted.images * 1.2 / 1.62)
+    usage = b'data: {"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}}\n\n' % (actual, actual + 1)
+    transport = CannedTransport(Canned(200, SSE, OK_STREAM.replace(b"data: [DONE]", usage + b"data: [DONE]")))
+    t = FakeTime()
+    events: list[dict] = []
+    core = Core(post=lambda x: events.append(json.loads(x)), transport=transport, clock=t.clock, sleep=t.sleep)
+    asyncio.run(core.handle(json.dumps({"type": "chat.send", "id": "a", "messages": messages, "settings": settings})))
+    done = next(e for e in events if e["type"] == "chat.done")
+    assert done["usage"]["prompt_tokens"] == actual and done["prompt"]["estimate"] == counted.total
+    # The next count of the same prompt is calibrated to what the server billed; a
+    # text-only one is not moved by it.
+    asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c1", "messages": messages, "settings": settings})))
+    text_only = [{"role": "user", "content": "what is this?"}]
+    asyncio.run(core.handle(json.dumps({"type": "tokens.count", "id": "c2", "messages": text_only, "settings": settings})))
+    c1, c2 = (next(e for e in events if e.get("id") == i) for i in ("c1", "c2"))
+    assert c1["tokens"] == counted.total and c1["calibrated"] == actual
+    assert c2["calibrated"] == c2["tokens"] == tokens.count_chat(text_only, "gpt-5-mini")

@@ -257,3 +257,39 @@ def test_a_user_key_never_follows_a_host_to_another_endpoint() -> None:
     same = run({"steps": [{"host": {"type": "settings.set", "id": "s", "settings": {"base_url": "http://page.test/v1/", "model": "n"}}},
                           {"page": chat}]})
     assert same["toCore"][0]["settings"] == {**user, "model": "n"}  # the parser drops the slash
+
+
+def test_an_image_from_a_host_is_base64_of_an_image_type_or_refused() -> None:
+    ok = {"data": "/9j/4AAQSkZJRg==", "type": "IMAGE/JPEG", "name": "shared.jpg", "exif": "dropped"}
+    bad = [
+        {"data": "", "type": "image/jpeg"},  # nothing
+        {"data": "abcde", "type": "image/jpeg"},  # no base64 is 4n+1 long
+        {"data": "ab=c", "type": "image/jpeg"},  # padding inside
+        {"data": "aGk=\n", "type": "image/jpeg"},  # not the RFC 4648 alphabet
+        {"data": "aGk=", "type": "text/plain"},
+        {"data": "aGk=", "type": "image/jpeg; charset=x"},
+        {"data": "aGk=", "type": "image/jpeg", "name": "x" * 257},
+        {"data": ["aGk="], "type": "image/jpeg"},
+        "aGk=",
+        None,
+    ]
+    results = run({"parse": [json.dumps({"type": "composer.attach", "id": f"a{i}", "image": image})
+                             for i, image in enumerate([ok, *bad])]})
+    assert results[0]["ok"] == {"type": "composer.attach", "id": "a0",
+                                "image": {"data": "/9j/4AAQSkZJRg==", "type": "image/jpeg", "name": "shared.jpg"}}
+    assert results[1:] == [{"error": "InvalidHostMessage", "id": f"a{i + 1}"} for i in range(len(bad))]
+    assert run({"parse": [json.dumps({"type": "composer.attach"})]}) == [{"error": "InvalidHostMessage", "id": None}]
+
+
+def test_a_page_without_a_composer_refuses_a_hosts_image() -> None:
+    # The answer comes from a promise: the scenario prints once the queued tasks ran.
+    script = SCENARIO.replace("console.log(JSON.stringify({ toHost, toCore, counts: win.firsttoken.counts() }));",
+                              "await new Promise((r) => setTimeout(r, 0));\n"
+                              "console.log(JSON.stringify({ toHost, toCore, counts: win.firsttoken.counts() }));")
+    done = subprocess.run(["node", "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          input=json.dumps({"steps": [{"host": {"type": "composer.attach", "id": "c",
+                                                                "image": {"data": "aGk=", "type": "image/png"}}}]}))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["toCore"] == []
+    assert out["toHost"] == [{"v": 1, "type": "error", "id": "c", "error": {"code": "unsupported", "message": "this page has no composer"}}]

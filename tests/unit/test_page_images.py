@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from firsttoken.errors import ImageTooLarge, InvalidImage
-from firsttoken.image_header import read_image_header
+from firsttoken.image_header import read_data_url_header, read_image_header
 from tests.unit import image_files as f
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +42,9 @@ FILES = {
     "jpeg-dnl": f.jpeg(640, 0),
     "png-no-ihdr": f.png(4, 4)[:12] + b"IDAT" + f.png(4, 4)[16:],
     "webp-odd": b"RIFF\0\0\0\0WEBPABCD" + b"\0" * 30,
+    # As long as a sent image: the header, then 100 KB of what follows it.
+    "jpeg-long": f.jpeg(1024, 768) + b"\0" * 100_000,
+    "png-long": f.png(640, 480) + b"\0" * 100_000,
 }
 
 
@@ -56,11 +59,12 @@ def python_reads(data: bytes) -> dict:
 
 
 SCRIPT = """
-import { readImageHeader, ImageError } from './js/images/header.js';
+import { headerOnly, readImageHeader, ImageError } from './js/images/header.js';
 import { refuseFile, fitSide, CoreSizes, MAX_FILE_BYTES } from './js/images/shrink.js';
 import { conversation, withImages } from './js/page/conversation.js';
 import { toJson, toMarkdown } from './js/page/export.js';
 import { isImageUrl, heldBytes } from './js/page/attachments.js';
+import { preparedText } from './js/page/status-text.js';
 import { readFileSync } from 'node:fs';
 const input = JSON.parse(readFileSync(0, 'utf8'));
 const out = { headers: {} };
@@ -73,6 +77,7 @@ for (const [name, b64] of Object.entries(input.files)) {
     out.headers[name] = { code: e.code === 'too_large' ? 'too_large' : 'invalid', message: e.message };
   }
 }
+out.headerOnly = Object.fromEntries(Object.entries(input.files).map(([name, b64]) => [name, headerOnly(`data:image/x;base64,${b64}`)]));
 out.cut = readImageHeader(Uint8Array.from(Buffer.from(input.files['jpeg-exif'], 'base64')).subarray(0, 65536));
 out.refused = [
   { size: MAX_FILE_BYTES + 1, type: 'image/jpeg', name: 'huge.jpg' }, { size: 10, type: 'application/pdf', name: 'a.pdf' },
@@ -94,6 +99,8 @@ out.json = JSON.parse(toJson(c)).messages;
 out.urls = [url, 'data:image/png;base64,iVBO', 'https://tracker.example/p.png', 'javascript:alert(1)',
   'data:image/svg+xml;base64,PHN2Zz4=', 'data:text/html;base64,PGI+', null].map(isImageUrl);
 out.held = heldBytes(entries);
+out.fitLine = [preparedText({ dropped: [1, 2], truncated: [{ index: 3, tokens_cut: 765 }], images_dropped: 3 }).fit,
+  preparedText({ dropped: [], truncated: [], images_dropped: 1 }).fit, preparedText({ dropped: [], truncated: [] }).fit];
 // The size asked of the core: not before Python is ready (the fallback, nothing queued);
 // then `image.size` with the model, answered by `image.sized`; a wrong answer is not used.
 const sent = [];
@@ -172,3 +179,37 @@ def test_the_size_is_asked_of_the_core_once_python_is_ready(node: dict) -> None:
     assert node["wrong"] == {"width": 400, "height": 300}  # larger than the image: not used
     assert node["sent"][0] == {"type": "image.size", "id": node["sent"][0]["id"], "model": "gpt-4o",
                                "width": 4032, "height": 3024, "detail": "high"}
+
+
+def data_url_reads(url: str) -> dict:
+    try:
+        h = read_data_url_header(url)
+    except ImageTooLarge:
+        return {"code": "too_large"}
+    except InvalidImage:
+        return {"code": "invalid"}
+    return {"format": h.format, "width": h.width, "height": h.height}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_the_live_count_sends_a_header_the_core_reads_as_the_whole(node: dict, name: str) -> None:
+    whole = "data:image/x;base64," + base64.b64encode(FILES[name]).decode()
+    cut = node["headerOnly"][name]
+    assert whole.startswith(cut)
+    assert data_url_reads(cut) == data_url_reads(whole)
+
+
+def test_the_header_of_a_large_image_is_a_few_kilobytes(node: dict) -> None:
+    # A JPEG's and a PNG's headers are in their first bytes; one after 200 KB
+    # of EXIF is past every cut, and goes whole (the core reads it there).
+    assert len(node["headerOnly"]["jpeg-long"]) < 4200 < len(FILES["jpeg-long"])
+    assert len(node["headerOnly"]["png-long"]) < 4200 < len(FILES["png-long"])
+    assert node["headerOnly"]["jpeg-exif"] == "data:image/x;base64," + base64.b64encode(FILES["jpeg-exif"]).decode()
+
+
+def test_the_fit_line_says_how_many_photos_were_not_sent(node: dict) -> None:
+    assert node["fitLine"] == [
+        "To fit the model's budget: 2 earlier messages left out, 1 shortened, 3 earlier photos not sent.",
+        "To fit the model's budget: 1 earlier photo not sent.",
+        None,
+    ]

@@ -22,6 +22,7 @@ from firsttoken.tokens import budget_for
 from firsttoken.errors import ContextBudgetExceeded
 from firsttoken.prepare import ConversationMemory, Prepared, leading_system_count, prepare
 from firsttoken.settings import ChatSettings
+from tests.unit.image_files import data_url, png
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "compress"
 CHATS = sorted(CORPUS.glob("*.chat.json"))
@@ -29,7 +30,7 @@ DOCS = sorted(p for p in CORPUS.glob("*.md"))
 SYSTEM_PROMPTS = sorted(CORPUS.glob("system-prompt-*.md"))
 PARAGRAPHS = [p for d in DOCS for p in d.read_text().split("\n\n") if p.strip()]
 LEVELS = ["safe", "balanced", "max", "off"]
-COMPARED = ("compression", "saved", "saved_unit", "prompt_tokens", "exact", "dropped", "truncated")
+COMPARED = ("compression", "saved", "saved_unit", "prompt_tokens", "exact", "dropped", "truncated", "images_dropped")
 MODEL = "gpt-4o"
 
 
@@ -62,7 +63,8 @@ def reference(messages: list[dict], level: str, **extra: Any) -> tuple[list[dict
         fields.update(compression=done.report.to_dict(), saved=[r.saved_tokens for r in done.reports])
     fit = tokens.fit_messages(sent, budget, MODEL)
     fields.update(prompt_tokens=fit.total, exact=fit.exact, dropped=list(fit.dropped),
-                  truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated])
+                  truncated=[{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated],
+                  images_dropped=fit.images_left_out)
     return fit.messages, fields
 
 
@@ -143,6 +145,20 @@ def test_fitting_drops_and_cuts_the_same_and_budget_errors_match() -> None:
         with pytest.raises(ContextBudgetExceeded) as caught:
             run(history, "balanced", cache, context_window=300, max_tokens=100)
         assert caught.value.required > caught.value.available == 200
+
+
+def test_old_photos_are_left_out_to_fit_and_counted() -> None:
+    photo = {"type": "image_url", "image_url": {"url": data_url(png(2048, 1536, pixels=False)), "detail": "high"}}
+    history: list[dict] = [{"role": "system", "content": SYSTEM_PROMPTS[1].read_text()}]
+    for i in range(6):
+        history += [{"role": "user", "content": [{"type": "text", "text": f"photo {i}: what is it?"}, photo]},
+                    {"role": "assistant", "content": f"answer {i} " + PARAGRAPHS[i % len(PARAGRAPHS)]}]
+    history.append({"role": "user", "content": [{"type": "text", "text": "and this one?"}, photo]})
+    left_out = set()
+    for window in range(3000, 9000, 500):
+        check(history, "balanced", context_window=window, max_tokens=400)
+        left_out.add(reference(history, "balanced", context_window=window, max_tokens=400)[1]["images_dropped"])
+    assert {0, 1, 2, 3} <= left_out  # the budgets above leave none, then more and more photos out
 
 
 @pytest.fixture

@@ -370,3 +370,30 @@ def test_cutting_a_message_with_an_image_keeps_the_image() -> None:
     with pytest.raises(ContextBudgetExceeded) as info:
         tokens.fit_messages(messages, c[0] + 3 + floor, "gpt-4o")
     assert info.value.required == c[0] + 3 + floor + 1
+
+
+def test_an_old_photo_is_left_out_before_its_caption_and_the_current_ones_never() -> None:
+    photo = {"type": "image_url", "image_url": {"url": data_url(png(1024, 768, pixels=False)), "detail": "high"}}
+    old = {"role": "user", "content": [{"type": "text", "text": "What does this receipt say?"}, photo]}
+    history = [SYSTEM, old, {"role": "assistant", "content": "It says 12.40 EUR, paid by card."}]
+    now = {"role": "user", "content": [{"type": "text", "text": "And this one?"}, photo]}
+    messages = [*history, now]
+    c = costs(messages)
+    bare = {**old, "content": old["content"][:1]}
+    bare_cost = costs([bare])[0]
+    # Room for everything but the old photo (765 tokens): its caption and the answer stay.
+    fit = tokens.fit_messages(messages, sum(c) + 3 - 765, "gpt-4o")
+    assert fit.dropped == () and fit.images_dropped == (1,) and fit.images_left_out == 1
+    assert fit.messages[1] == bare and fit.messages[3] == now
+    assert [(t.index, t.tokens_before, t.tokens_after) for t in fit.truncated] == [(1, c[1], bare_cost)]
+    assert fit.total == tokens.count_chat(fit.messages, "gpt-4o")
+    # With less room, the old turn goes whole (the caption cannot be cut to 16 tokens
+    # and still mean something: it is dropped like any message), its photo counted.
+    fit = tokens.fit_messages(messages, c[0] + c[2] + c[3] + 3 + 5, "gpt-4o")
+    assert fit.dropped == (1,) and fit.images_left_out == 1 and fit.images_dropped == ()
+    # The photo of the current turn is never left out: the budget is too small instead.
+    with pytest.raises(ContextBudgetExceeded):
+        tokens.fit_messages(messages, c[0] + 3 + 700, "gpt-4o")
+    # With room for everything, nothing is touched.
+    fit = tokens.fit_messages(messages, sum(c) + 3, "gpt-4o")
+    assert fit.images_dropped == () and fit.images_left_out == 0 and fit.messages == messages

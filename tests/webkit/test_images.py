@@ -2,9 +2,10 @@
 in the composer (the picker's input given a file, as the picker gives it), shrunk in
 the worker (createImageBitmap and OffscreenCanvas in WebKit) to the size the core says
 the model keeps, sent, shown, kept in IndexedDB without its EXIF, and shown again after
-a reload; a HEIC-looking file WebKit cannot decode and an SVG are refused. And a host's
-photo (an app that converted it to JPEG natively, as the iOS sample does) sent in a
-`chat.send`: counted from its pixels, billed the same by the built-in model."""
+a reload; a HEIC-looking file WebKit cannot decode and an SVG are refused. A host's
+photo (an app that converted it to JPEG natively, as the iOS sample does), handed to
+the composer (`composer.attach`) or sent in its own `chat.send`: shrunk, or counted from
+its pixels and billed the same by the built-in model."""
 
 from __future__ import annotations
 
@@ -84,3 +85,23 @@ def test_a_hosts_photo_is_counted_as_the_model_bills_it(host: WebKitHost) -> Non
     # What CPython counts for the same messages, the image by gpt-4o's tiles at 1024 × 768.
     assert prepared["prompt_tokens"] == count_chat(messages, "firsttoken-sim")
     assert image_tokens("firsttoken-sim", 1600, 1200, "high").tokens == 85 + 170 * 4
+
+
+def test_a_photo_handed_over_by_the_host_goes_into_the_composer_shrunk(host: WebKitHost) -> None:
+    """`composer.attach` through the real host (evaluateJavaScript, as iOS posts): the
+    app's photo is shrunk in WebKit's worker into the composer, for the user to send;
+    a HEIC the app did not convert is refused to it, with the reason."""
+    host.send({"v": 1, "type": "composer.attach", "id": "att1",
+               "image": {"data": base64.b64encode(photo(2400, 1800)).decode(), "type": "image/jpeg", "name": "shared.jpg"}})
+    attached = host.wait_for(lambda m: m.get("id") == "att1" and m.get("type") in ("composer.attached", "error"), 60)
+    want = image_target_size("firsttoken-sim", 2400, 1800, "high")
+    assert attached["type"] == "composer.attached" and (attached["width"], attached["height"]) == want, attached
+    assert wait(host, "document.querySelector('#attachments li.attachment:not([data-pending])')?.dataset.width"
+                      f" === '{want[0]}'")
+    heic = base64.b64encode(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 200).decode()
+    host.send({"v": 1, "type": "composer.attach", "id": "att2", "image": {"data": heic, "type": "image/heic"}})
+    refused = host.wait_for(lambda m: m.get("id") == "att2" and m.get("type") in ("composer.attached", "error"), 60)
+    assert refused["type"] == "error" and refused["error"]["code"] == "heic", refused
+    # Left as found for the module's other tests: the composer empty.
+    host.eval("(() => { document.querySelector('#attachments li .remove').click(); return true; })()")
+    assert wait(host, "document.querySelectorAll('#attachments li').length === 0")

@@ -90,6 +90,10 @@ class Prepared:
     #: Indices of messages fitting dropped, and of those it cut (`{index, tokens_cut}`).
     dropped: list[int]
     truncated: list[dict[str, Any]]
+    #: Images fitting left out (of dropped messages, or taken off old ones).
+    images_dropped: int
+    #: The tokens of the images sent, within `prompt_tokens` (0 without a counter).
+    image_tokens: int
     #: What the cache did for the leading system messages; None without a cache.
     cache: dict[str, Any] | None
     prepare_ms: float
@@ -245,10 +249,11 @@ async def prepare(
     to_send = head + rest
     uncompressed = None
     prompt_tokens: int | None = None
-    exact, dropped, truncated = False, [], []
+    exact, dropped, truncated, images_dropped, image_tokens = False, [], [], 0, 0
     if counts is not None:
         fit = tokens.fit_messages(to_send, budget, model, reserve_for_reply=0, count=counts, api=api)
-        prompt_tokens, exact, dropped = fit.total, fit.exact, list(fit.dropped)
+        prompt_tokens, exact, dropped, images_dropped = fit.total, fit.exact, list(fit.dropped), fit.images_left_out
+        image_tokens = fit.image_tokens
         truncated = [{"index": t.index, "tokens_cut": t.tokens_cut} for t in fit.truncated]
         uncompressed = tokens.count_chat(messages, model, count=counts, api=api)
         if memory is not None:
@@ -276,6 +281,8 @@ async def prepare(
         exact=exact,
         dropped=dropped,
         truncated=truncated,
+        images_dropped=images_dropped,
+        image_tokens=image_tokens,
         cache=cache_status,
         prepare_ms=round(clock() - started, 3),
         lead=[lead.entry for lead in leads if lead.entry is not None],

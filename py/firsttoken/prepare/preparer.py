@@ -31,6 +31,8 @@ class LiveCount:
     exact: bool
     uncompressed: int
     dropped: list[int]
+    #: The tokens of images within `tokens` (the calibration corrects them apart).
+    image_tokens: int = 0
 
 
 class Preparer:
@@ -106,4 +108,5 @@ class Preparer:
         return LiveCount(
             tokens=count, budget=budget, exact=done.exact,
             uncompressed=uncompressed if uncompressed is not None else count, dropped=done.dropped,
+            image_tokens=done.image_tokens if done.prompt_tokens is not None else 0,
         )

@@ -40,6 +40,14 @@ class FitResult:
     kept: tuple[int, ...]
     dropped: tuple[int, ...]
     truncated: tuple[TruncatedMessage, ...]
+    #: Kept messages sent without their images (an old photo left out so that its
+    #: message's text still fits); their entries in `truncated` say what that saved.
+    images_dropped: tuple[int, ...]
+    #: Images not sent: those of dropped messages and of `images_dropped`.
+    images_left_out: int
+    #: The tokens of the images sent, within `total` (`ChatCount.images`: the
+    #: calibration corrects them apart from the text).
+    image_tokens: int
     newest_user_index: int | None
     total: int
     budget: int
@@ -70,6 +78,23 @@ def _units(messages: Sequence[Message], indices: list[int]) -> list[list[int]]:
                 continue
         units.append([i])
     return units
+
+
+# Image parts in each dialect's shape (`firsttoken.tokens.images.part_image`).
+_IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
+
+
+def _image_count(message: Message) -> int:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") in _IMAGE_PARTS)
+
+
+def _without_images(message: Message) -> dict[str, Any]:
+    """`message` with its image parts removed (its text stays)."""
+    content = message.get("content")
+    return {**message, "content": [p for p in content if not (isinstance(p, Mapping) and p.get("type") in _IMAGE_PARTS)]}
 
 
 def _without_text(message: Message) -> dict[str, Any]:
@@ -138,7 +163,10 @@ def fit_messages(
     as one unit. The next older message, if it has text, is cut to the room left
     (from `cut_side`, default its start, so what remains runs on into the kept
     conversation) when at least `min_partial_tokens` of its text fit; everything older
-    is dropped. If the current turn does not fit, the newest user message's text is cut.
+    is dropped; an older message whose images leave no room for its text is kept without
+    them, its text whole or cut (`images_dropped`: a photo several turns back costs
+    hundreds of tokens, its caption a few). The current turn's images are never dropped.
+    If the current turn does not fit, the newest user message's text is cut.
     System messages are never cut: if they (with tool schemas, reply priming and the
     smallest possible current turn) exceed the budget, `ContextBudgetExceeded` is raised,
     since silently rewriting the operator's instructions would change behaviour.
@@ -164,6 +192,7 @@ def fit_messages(
 
     replaced: dict[int, dict[str, Any]] = {}
     truncated: list[TruncatedMessage] = []
+    images_dropped: list[int] = []
 
     def untextured(i: int) -> int:
         """What message i costs with no text: overhead, role, name, images."""
@@ -183,6 +212,25 @@ def fit_messages(
             return False
         replaced[i] = new
         truncated.append(TruncatedMessage(i, costs[i], after))
+        return True
+
+    def text_without_images(i: int, room: int) -> bool:
+        """Keep message i without its images, its text whole or cut to `room`; False if
+        it has no images, or too little of its text would remain."""
+        if not _image_count(messages[i]):
+            return False
+        bare = _without_images(messages[i])
+        if not any(_part_text(p) for p in bare["content"]):
+            return False
+        whole = counter.message(bare)
+        if whole > room:
+            floor = counter.message(_without_text(bare))
+            bare = _cut_content(bare, room - floor, counter, cut_side) if room - floor >= min_partial_tokens else None
+            if bare is None or counter.message(bare) > room or counter.message(bare) - floor < min_partial_tokens:
+                return False
+        replaced[i] = bare
+        images_dropped.append(i)
+        truncated.append(TruncatedMessage(i, costs[i], counter.message(bare)))
         return True
 
     must = fixed + sum(costs[i] for i in pinned) + sum(costs[i] for i in turn)
@@ -208,7 +256,7 @@ def fit_messages(
             kept_history.extend(unit)
             room -= unit_cost
             continue
-        if len(unit) == 1 and cut(unit[0], room, min_partial_tokens):
+        if len(unit) == 1 and (cut(unit[0], room, min_partial_tokens) or text_without_images(unit[0], room)):
             kept_history.append(unit[0])
         break
 
@@ -223,7 +271,10 @@ def fit_messages(
         kept=tuple(kept),
         dropped=tuple(i for i in range(len(messages)) if i not in kept_set),
         truncated=tuple(sorted(truncated, key=lambda t: t.index)),
+        images_dropped=tuple(images_dropped),
+        images_left_out=sum(_image_count(messages[i]) for i in range(len(messages)) if i not in kept_set or i in images_dropped),
         newest_user_index=newest_user,
+        image_tokens=final.images,
         total=final.total,
         budget=budget,
         reserve_for_reply=reserve_for_reply,

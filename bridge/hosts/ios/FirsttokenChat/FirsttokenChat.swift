@@ -106,6 +106,36 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
         send(["type": "connection.warm", "id": "warm"])
     }
 
+    /// Put a photo the app has (the share sheet's, its own camera's) in the composer, for
+    /// the person to ask about (PROTOCOL.md, `composer.attach`); the page shrinks it to
+    /// what the model keeps and answers `composer.attached` or an `error`. iOS photos are
+    /// HEIC, which no web engine here decodes: converted to JPEG first. The page's own
+    /// shrink then re-encodes it, so the quality here only needs to be high, and the
+    /// EXIF (GPS included) that survives this step is dropped there.
+    func attachPhoto(_ data: Data, name: String = "photo.jpg", id: String = UUID().uuidString) {
+        var bytes = data
+        var type = "image/jpeg"
+        if let mime = Self.webType(of: data) {
+            type = mime
+        } else {
+            guard let image = UIImage(data: data), let jpeg = image.jpegData(compressionQuality: 0.9) else { return }
+            bytes = jpeg
+        }
+        send(["type": "composer.attach", "id": id,
+              "image": ["data": bytes.base64EncodedString(), "type": type, "name": name]])
+    }
+
+    /// The media type of a file every web engine decodes (JPEG, PNG, GIF, WebP), by its
+    /// first bytes; nil for anything else (HEIC, TIFF, RAW): converted before it goes.
+    private static func webType(of data: Data) -> String? {
+        let b = [UInt8](data.prefix(12))
+        if b.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        if b.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
+        if b.starts(with: Array("GIF8".utf8)) { return "image/gif" }
+        if b.count == 12, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) { return "image/webp" }
+        return nil
+    }
+
     // MARK: warm-up
 
     private static var warm: FirsttokenChat?

@@ -125,6 +125,40 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         send(JSONObject().put("type", "connection.warm").put("id", "warm"))
     }
 
+    /**
+     * Put a photo the app has (a share intent's, its own camera's) in the composer, for
+     * the person to ask about (PROTOCOL.md, `composer.attach`); the page shrinks it to
+     * what the model keeps and answers `composer.attached` or an `error`. A HEIF photo
+     * (many Android cameras write them) is decoded here and sent as JPEG: the WebView
+     * does not decode HEIF. Call it off the main thread for a large photo.
+     */
+    fun attachPhoto(bytes: ByteArray, name: String = "photo.jpg", id: String = java.util.UUID.randomUUID().toString()) {
+        var data = bytes
+        var type = webType(bytes)
+        if (type == null) {
+            val bitmap = android.graphics.BitmapFactory.decodeByteArray(bytes, 0, bytes.size) ?: return
+            val out = java.io.ByteArrayOutputStream()
+            bitmap.compress(android.graphics.Bitmap.CompressFormat.JPEG, 90, out)
+            data = out.toByteArray()
+            type = "image/jpeg"
+        }
+        val image = JSONObject().put("data", android.util.Base64.encodeToString(data, android.util.Base64.NO_WRAP))
+            .put("type", type).put("name", name)
+        send(JSONObject().put("type", "composer.attach").put("id", id).put("image", image))
+    }
+
+    /** The media type of a file every WebView decodes (JPEG, PNG, GIF, WebP), by its first bytes. */
+    private fun webType(b: ByteArray): String? {
+        fun at(i: Int, vararg v: Int) = b.size >= i + v.size && v.indices.all { (b[i + it].toInt() and 0xFF) == v[it] }
+        return when {
+            at(0, 0xFF, 0xD8, 0xFF) -> "image/jpeg"
+            at(0, 0x89, 0x50, 0x4E, 0x47) -> "image/png"
+            at(0, 0x47, 0x49, 0x46, 0x38) -> "image/gif"
+            at(0, 0x52, 0x49, 0x46, 0x46) && at(8, 0x57, 0x45, 0x42, 0x50) -> "image/webp"
+            else -> null
+        }
+    }
+
     /** Warm-up: keep the view attached but invisible until the chat is shown. */
     fun hideWhileWarming() {
         webView.visibility = View.INVISIBLE
