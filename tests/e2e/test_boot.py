@@ -43,7 +43,6 @@ DAMAGE = """async (mode) => {
   const stored = await cache.match(request);
   const headers = new Headers(stored.headers);
   let bytes = new Uint8Array(await stored.arrayBuffer());
-  if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 65536);
   if (mode === 'corrupt') bytes[bytes.length >> 1] ^= 0x5a;
   if (mode === 'other-build') {
     // Pyodide writes its BUILD_ID in words 4..11 of the image, whose first page comes
@@ -128,9 +127,12 @@ def test_first_visit_boots_normally_and_the_next_restores_the_snapshot(visitor: 
         assert chat(page, "restored?") == expected_answer(visitor.url, "restored?")
 
 
+# Our check (the stored length and SHA-256: a corrupt entry here, and a truncated,
+# unlabelled or unreadable one in tests/unit/test_boot_snapshot.py, where each reason
+# costs no cold boot), and Pyodide's (another build's heap, labelled as ours): each
+# refused on real Cache Storage, then Python booted and a new snapshot made.
 @pytest.mark.parametrize(("damage", "reason"), [
     ("corrupt", "corrupt"),
-    ("truncated", "truncated"),
     ("other-build", "restore"),
 ])
 def test_a_bad_snapshot_is_thrown_away_and_python_boots_normally(visitor: Visitor, damage: str, reason: str) -> None:
