@@ -77,7 +77,7 @@ def prepare_chat(read: ChatBody, level: str) -> tuple[ChatBody, ChatPrepared]:
         compression=prepared.compression, saved=prepared.saved, saved_unit=prepared.saved_unit,
         budget=prepared.budget, window_known=prepared.window_known, prompt_tokens=prepared.prompt_tokens,
         exact=prepared.exact, dropped=prepared.dropped, truncated=prepared.truncated,
-        prepare_ms=prepared.prepare_ms, request_bytes=len(body),
+        prepare_ms=prepared.prepare_ms, request_bytes=len(body), images_dropped=prepared.images_dropped,
     )
     return ChatBody(read.dialect, read.dialect.check(data, body), body), report
 

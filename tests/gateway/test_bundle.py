@@ -63,6 +63,8 @@ def test_the_snapshot_travels_with_its_label(bundle: tuple[Path, dict]) -> None:
     label = json.loads((Path(__file__).resolve().parents[2] / "build/snapshot/firsttoken.snapshot.json").read_text())
     assert headers["x-firsttoken-sha256"] == label["sha256"]
     assert (out / SNAPSHOT).stat().st_size == label["stored"]
+    # In the app's own files: fetched without timing a link there is none of.
+    assert headers["x-firsttoken-fetch"] == "always"
 
 
 def test_the_manifest_names_the_build_its_service_worker_holds(bundle: tuple[Path, dict]) -> None:

@@ -371,7 +371,8 @@ def test_accept_failures_are_logged_once_per_ten_seconds() -> None:
 def test_responses_are_not_held_back_by_nagle() -> None:
     # Each response is two writes; without TCP_NODELAY the second waited for the
     # client's delayed ACK (40 ms on Linux), on every keep-alive request and stream chunk.
-    with gateway("--log-level", "error") as url, httpx.Client(base_url=url) as c:
+    # (The first request may wait for a gateway just started on a loaded machine.)
+    with gateway("--log-level", "error") as url, httpx.Client(base_url=url, timeout=60) as c:
         c.get("/healthz")
         times = []
         for _ in range(20):

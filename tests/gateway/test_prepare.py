@@ -67,7 +67,7 @@ def report_of(p: Prepared, body: bytes) -> dict[str, Any]:
     return {"v": 1, "type": "chat.prepared", "compression": p.compression, "saved": p.saved,
             "saved_unit": p.saved_unit, "budget": p.budget, "window_known": p.window_known,
             "prompt_tokens": p.prompt_tokens, "exact": p.exact, "dropped": p.dropped, "truncated": p.truncated,
-            "request_bytes": len(body)}
+            "request_bytes": len(body), "images_dropped": p.images_dropped}
 
 
 @pytest.fixture(scope="module")
