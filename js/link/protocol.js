@@ -40,7 +40,7 @@ export const EVENTS = deepFreeze({
   "tokens.counted": {"fields": {"tokens": "required", "budget": "required", "exact": "required", "uncompressed": "required", "calibrated": "required", "dropped": "required"}},
   "image.sized": {"fields": {"width": "required", "height": "required", "tokens": "required", "exact": "required"}},
   "notice": {"fields": {"code": "required", "message": "required", "reason": "optional", "store": "optional"}},
-  "chat.prepared": {"fields": {"compression": "required", "saved": "required", "saved_unit": "required", "budget": "required", "window_known": "required", "prompt_tokens": "required", "exact": "required", "dropped": "required", "truncated": "required", "cache": "optional", "prepare_ms": "required", "request_bytes": "required"}},
+  "chat.prepared": {"fields": {"compression": "required", "saved": "required", "saved_unit": "required", "budget": "required", "window_known": "required", "prompt_tokens": "required", "exact": "required", "dropped": "required", "truncated": "required", "cache": "optional", "prepare_ms": "required", "request_bytes": "required", "images_dropped": "required"}},
   "chat.wait": {"fields": {"wait_s": "required", "reason": "required", "quota": "required"}},
   "chat.retry": {"fields": {"attempt": "required", "status": "required", "wait_s": "required", "error": "required", "quota": "required"}},
   "chat.delta": {"fields": {"seq": "required", "text": "required", "t": "required", "reasoning": "optional", "stamps": "optional", "event": "optional"}},
