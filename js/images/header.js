@@ -126,6 +126,17 @@ const PARSERS = {
 // JPEG from elsewhere (an imported conversation) may carry 64 KB of EXIF before it.
 const HEADER_CUTS = [4096, 90112]; // base64 characters: 3 KB, then 66 KB of bytes
 
+/** The bytes of base64 `text` (RFC 4648 §4); throws on what is not base64. Decoded
+ * natively where the engine can (`Uint8Array.fromBase64`: Safari 18.2, Chromium 140),
+ * else through `atob`. */
+export function base64Bytes(text) {
+  if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(text);
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
 /** `url` cut to the least that still holds its image's header (read here by the same
  * rules as the core's), or `url` itself if no cut does (the core then decides). */
 export function headerOnly(url) {
@@ -135,10 +146,7 @@ export function headerOnly(url) {
     if (comma + 1 + cut >= url.length) return url;
     const prefix = url.slice(comma + 1, comma + 1 + cut);
     try {
-      const text = atob(prefix);
-      const bytes = new Uint8Array(text.length);
-      for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
-      if (readImageHeader(bytes)) return url.slice(0, comma + 1) + prefix;
+      if (readImageHeader(base64Bytes(prefix))) return url.slice(0, comma + 1) + prefix;
     } catch {
       return url; // not an image this reader takes: the core says why, from the whole
     }

@@ -10,7 +10,7 @@ import { attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { CoreSizes, Shrinker } from '../images/shrink.js';
-import { headerOnly } from '../images/header.js';
+import { base64Bytes, headerOnly } from '../images/header.js';
 import { Attachments, DETAIL, heldBytes } from './attachments.js';
 import { conversation, withImages } from './conversation.js';
 import { ConversationList } from './conversations.js';
@@ -244,16 +244,7 @@ function showSendOrStop({ send, stop }, busy) {
 }
 
 /** A host's image (`composer.attach`: base64, checked by bridge/page/host-messages.js)
- * as the File a picker would give. Decoded natively where the engine can (Safari 18.2,
- * Chromium 140: `Uint8Array.fromBase64`), else through `atob`. */
+ * as the File a picker would give. */
 function hostFile({ data, type, name }) {
-  let bytes;
-  if (typeof Uint8Array.fromBase64 === 'function') {
-    bytes = Uint8Array.fromBase64(data);
-  } else {
-    const text = atob(data);
-    bytes = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
-  }
-  return new File([bytes], name || 'photo', { type });
+  return new File([base64Bytes(data)], name || 'photo', { type });
 }

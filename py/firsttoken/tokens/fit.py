@@ -7,6 +7,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from firsttoken.tokens.chat import Message, TextCount, _Counter, _part_text, count_chat_detailed
 from firsttoken.tokens.encoders import truncate_counted
+from firsttoken.tokens.images import is_image_part
 from firsttoken.errors import ContextBudgetExceeded, TokenizerError
 
 __all__ = ["FitResult", "TruncatedMessage", "fit_messages"]
@@ -80,21 +81,14 @@ def _units(messages: Sequence[Message], indices: list[int]) -> list[list[int]]:
     return units
 
 
-# Image parts in each dialect's shape (`firsttoken.tokens.images.part_image`).
-_IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
-
-
 def _image_count(message: Message) -> int:
     content = message.get("content")
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") in _IMAGE_PARTS)
+    return sum(map(is_image_part, content)) if isinstance(content, list) else 0
 
 
 def _without_images(message: Message) -> dict[str, Any]:
     """`message` with its image parts removed (its text stays)."""
-    content = message.get("content")
-    return {**message, "content": [p for p in content if not (isinstance(p, Mapping) and p.get("type") in _IMAGE_PARTS)]}
+    return {**message, "content": [p for p in message["content"] if not is_image_part(p)]}
 
 
 def _without_text(message: Message) -> dict[str, Any]:

@@ -82,6 +82,7 @@ __all__ = [
     "image_rule",
     "image_target_size",
     "image_tokens",
+    "is_image_part",
     "max_image_tokens",
     "part_image",
 ]
@@ -325,6 +326,16 @@ class ImagePart:
 
     header: ImageHeader | None
     detail: str | None
+
+
+#: The content parts that are images, in each dialect's shape (`part_image`).
+_IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
+
+
+def is_image_part(part: Any) -> bool:
+    """Whether a content part is an image (as `part_image` reads them), without reading
+    the image itself."""
+    return isinstance(part, Mapping) and part.get("type") in _IMAGE_PART_TYPES
 
 
 def part_image(part: Any) -> ImagePart | None:
