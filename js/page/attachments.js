@@ -83,20 +83,27 @@ export class Attachments extends EventTarget {
   /** Attach `files`; refusals are said in the note, one line. */
   add(files) {
     if (!files.length) return;
-    if (this.items.length + files.length > MAX_AT_ONCE) {
-      this.say(`At most ${MAX_AT_ONCE} images a message: ${files.length} not added (${this.items.length} attached already).`);
+    const refused = this.tooMany(files.length);
+    if (refused) {
+      this.say(refused.message, refused.code);
       return;
     }
     this.say('');
     for (const file of files) this.prepare(file);
   }
 
+  /** The refusal of `n` more images, or null if they fit in one message. */
+  tooMany(n) {
+    if (this.items.length + n <= MAX_AT_ONCE) return null;
+    return new ImageError('too_many', `At most ${MAX_AT_ONCE} images a message: ${n} not added (${this.items.length} attached already).`);
+  }
+
   /** Attach one `file` as `add` does, for a host (`composer.attach`): a promise of
    * `{width, height, bytes}` once it is ready to send, or a rejection with the
    * ImageError the note shows. */
   async attach(file) {
-    if (this.items.length >= MAX_AT_ONCE) {
-      const refused = new ImageError('too_many', `At most ${MAX_AT_ONCE} images a message: ${file.name || 'this one'} not added.`);
+    const refused = this.tooMany(1);
+    if (refused) {
       this.say(refused.message, refused.code);
       throw refused;
     }

@@ -37,7 +37,7 @@ export const SETTLED = new Set(['done', 'error', 'stopped', 'interrupted']);
  * user turns in a row, by construction. `urlOf(image)`: the URL an image goes with
  * (`withImages`). */
 export function conversation(system, entries, extra = [], urlOf = undefined) {
-  const turn = urlOf ? turnWith(urlOf) : plainTurn;
+  const turn = (m) => turnOf(m, urlOf);
   const messages = system ? [{ role: 'system', content: system }] : [];
   for (let i = 0; i < entries.length; i++) {
     const m = entries[i];
@@ -62,8 +62,7 @@ export function conversation(system, entries, extra = [], urlOf = undefined) {
 
 // A user message's images (attachments.js) go as Chat Completions content parts after its
 // text; the core turns them into each API's own image part (firsttoken.stream.dialects).
-const turnWith = (urlOf) => ({ role, content, images }) => (images?.length ? { role, content: withImages(content, images, urlOf) } : { role, content });
-const plainTurn = turnWith();
+const turnOf = ({ role, content, images }, urlOf) => (images?.length ? { role, content: withImages(content, images, urlOf) } : { role, content });
 
 /** `text` and `images` as content parts: the text part (when there is text), then one
  * `image_url` part an image; its URL is `urlOf(image)` (the live count sends headers

@@ -192,13 +192,15 @@ def fit_messages(
         """What message i costs with no text: overhead, role, name, images."""
         return counter.message(_without_text(messages[i]))
 
-    def cut(i: int, room: int, minimum: int) -> bool:
-        """Cut message i's text so the message costs at most `room`; False unless at
-        least `minimum` tokens of its text remain."""
-        floor = untextured(i)
+    def cut(i: int, room: int, minimum: int, message: Message | None = None) -> bool:
+        """Cut the text of message i (or of `message`, a version of it) so that it costs
+        at most `room`, and send that; False unless at least `minimum` tokens of its text
+        remain."""
+        message = messages[i] if message is None else message
+        floor = counter.message(_without_text(message))
         if room - floor < minimum:
             return False
-        new = _cut_content(messages[i], room - floor, counter, cut_side)
+        new = _cut_content(message, room - floor, counter, cut_side)
         if new is None:
             return False
         after = counter.message(new)
@@ -209,22 +211,20 @@ def fit_messages(
         return True
 
     def text_without_images(i: int, room: int) -> bool:
-        """Keep message i without its images, its text whole or cut to `room`; False if
+        """Send message i without its images, its text whole or cut to `room`; False if
         it has no images, or too little of its text would remain."""
         if not _image_count(messages[i]):
             return False
         bare = _without_images(messages[i])
         if not any(_part_text(p) for p in bare["content"]):
+            return False  # a photo alone: nothing would be left to send
+        after = counter.message(bare)
+        if after <= room:
+            replaced[i] = bare
+            truncated.append(TruncatedMessage(i, costs[i], after))
+        elif not cut(i, room, min_partial_tokens, bare):
             return False
-        whole = counter.message(bare)
-        if whole > room:
-            floor = counter.message(_without_text(bare))
-            bare = _cut_content(bare, room - floor, counter, cut_side) if room - floor >= min_partial_tokens else None
-            if bare is None or counter.message(bare) > room or counter.message(bare) - floor < min_partial_tokens:
-                return False
-        replaced[i] = bare
         images_dropped.append(i)
-        truncated.append(TruncatedMessage(i, costs[i], counter.message(bare)))
         return True
 
     must = fixed + sum(costs[i] for i in pinned) + sum(costs[i] for i in turn)
