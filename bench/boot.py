@@ -105,6 +105,16 @@ def stock_server() -> Iterator[str]:
         yield url
 
 
+_NEVER_COPIED = shutil.ignore_patterns(".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis")
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    """What the frozen copy leaves out: caches and, at the top only, `build/` (the
+    product's build step, `gateway/build/`, must come along)."""
+    top = {"build"} if Path(folder) == ROOT else set()
+    return set(_NEVER_COPIED(folder, names)) | (top & set(names))
+
+
 @contextmanager
 def frozen_gateway(*, baked: bool) -> Iterator[str]:
     """The product gateway (`python -m gateway`) over a copy of this working tree, with
@@ -113,8 +123,7 @@ def frozen_gateway(*, baked: bool) -> Iterator[str]:
     boots Python normally and makes its own snapshot)."""
     with tempfile.TemporaryDirectory(prefix="firsttoken-bench-") as tmp:
         copy = Path(tmp) / "tree"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis", "build"))
+        shutil.copytree(ROOT, copy, ignore=_not_copied)
         (copy / "node_modules").symlink_to(ROOT / "node_modules")
         if baked:
             subprocess.run([sys.executable, "-m", "gateway.build.bake", "--root", str(copy)], cwd=copy, check=True,
