@@ -174,6 +174,44 @@ def test_second_visit_loads_and_boots_with_the_network_cut(visitor: Visitor) -> 
     assert all(r.from_service_worker for r in same_origin), [r.url for r in same_origin if not r.from_service_worker]
 
 
+# How each of the page's files reached it (Resource Timing's service-worker fields,
+# Chromium): {path: [the static route's source that answered ('' when no route
+# matched: the worker's fetch handler had it), the delivery type ('cache-storage':
+# the cached response itself, which the engine's code cache is keyed to)]}.
+SOURCES = """(paths) => Object.fromEntries(paths.map((path) => {
+  const entry = performance.getEntriesByName(new URL(path, location.href).href).at(-1);
+  return [path, entry ? [entry.workerFinalSourceType, entry.deliveryType] : null];
+}))"""
+# The build's cache, as the page can reach it: drop (or put back) one of its files.
+CACHED_FILE = """async ([path, drop]) => {
+  const name = (await caches.keys()).find((n) => n.startsWith('firsttoken-assets-'));
+  const cache = await caches.open(name);
+  const url = new URL(path, location.href).href;
+  if (drop) return cache.delete(url);
+  await cache.put(url, await fetch(url, { cache: 'no-store' }));
+  return Boolean(await cache.match(url));
+}"""
+
+
+def test_the_builds_files_come_from_its_cache_past_the_worker_and_a_missing_one_from_the_network(visitor: Visitor) -> None:
+    """sw.js "Static routes": once installed, the build's files are answered from its
+    cache by the browser, without the worker; a query still goes to the worker, and a
+    file gone from the cache comes from the network, the page booting as ever."""
+    modules = ["js/page/page.js", "js/boot/boot.js", "js/render/math.js"]
+    with visitor.visit() as page:
+        assert page.evaluate(SOURCES, modules) == {m: ["cache", "cache-storage"] for m in modules}
+        page.evaluate("(path) => fetch(path).then((r) => r.text())", "js/page/main.js?routed=no")
+        assert page.evaluate(SOURCES, ["js/page/main.js?routed=no"])["js/page/main.js?routed=no"] == ["", "cache-storage"]
+        assert page.evaluate(CACHED_FILE, ["js/render/math.js", True])
+    try:
+        with visitor.visit() as page:
+            assert visitor.boot(page)["snapshot"] == "restored"
+            assert page.evaluate(SOURCES, ["js/render/math.js"])["js/render/math.js"][0] == "network"
+    finally:
+        with visitor.visit() as page:  # the offline copy whole again, for the tests after this one
+            assert page.evaluate(CACHED_FILE, ["js/render/math.js", False])
+
+
 def test_service_worker_script_names_the_build_and_every_file_it_keeps(boot_url: str) -> None:
     sw = httpx.get(boot_url + "/sw.js")
     assert sw.status_code == 200
