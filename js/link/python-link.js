@@ -33,7 +33,7 @@
 // visit) is js/boot/boot.js's; the link starts it, hands it the boot's events, and
 // keeps the messaging.
 
-import { PythonBoot } from '../boot/boot.js';
+import { python } from '../boot/boot.js';
 import { readEvent } from './envelope.js';
 import { PROTOCOL_VERSION } from './protocol.js';
 
@@ -52,7 +52,7 @@ export class PythonLink extends EventTarget {
     this.worker = null;
     this.port = null;
     this.queue = [];
-    this.booting = new PythonBoot({ onProgress: (view) => this.emit('progress', view) });
+    this.booting = python; // started early by js/boot/early.js, or by start()
   }
 
   /** Start Python (js/boot/boot.js), then open the protocol's channel with `hello`. */
@@ -60,7 +60,8 @@ export class PythonLink extends EventTarget {
     if (this.started) return;
     this.started = true;
     try {
-      const worker = await this.booting.startWorker(options, (text) => this.receive(text));
+      this.booting.listen({ receive: (text) => this.receive(text), onProgress: (view) => this.emit('progress', view) });
+      const worker = await this.booting.start(options);
       this.worker = worker;
       // PyScript's own channel carries its values (not text) too: only text is ours.
       worker.addEventListener('message', (event) => {
