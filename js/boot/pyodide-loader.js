@@ -75,6 +75,46 @@ addEventListener('py:progress', (event) => event.stopImmediatePropagation(), { c
 const sinks = { stdout: (text) => console.log(text), stderr: (text) => console.error(text) };
 const streams = { stdout: (text) => sinks.stdout(text), stderr: (text) => sinks.stderr(text) };
 
+// ---- a wasm that does not compile ------------------------------------------------------
+// Pyodide's instantiation (pyodide.mjs, getInstantiateWasmFunc) catches a failed compile,
+// warns "wasm instantiation failed!" and never calls back: its loadPyodide would wait
+// forever on a damaged or stale copy of pyodide.asm.wasm (a cache entry cut short on a
+// full disk, another release's file), and the page would say "Loading Python…" for good.
+// So every instantiation in this worker is watched until the boot is done; the first
+// failure fails the attempt at once (`WasmFailed`), and the boot drops the cached copy
+// and tries once more, from the network (`boot`).
+class WasmFailed extends Error {}
+let wasmFailed = () => {};
+const unwatched = {};
+for (const name of ['instantiateStreaming', 'instantiate']) {
+  const original = unwatched[name] = WebAssembly[name];
+  WebAssembly[name] = function watched(...args) {
+    const result = original.apply(this, args);
+    result.catch((error) => wasmFailed(error));
+    return result;
+  };
+}
+function unwatch() {
+  Object.assign(WebAssembly, unwatched);
+}
+// `load` (a loadPyodide call), or WasmFailed as soon as an instantiation fails.
+function watching(load) {
+  return Promise.race([load, new Promise((_, reject) => {
+    wasmFailed = (error) => reject(new WasmFailed(`Pyodide's wasm did not compile: ${error?.message ?? error}`));
+  })]);
+}
+
+// Drop Pyodide's wasm from the service worker's copy (sw.js: the build's cache), so the
+// next request for it goes to the network; false when there was none to drop.
+async function dropCachedWasm() {
+  const url = new URL('pyodide.asm.wasm', PYODIDE).href;
+  let dropped = false;
+  for (const name of await caches.keys()) {
+    if (name.startsWith('firsttoken-assets-')) dropped = (await (await caches.open(name)).delete(url)) || dropped;
+  }
+  return dropped;
+}
+
 // ---- the boot, from the moment this module is imported -----------------------------------
 const factory = import(new URL('pyodide.asm.mjs', PYODIDE).href).then((m) => m.default);
 const pkg = fetchPackage(version);
@@ -163,6 +203,27 @@ async function* snapshots() {
 }
 
 async function boot() {
+  try {
+    return await bootOnce();
+  } catch (error) {
+    if (!(error instanceof WasmFailed)) throw error;
+    console.warn('firsttoken:', error.message);
+    // Another copy may compile: the network's (offline, this fails too, with the reason).
+    if (!(await dropCachedWasm().catch(() => false))) throw error;
+    record.wasm_refetched = true;
+    delete record.wasm_done;
+    delete record.snapshot_read;
+    progress('runtime');
+    const py = await watching(loadPyodideCore({ ...streams, indexURL: PYODIDE, createPyodideModule: createModule }));
+    record.interpreter_done = now();
+    progress('interpreter');
+    return finish(py, await packageBytes(), null);
+  } finally {
+    unwatch();
+  }
+}
+
+async function bootOnce() {
   const base = { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
   const candidates = snapshots();
   const next = () => candidates.next().then((step) => (step.done ? null : step.value));
@@ -179,6 +240,7 @@ async function boot() {
       return finish(py, await packageBytes(), files);
     } catch (error) {
       if (error instanceof NoSnapshot) break;
+      if (error instanceof WasmFailed) throw error; // not the snapshot's fault: it is kept
       record.snapshot = `rejected:${error instanceof SnapshotRejected ? error.reason : 'restore'}`;
       if (!(error instanceof SnapshotRejected)) console.warn('firsttoken: snapshot not restored:', error);
       if (error.from === 'cache') await dropSnapshots().catch(() => {});
@@ -187,7 +249,7 @@ async function boot() {
     }
   }
   progress('runtime');
-  const py = await loadPyodideCore(base);
+  const py = await watching(loadPyodideCore(base));
   record.interpreter_done = now();
   progress('interpreter');
   return finish(py, await packageBytes(), null);
@@ -251,12 +313,13 @@ async function restore(base, candidate) {
   };
   let py;
   try {
-    py = await loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: sized });
+    py = await watching(loadPyodideCore({ ...base, createPyodideModule, _loadSnapshot: sized }));
     record.interpreter_done = now();
     try { delete py._api.config._loadSnapshot; } catch { /* a later Pyodide: it only costs memory */ }
     // A heap that restored but lacks our modules is not ours: treat it as corrupt.
     if (!py.runPython(`import sys\n${JSON.stringify(IMPORTS[0])} in sys.modules`)) throw new SnapshotRejected('foreign');
   } catch (error) {
+    if (error instanceof WasmFailed) throw error;
     if (held.from === null) throw new NoSnapshot(); // there was none: Pyodide gave up waiting for it
     const failure = error instanceof Error ? error : new Error(String(error));
     failure.from = held.from;
@@ -318,6 +381,7 @@ function finish(py, packageBytes, files) {
     snapshot: record.snapshot,
     snapshot_from: record.snapshot_from ?? null,
     snapshot_bytes: record.snapshot_bytes ?? null,
+    wasm_refetched: record.wasm_refetched ?? false,
     served: record.served ?? null,
     worker_start: record.start,
     assets_ms: runtime.length ? since(performance.timeOrigin + Math.max(...runtime.map((e) => e.responseEnd))) : null,

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, Response
+from playwright.sync_api import Browser, Page, Response, expect
 
-from tests.e2e.conftest import ANSWER
+from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS
 from tests.e2e.stored import stored_messages
 from tests.e2e.visitor import Visitor, copy_tree
 from tests.servers import ROOT, gateway
@@ -210,6 +210,56 @@ def test_the_builds_files_come_from_its_cache_past_the_worker_and_a_missing_one_
     finally:
         with visitor.visit() as page:  # the offline copy whole again, for the tests after this one
             assert page.evaluate(CACHED_FILE, ["js/render/math.js", False])
+
+
+# Put `bytes` (a list of byte values) in the build's cache as Pyodide's wasm.
+DAMAGE_WASM = """async (bytes) => {
+  const name = (await caches.keys()).find((n) => n.startsWith('firsttoken-assets-'));
+  const url = new URL('vendor/pyodide/pyodide.asm.wasm', location.href).href;
+  await (await caches.open(name)).put(url, new Response(new Uint8Array(bytes), {
+    headers: { 'content-type': 'application/wasm', 'cross-origin-resource-policy': 'same-origin' },
+  }));
+}"""
+WASM = "vendor/pyodide/pyodide.asm.wasm"
+
+
+@pytest.mark.parametrize("damage", [
+    [0x00, 0x61, 0x73, 0x6D, 0x01, 0x00, 0x00, 0x00, 0x01, 0xFF],  # a wasm header, then cut short
+    list(b"<!doctype html> not wasm"),  # not wasm at all (a captive portal's page, say)
+])
+def test_a_damaged_cached_wasm_is_dropped_and_python_boots_from_the_network(visitor: Visitor, damage: list[int]) -> None:
+    """pyodide-loader.js "a wasm that does not compile": Pyodide itself would wait
+    forever on it; the loader drops the copy and boots from the network's, once."""
+    with visitor.visit() as page:
+        page.evaluate(DAMAGE_WASM, damage)
+    try:
+        with visitor.visit() as page:
+            boot = visitor.boot(page)
+            assert boot["wasm_refetched"] is True
+            assert any("did not compile" in m for m in visitor.console.messages)
+    finally:
+        with visitor.visit() as page:  # the offline copy whole again, for the tests after this one
+            assert page.evaluate(CACHED_FILE, [WASM, False])
+    with visitor.visit() as page:
+        assert visitor.boot(page)["wasm_refetched"] is False
+
+
+def test_offline_a_damaged_cached_wasm_fails_the_start_and_says_why(visitor: Visitor) -> None:
+    with visitor.visit() as page:
+        page.evaluate(DAMAGE_WASM, list(b"not wasm"))
+    visitor.context.set_offline(True)
+    page = visitor.context.new_page()
+    try:
+        page.goto(visitor.url + "/", wait_until="domcontentloaded")
+        page.wait_for_selector('html[data-python="failed"]', state="attached", timeout=BOOT_TIMEOUT_MS)
+        expect(page.locator("#boot")).to_contain_text("did not compile")
+        page.keyboard.type("still typing")  # the page itself stays usable
+        assert page.input_value("#prompt") == "still typing"
+    finally:
+        page.close()
+        visitor.context.set_offline(False)
+        with visitor.visit() as page:
+            assert page.evaluate(CACHED_FILE, [WASM, False])
 
 
 def test_service_worker_script_names_the_build_and_every_file_it_keeps(boot_url: str) -> None:
