@@ -16,8 +16,8 @@ Measured:
 - `*_rtt_*`: `--pings` round trips native → page → Python (`ping`) → page → native,
   each sent when the last came back. WebKit: timed in the host process, from the
   `evaluate_javascript` that posts the ping to the script message handler receiving
-  the pong. Chromium: timed in the page by a stand-in host holding the Android
-  adapter's MessagePort (the same bridge code, minus a native process).
+  the pong. Chromium: timed in the page through its own link, page → Python → page
+  (no host hop: the page takes no host messages from its own window).
 - `*_ready_*_ms`: navigation start → Python ready (the page's User Timing mark
   `firsttoken:python-ready`), medians; `webkit_warm_ratio` is WebKit's warm over
   Chromium's.
@@ -63,21 +63,25 @@ READY_MARK = "performance.getEntriesByName('firsttoken:python-ready')[0]?.startT
 STAGES = ("worker_ms", "assets_ms", "snapshot_ms", "wasm_ms", "interpreter_ms", "loader_ms", "entry_ms", "ready_ms")
 SYSTEM = "You are the benchmark assistant of the firsttoken bridge; answer plainly. " * 6
 
-# A stand-in host in the page: it hands the bridge a MessagePort (as Android's
-# postWebMessage does) and times ping round trips over it.
+# Chromium has no native host here: the pings go through the page's own link (the one
+# its hosts use), page → Python → page. (They went through a MessagePort the page
+# handed itself, as a stand-in host, until the page stopped taking its own window's
+# messages as a host's: bridge/page/hosts.js.)
 CHROMIUM_PINGS = """async (n) => {
-  const channel = new MessageChannel();
-  const host = channel.port1;
+  const { link } = await import(new URL('js/link/python-link.js', document.baseURI).href);
   const ms = [];
-  let waiting = null;
-  host.onmessage = (e) => { const m = JSON.parse(e.data); if (waiting && m.id === waiting.id) waiting.resolve(); };
-  const ask = (msg) => new Promise((resolve) => { waiting = { id: msg.id, resolve }; host.postMessage(JSON.stringify(msg)); });
-  const attached = new Promise((resolve) => { waiting = { id: 'bench', resolve }; });
-  window.postMessage(JSON.stringify({ type: 'hello', id: 'bench' }), location.origin, [channel.port2]);
-  await attached;
   for (let i = 0; i < n; i++) {
+    const id = `p${i}`;
     const t0 = performance.now();
-    await ask({ type: 'ping', id: `p${i}` });
+    await new Promise((resolve) => {
+      const heard = (e) => {
+        if (e.detail.type !== 'pong' || e.detail.id !== id) return;
+        link.removeEventListener('message', heard);
+        resolve();
+      };
+      link.addEventListener('message', heard);
+      link.send({ type: 'ping', id });
+    });
     ms.push(performance.now() - t0);
   }
   return ms;

@@ -21,6 +21,8 @@ Variants:
   JSC compiles the whole 9.6 MB eagerly (0.4–1 s here, Chromium ~60 ms lazily), and
   today that starts only once the snapshot lookup is done and Pyodide has its imports.
 - `both`.
+- `late-start`: Python's worker started once the shell's module graph has loaded (as
+  before js/boot/early.js), not by the page's first module.
 
 Prints one line per boot, then LAST one JSON line: per variant and engine, the median
 warm ready (navigation start → `firsttoken:python-ready`) and boot timeline, and
@@ -67,8 +69,12 @@ WebAssembly.instantiateStreaming = async (source, imports) => {
   return { module, instance: await WebAssembly.instantiate(module, imports) };
 };
 const factory = import(""")
+# Python's worker started by the shell's graph, after it loaded, instead of by the
+# page's first module (js/boot/early.js).
+LATE_START = ("index.html", '  <script type="module" async src="js/boot/early.js"></script>\n', "")
 VARIANTS: dict[str, list[tuple[str, str, str]]] = {
     "baseline": [],
+    "late-start": [LATE_START],
     "read-async": [READ_ASYNC],
     "early-compile": [EARLY_COMPILE],
     "both": [READ_ASYNC, EARLY_COMPILE],
