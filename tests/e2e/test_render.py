@@ -445,7 +445,10 @@ def test_each_reply_reports_where_its_time_went(page: Page, gateway_url: str) ->
     assert 0 <= metrics["first_byte_to_first_paint_ms"] < 5_000
     c2p = metrics["chunk_to_paint_ms"]
     assert 0 < c2p["p50"] <= c2p["p95"] <= c2p["max"] < 10_000
-    assert 100 < metrics["tokens_per_s"] < 400
+    # The model paces 200 tok/s; what the page reports is what reached it, which a loaded
+    # machine slows (94 tok/s in a full run beside other jobs): the bounds catch a wrong
+    # unit or span, not the machine's speed.
+    assert 10 < metrics["tokens_per_s"] < 400
     assert metrics["completion_tokens"] == 120
     # In the page, under the answer, and kept on its element.
     line = page.locator(f"{ANSWER} .reply-metrics")
