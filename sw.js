@@ -20,11 +20,11 @@
 //   newest policy the worker has seen: "Headers", below), by the browser itself where
 //   it can ("Static routes", below).
 //
-// Headers. A copy that the policy governs is never served with the headers a response
-// carried the day it was fetched, but under the worker's policy: the security headers of its build
-// (FIRSTTOKEN_BUILD.headers: COOP/COEP, CORP, the CSP, ...; null where the gateway sends
-// none, as under `--no-isolation`), or a newer one the gateway has sent with the page
-// since (below). The policy is part of the build id (gateway/offline.py), so a gateway
+// Headers. A copy that the policy governs (below) is never served with the headers a
+// response carried the day it was fetched, but under the worker's policy: the security
+// headers of its build (FIRSTTOKEN_BUILD.headers: COOP/COEP, CORP, the CSP, ...; null
+// where the gateway sends none, as under `--no-isolation`), or a newer one the gateway
+// has sent with the page since (below). The policy is part of the build id (gateway/offline.py), so a gateway
 // restarted with another policy also serves a new worker script, which installs. COOP
 // and COEP therefore stay on every copy while the gateway isolates, as PyScript's worker
 // needs. Two headers are also dropped: the gateway may send brotli or gzip
