@@ -213,18 +213,20 @@ async function boot() {
     record.wasm_refetched = true;
     delete record.wasm_done;
     delete record.snapshot_read;
-    progress('runtime');
-    const py = await watching(loadPyodideCore({ ...streams, indexURL: PYODIDE, createPyodideModule: createModule }));
-    record.interpreter_done = now();
-    progress('interpreter');
-    return finish(py, await packageBytes(), null);
+    return await plainBoot(); // awaited: the watch must outlive it (`finally`)
   } finally {
     unwatch();
   }
 }
 
+// Pyodide's loadPyodide options for this worker, snapshot aside. (A function: the boot
+// starts above, before this line's constants would exist.)
+function baseOptions() {
+  return { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
+}
+
 async function bootOnce() {
-  const base = { ...streams, indexURL: PYODIDE, createPyodideModule: createModule };
+  const base = baseOptions();
   const candidates = snapshots();
   const next = () => candidates.next().then((step) => (step.done ? null : step.value));
   // Pyodide starts fetching the wasm the moment loadPyodide is called, and needs the
@@ -248,8 +250,13 @@ async function bootOnce() {
       delete record.snapshot_read;
     }
   }
+  return plainBoot();
+}
+
+// Python booted normally: no snapshot, or none that restored.
+async function plainBoot() {
   progress('runtime');
-  const py = await watching(loadPyodideCore(base));
+  const py = await watching(loadPyodideCore(baseOptions()));
   record.interpreter_done = now();
   progress('interpreter');
   return finish(py, await packageBytes(), null);
