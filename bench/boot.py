@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -57,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from gateway.static import Assets, PackageZip  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway, serve_app  # noqa: E402
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, copy_tree, gateway, serve_app  # noqa: E402
 
 #: A cold boot takes 5–10 s on this machine; a stuck one fails the benchmark, not hangs it.
 TIMEOUT_MS = 120_000
@@ -105,16 +104,6 @@ def stock_server() -> Iterator[str]:
         yield url
 
 
-_NEVER_COPIED = shutil.ignore_patterns(".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis")
-
-
-def _not_copied(folder: str, names: list[str]) -> set[str]:
-    """What the frozen copy leaves out: caches and, at the top only, `build/` (the
-    product's build step, `gateway/build/`, must come along)."""
-    top = {"build"} if Path(folder) == ROOT else set()
-    return set(_NEVER_COPIED(folder, names)) | (top & set(names))
-
-
 @contextmanager
 def frozen_gateway(*, baked: bool) -> Iterator[str]:
     """The product gateway (`python -m gateway`) over a copy of this working tree, with
@@ -122,9 +111,7 @@ def frozen_gateway(*, baked: bool) -> Iterator[str]:
     install-time snapshot, as `make` bakes it for the product (otherwise a first visit
     boots Python normally and makes its own snapshot)."""
     with tempfile.TemporaryDirectory(prefix="firsttoken-bench-") as tmp:
-        copy = Path(tmp) / "tree"
-        shutil.copytree(ROOT, copy, ignore=_not_copied)
-        (copy / "node_modules").symlink_to(ROOT / "node_modules")
+        copy = copy_tree(Path(tmp))
         if baked:
             subprocess.run([sys.executable, "-m", "gateway.build.bake", "--root", str(copy)], cwd=copy, check=True,
                            env={**os.environ, "PYTHONPATH": f"{copy / 'py'}{os.pathsep}{copy}"}, stdout=subprocess.DEVNULL)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,23 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_tree(parent: Path) -> Path:
+    """This working tree under `parent`, without build products (so: no install-time
+    snapshot) and caches, node_modules linked: for a gateway of its own (tests, bench)."""
+    copy = parent / "tree"
+    anywhere = shutil.ignore_patterns(".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        # The build products are the top-level build/; gateway/build/ is source.
+        return set(anywhere(folder, names)) | ({"build"} if Path(folder) == ROOT else set())
+
+    shutil.copytree(ROOT, copy, ignore=ignore)
+    (copy / "node_modules").symlink_to(ROOT / "node_modules")
+    return copy
+
+
 READY = re.compile(r"listening on (http://\S+?)/?$")
 
 CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")

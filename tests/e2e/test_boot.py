@@ -27,8 +27,8 @@ from playwright.sync_api import Browser, Page, Response, expect
 
 from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS
 from tests.e2e.stored import stored_messages
-from tests.e2e.visitor import Visitor, copy_tree
-from tests.servers import ROOT, gateway
+from tests.e2e.visitor import Visitor
+from tests.servers import ROOT, copy_tree, gateway
 
 pytestmark = pytest.mark.e2e
 

@@ -26,8 +26,8 @@ from playwright.sync_api import Browser, Page, Response
 from gateway.precompressed import read_index
 from gateway.static import ROOT
 from tests.e2e.conftest import BOOT_TIMEOUT_MS
-from tests.e2e.visitor import Visitor, copy_tree
-from tests.servers import gateway
+from tests.e2e.visitor import Visitor
+from tests.servers import copy_tree, gateway
 
 pytestmark = pytest.mark.e2e
 

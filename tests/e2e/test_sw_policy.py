@@ -31,8 +31,7 @@ from starlette.testclient import TestClient
 
 from gateway.app import GatewayConfig, create_app
 from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
-from tests.e2e.visitor import copy_tree
-from tests.servers import _free_port as free_port, gateway, serve_app
+from tests.servers import _free_port as free_port, copy_tree, gateway, serve_app
 
 pytestmark = pytest.mark.e2e
 

@@ -1,20 +1,16 @@
-"""A returning visitor (one browser context: one user's profile, across visits) and a
-copy of the working tree for a gateway of its own: the boot, network, compression and
-service-worker tests share them."""
+"""A returning visitor (one browser context: one user's profile, across visits): the
+boot, network, compression and service-worker tests share it (with a gateway over a
+copy of the tree: tests/servers.py `copy_tree`)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import BrowserContext, Page
 
 from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # Resolves once the named mark exists (at once if it already does); rejects when the
 # page reports the opposite outcome (`fail`) or after `timeout` ms.
@@ -31,20 +27,6 @@ WAIT_MARK = """([name, fail, timeout]) => new Promise((resolve, reject) => {
   observer.observe({ type: 'mark' });
   setTimeout(() => reject(new Error(`no ${name} after ${timeout} ms`)), timeout);
 })"""
-
-
-def copy_tree(parent: Path) -> Path:
-    """This working tree, without build products (so: no install-time snapshot)."""
-    copy = parent / "tree"
-    anywhere = shutil.ignore_patterns(".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis")
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        # The build products are the top-level build/; gateway/build/ is source.
-        return set(anywhere(folder, names)) | ({"build"} if Path(folder) == ROOT else set())
-
-    shutil.copytree(ROOT, copy, ignore=ignore)
-    (copy / "node_modules").symlink_to(ROOT / "node_modules")
-    return copy
 
 
 class Visitor:
