@@ -72,9 +72,10 @@ WAIT = """(check, ms = 20000) => new Promise((ok, no) => {
 })"""
 
 
-def wait(host: WebKitHost, check: str) -> object:
-    """Wait until the expression `check` holds in the page, looked at after each frame."""
-    return host.eval(f"({WAIT})(() => {check})", timeout=60)
+def wait(host: WebKitHost, check: str, ms: int = 20_000) -> object:
+    """Wait until the expression `check` holds in the page, looked at after each frame,
+    for up to `ms` of the page's clock."""
+    return host.eval(f"({WAIT})(() => {check}, {ms})", timeout=ms / 1000 + 40)
 
 
 def saved(host: WebKitHost) -> object:

@@ -11,12 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.webkit.conftest import assert_clean_console, boot, saved, wait
+from tests.webkit.conftest import READ, assert_clean_console, boot, saved, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 
-SIM = "ttft_ms=0,tps=40,tokens=240"
+#: 20 s of answer: the first web view is killed well before its end even on a loaded
+#: machine (an answer that ended first would leave nothing to resume).
+SIM = "ttft_ms=0,tps=40,tokens=800"
 PROMPT = "the app is killed"
 #: The page's settings with the built-in model slowed down (settings.headers: no UI).
 SETTINGS = json.dumps({"headers": {"x-firsttoken-sim": SIM}})
@@ -31,6 +33,9 @@ def test_a_web_view_killed_mid_answer_finishes_it_in_the_next_one(xvfb: Xvfb, ga
         seen = len(first.messages)
         first.load(gateway_url + "/")
         first.wait_for(lambda m: m.get("type") == "ready", 120, start=seen)
+        # IndexedDB open before the prompt: an open that answers late (a loaded machine)
+        # would keep the answer in memory until then, and could write it only once done.
+        assert saved(first)
         first.eval(f"(() => {{ const p = document.getElementById('prompt'); p.value = {json.dumps(PROMPT)};"
                    " document.getElementById('send').click(); return true; })()")
         # Mid-answer, with the stream kept in IndexedDB: then the process is killed, as
@@ -39,13 +44,18 @@ def test_a_web_view_killed_mid_answer_finishes_it_in_the_next_one(xvfb: Xvfb, ga
         # Kept in IndexedDB, not only in memory (an open that answers late under load
         # leaves nothing pending until it does: `pending` alone could hold too early).
         assert saved(first)
+        kept = first.eval(READ)
+        [answer] = [m for m in kept["messages"][0]["messages"] if m["role"] == "assistant"]
+        assert answer["state"] == "streaming" and isinstance(answer["stream"]["id"], str), answer
         first.proc.kill()
         first.proc.wait()
 
     with WebKitHost(gateway_url + "/", display=xvfb.display, profile=profile) as second:
         boot(second)
-        assert wait(second, f"{ANSWER}?.dataset.resumed === 'true'")
-        assert wait(second, f"{ANSWER}?.dataset.state === 'done'")
+        # Taken up once IndexedDB answers (late, on a loaded machine), then streamed to
+        # its end: up to the 20 s the answer lasts.
+        assert wait(second, f"{ANSWER}?.dataset.resumed === 'true'", ms=40_000)
+        assert wait(second, f"{ANSWER}?.dataset.state === 'done'", ms=60_000)
         saved(second)
         shown = second.eval(
             "(async () => { const r = indexedDB.open('firsttoken-conversations'); await new Promise((ok) => r.onsuccess = ok);"
