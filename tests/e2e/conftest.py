@@ -229,6 +229,23 @@ def steer(page: Page, sim: str, *, keep_changes: bool = False, **settings: objec
     page.add_init_script(f"{guard}localStorage.setItem({key}, {json.dumps(value)})")
 
 
+def scroll_at_rest(page: Page) -> float:
+    """`#chat`'s scrollTop once a scroll has come to rest (Chromium animates a wheel's
+    scroll, and `mouse.wheel` returns before it ends): the same for 3 frames in a row,
+    or where it is after 120 frames (a view that keeps moving fails the caller's check)."""
+    return page.evaluate("""() => new Promise((resolve) => {
+      const chat = document.getElementById('chat');
+      let last = chat.scrollTop, same = 0, left = 120;
+      const step = () => {
+        const top = chat.scrollTop;
+        same = top === last ? same + 1 : 0;
+        last = top;
+        if (same >= 3 || --left <= 0) resolve(top); else requestAnimationFrame(step);
+      };
+      requestAnimationFrame(step);
+    })""")
+
+
 def send(page: Page, text: str) -> None:
     """The user types `text` and taps Send."""
     page.fill("#prompt", text)

@@ -100,8 +100,11 @@ class Chat:
     def send(self, text: str) -> dict[str, dict]:
         """Type `text`, send it, wait for the answer; the request's protocol events by type."""
         self.turns += 1
+        n = self.page.locator(ANSWER).count()
         self.page.fill("#prompt", text)
         self.page.press("#prompt", "Enter")
+        # This turn's answer, not the last one's (which is done already).
+        expect(self.page.locator(ANSWER)).to_have_count(n + 1)
         answer = self.page.locator(ANSWER).last
         expect(answer).to_have_attribute("data-state", re.compile("^(done|error|stopped)$"), timeout=60_000)
         request_id = answer.get_attribute("data-id")

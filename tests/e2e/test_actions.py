@@ -287,7 +287,7 @@ def test_send_becomes_stop_and_stop_stops_only_that_answer(device_page: Page, ga
     wait_ready(page)
     # A host's own chat streams meanwhile (bridge/page/hosts.js): Stop is not for it.
     post(page, {"type": "chat.send", "id": "h1", "messages": [{"role": "user", "content": "host asks"}],
-                "settings": {"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=40,tokens=400"}}})
+                "settings": {"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=20,tokens=400"}}})
     send(page, "a long one")
     expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^([2-9]|\d\d+)$"), timeout=30_000)
     expect(button(page, "Send")).to_have_count(0)
@@ -390,6 +390,7 @@ def test_an_outbox_prompt_whose_model_or_endpoint_changed_is_not_sent_without_as
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.context.set_offline(True)
+    expect(page.locator("html")).to_have_attribute("data-online", "false")  # the page knows
     send(page, "written for the first model")
     expect(answer(page, 1)).to_have_attribute("data-state", "queued")
     # Meanwhile the model changes (the user's Settings here; a host's settings.set alike).
@@ -415,6 +416,7 @@ def test_an_outbox_prompt_whose_api_changed_is_not_sent_without_asking(page: Pag
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.context.set_offline(True)
+    expect(page.locator("html")).to_have_attribute("data-online", "false")  # the page knows
     send(page, "written for chat completions")
     expect(answer(page, 1)).to_have_attribute("data-state", "queued")
     page.evaluate("""() => { const a = document.getElementById('api');

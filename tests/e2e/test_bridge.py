@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.bridge_cases import EMBED_JS, HOSTILE, UNTOUCHED, UNTOUCHED_JS
-from tests.e2e.conftest import chat_bodies, wait_ready
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, chat_bodies, wait_ready
 from tests.e2e.native_host import NATIVE, as_host, host_answer, host_message, post
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 def test_each_native_adapter_relays_both_ways(page: Page, gateway_url: str, platform: str) -> None:
     as_host(page, platform)
     page.goto(gateway_url + "/")
-    ready = host_message(page, "ready")  # pushed to a host that was there from the start
+    ready = host_message(page, "ready", timeout=BOOT_TIMEOUT_MS)  # pushed to a host that was there from the start
     assert ready["protocol"] == 1 and "id" not in ready
     post(page, {"type": "ping", "id": "hello"})  # the page's own hello id: no clash
     assert host_message(page, "pong", "hello")["t"] > 0
@@ -79,7 +79,7 @@ def test_a_listed_embedder_relays_over_its_port(page: Page, gateway_url: str) ->
       }, { once: true });
       document.body.append(frame);
     })""")
-    assert host_message(page, "ready", "attach")["protocol"] == 1  # replayed once Python is up
+    assert host_message(page, "ready", "attach", timeout=BOOT_TIMEOUT_MS)["protocol"] == 1  # replayed once Python is up
     page.evaluate("() => window.__port.postMessage(JSON.stringify({ type: 'ping', id: 'p1' }))")
     assert host_message(page, "pong", "p1")["t"] > 0
     page.evaluate("() => window.__port.postMessage('not json')")

@@ -394,4 +394,5 @@ def test_a_store_that_answers_late_is_taken_up_and_nothing_typed_meanwhile_is_lo
         page.goto(gateway_url + "/")
         wait_ready(page)
         show_list(page, "pixel7")
+        expect(items(page)).to_have_count(2)  # listed once IndexedDB has answered
         assert sorted(titles(page)) == ["kept before", "typed meanwhile"]

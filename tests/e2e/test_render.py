@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, CONTENT, PIECE, PIXEL_7, Console, send, steer, wait_ready, watched_page
+from tests.e2e.conftest import ANSWER, CONTENT, PIECE, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
@@ -121,7 +121,7 @@ def test_an_open_code_fence_and_an_open_table_render_before_they_close(page: Pag
             "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n\nThe end.")
     pieces = PIECE.findall(text)
     in_fence = next(i for i, p in enumerate(pieces) if "return" in p) + 1
-    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={in_fence}", compress="off")
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=8000,stall_after={in_fence}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, text)
@@ -140,7 +140,7 @@ def test_a_table_renders_row_by_row_while_it_streams(page: Page, gateway_url: st
     text = "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n| style | 1 ms |\n\nAfter."
     pieces = PIECE.findall(text)
     after_first_row = next(i for i, p in enumerate(pieces) if "ms" in p) + 2
-    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=4000,stall_after={after_first_row}", compress="off")
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=8000,stall_after={after_first_row}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, text)
@@ -459,7 +459,7 @@ def test_each_reply_reports_where_its_time_went(page: Page, gateway_url: str) ->
 
 def test_the_view_follows_the_answer_until_the_user_scrolls_up(mobile_page: Page, gateway_url: str) -> None:
     page = mobile_page
-    steer(page, "ttft_ms=0,tps=60,tokens=1500")
+    steer(page, "ttft_ms=0,tps=60,tokens=4000")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "follow me")
@@ -474,7 +474,7 @@ def test_the_view_follows_the_answer_until_the_user_scrolls_up(mobile_page: Page
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -400)
     expect(page.get_by_role("button", name="Jump to latest")).to_be_visible()
-    top = chat.evaluate("(el) => el.scrollTop")
+    top = scroll_at_rest(page)
     height = chat.evaluate("(el) => el.scrollHeight")
     paints = int(answer.get_attribute("data-paints"))
     expect(answer).to_have_attribute("data-paints", at_least(paints + 60), timeout=30_000)

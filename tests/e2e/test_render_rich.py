@@ -134,7 +134,7 @@ def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: st
     pieces = PIECE.findall(MATH_DOC)
     # Stalled in the middle of the first formula, after "$e^{i\pi}".
     stall_after = next(i for i, p in enumerate(pieces) if "\\pi" in p) + 1
-    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=3000,stall_after={stall_after}", compress="off")
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=8000,stall_after={stall_after}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "No math here, just $5 and $10.")

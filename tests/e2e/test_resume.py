@@ -21,7 +21,8 @@ from tests.servers import gateway
 pytestmark = pytest.mark.e2e
 
 #: Slow enough that the answer is mid-way when the test interrupts it (a few seconds).
-SIM = "ttft_ms=0,tps=40,tokens=240"
+#: 12 s of answer: what each test does mid-answer comes well before its end on a loaded machine.
+SIM = "ttft_ms=0,tps=40,tokens=480"
 PAINTED = re.compile(r"^([3-9]|\d\d+)$")
 
 
@@ -44,6 +45,8 @@ def mid_answer(page: Page, url: str, prompt: str) -> None:
     wait_ready(page)
     send(page, prompt)
     expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+    # Still on its way (what the test does next is to an answer in flight).
+    assert answer(page).get_attribute("data-state") == "streaming"
 
 
 def resumes(page: Page) -> list[str]:

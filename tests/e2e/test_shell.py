@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, send, steer, wait_ready, watched_page
+from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
@@ -156,7 +156,7 @@ def test_jump_to_latest_shows_when_the_user_scrolled_up_while_text_arrives(shell
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -600)
     expect(jump).to_be_visible()
-    top = page.locator("#chat").evaluate("(el) => el.scrollTop")
+    top = scroll_at_rest(page)
     paints = int(page.get_attribute(ANSWER, "data-paints"))
     expect(page.locator(ANSWER)).not_to_have_attribute("data-paints", str(paints))
     frames(page)
@@ -358,9 +358,10 @@ def test_keyboard_shortcuts_are_listed_and_work(shell: Page, gateway_url: str) -
     page.keyboard.press("Control+,")
     expect(page.get_by_role("dialog", name="Settings")).to_be_visible()
     page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog", name="Settings")).to_be_hidden()
     # Focus returns to the message box, and Escape stops an answer.
     page.keyboard.press("Shift+Escape")
-    assert page.evaluate("document.activeElement.id") == "prompt"
+    expect(page.locator("#prompt")).to_be_focused()
     page.keyboard.type("stop me")
     page.keyboard.press("Enter")
     expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^[2-9]\d*$"), timeout=30_000)

@@ -36,8 +36,13 @@ def test_a_stall_is_shown_live_then_times_out_keeping_the_text_and_retry_sends_t
     answer = page.locator(ANSWER)
     stall = answer.locator(".stall")
     # Live: the same note, one second later each time, while the text so far stays.
-    expect(stall).to_have_text("still waiting for the server, 2 s", timeout=30_000)
-    expect(stall).to_have_text("still waiting for the server, 3 s", timeout=5_000)
+    # Each text is on screen for a second: looked for at every frame (expect's polling
+    # slows to once a second, and could step over it).
+    for seconds, timeout in ((2, 30_000), (3, 5_000)):
+        page.wait_for_function(
+            "(want) => document.querySelector('.msg[data-role=\"assistant\"] .stall')?.textContent === want",
+            arg=f"still waiting for the server, {seconds} s", polling="raf", timeout=timeout,
+        )
     assert answer.locator(".content").inner_text().strip()
 
     # The limit: the request ends as a timeout; the note goes, the partial answer stays.
