@@ -40,8 +40,8 @@ def test_a_stall_is_shown_live_then_times_out_keeping_the_text_and_retry_sends_t
     # slows to once a second, and could step over it).
     for seconds, timeout in ((2, 30_000), (3, 5_000)):
         page.wait_for_function(
-            "(want) => document.querySelector('.msg[data-role=\"assistant\"] .stall')?.textContent === want",
-            arg=f"still waiting for the server, {seconds} s", polling="raf", timeout=timeout,
+            "([at, want]) => document.querySelector(at)?.textContent === want",
+            arg=[f"{ANSWER} .stall", f"still waiting for the server, {seconds} s"], polling="raf", timeout=timeout,
         )
     assert answer.locator(".content").inner_text().strip()
 
