@@ -38,9 +38,28 @@ READY = re.compile(r"listening on (http://\S+?)/?$")
 CHROMIUM = os.environ.get("FIRSTTOKEN_CHROMIUM", "/usr/bin/chromium")
 # Chromium must not reach for Google's hosts: this machine has no network but the
 # registries, and those attempts only slow every start (see shared FACTS).
+#
+# Chromium 156's new headless mode still builds the browser's own UI, and with it
+# preloads the omnibox popup (a WebUI page, in a renderer of its own) and works on it
+# whenever a tab opens: 84 CPU-s of a full `make test` that was CPU-bound at 1,170 CPU-s
+# (per-process sampling, 2026-12-03). No test or benchmark has an omnibox.
+#
+# Chromium reads only the last `--disable-features`, and Playwright passes its own list
+# (`chromiumSwitches.ts`), so ours is its list for the pinned version plus these;
+# tests/e2e/test_browser_flags.py checks, from the browser's own command line, that
+# nothing of Playwright's list is dropped.
+PLAYWRIGHT_DISABLED_FEATURES = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync", "DestroyProfileOnBrowserClose", "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable", "LensOverlay", "MediaRouter", "PaintHolding",
+    "ThirdPartyStoragePartitioning", "AvoidCorsURLLoaderRestartOnRedirect", "TcpPortRandomizationWin",
+    "OptimizationHints", "NetworkTimeServiceQuerying", "AimEnabled", "PreconnectToSearch",
+    "msForceBrowserSignIn", "msEdgeUpdateLaunchServicesPreferredVersion",
+)
+NO_OMNIBOX_POPUP = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "WebUIOmniboxFullPopup")
 CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-features=" + ",".join((*PLAYWRIGHT_DISABLED_FEATURES, *NO_OMNIBOX_POPUP)),
 ]
 
 

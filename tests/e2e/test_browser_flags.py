@@ -1,0 +1,50 @@
+"""The harness's Chromium flags do what tests/servers.py says: Playwright's own list of
+disabled features is kept whole next to ours (Chromium reads only the last
+`--disable-features`), and the omnibox popup's WebUI is not loaded."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Browser, sync_playwright
+
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, NO_OMNIBOX_POPUP, PLAYWRIGHT_DISABLED_FEATURES
+
+
+def features_disabled(browser: Browser) -> tuple[list[list[str]], set[str]]:
+    """Every `--disable-features` on the browser's command line, in order, and what
+    Chromium took of them (its "Command-line Variations")."""
+    page = browser.new_page()
+    try:
+        page.goto("chrome://version/?show-variations-cmd")
+        command_line = page.inner_text("#command_line")
+        variations = page.inner_text("#variations-cmd")
+    finally:
+        page.close()
+    given = [m.split(",") for m in re.findall(r"--disable-features=(\S+)", command_line)]
+    taken = re.search(r'--disable-features="([^"]*)"', variations)
+    assert taken is not None, variations
+    return given, set(taken.group(1).split(","))
+
+
+def test_playwrights_disabled_features_are_kept_and_the_omnibox_popup_is_gone() -> None:
+    with sync_playwright() as pw:
+        plain = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless=new", "--no-sandbox"])
+        try:
+            given, _ = features_disabled(plain)
+        finally:
+            plain.close()
+        # Playwright passes one list; a new one in an upgrade fails here, to be added.
+        assert len(given) == 1
+        assert set(given[0]) <= set(PLAYWRIGHT_DISABLED_FEATURES), set(given[0]) - set(PLAYWRIGHT_DISABLED_FEATURES)
+
+        ours = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            _, taken = features_disabled(ours)
+            cdp = ours.new_browser_cdp_session()
+            targets = cdp.send("Target.getTargets", {"filter": [{}]})["targetInfos"]
+        finally:
+            ours.close()
+        assert set(given[0]) <= taken, set(given[0]) - taken
+        assert set(NO_OMNIBOX_POPUP) <= taken
+        assert not [t["url"] for t in targets if "omnibox" in t["url"]]
