@@ -76,6 +76,7 @@ class OfflineManifest:
         self.package_path, self.package = package
         self._key: tuple | None = None
         self._files_digest = b""
+        self._walk: tuple[list[str], dict[Path, tuple], frozenset[str]] | None = None
 
     def resolve(self, path: str) -> Path | None:
         """The file served at page-relative `path`, or None."""
@@ -93,25 +94,49 @@ class OfflineManifest:
 
     # ---- what to keep ----------------------------------------------------------
     def assets(self) -> list[str]:
-        """Page-relative URL paths to precache, the page itself first (as `./`)."""
+        """Page-relative URL paths to precache, the page itself first (as `./`).
+
+        The walk reads index.html, pyscript.toml and every module it reaches (Pyodide's
+        1.2 MB `pyodide.asm.mjs` among them), and a browser asks for /sw.js on every
+        navigation. So the result is kept with what it was found from: the size and
+        mtime of each file read, and each path it named that was not there. It is
+        walked again only when one of those changed (a release, an edit).
+        """
+        if self._walk is not None and self._walk_holds(self._walk[1], self._walk[2]):
+            return list(self._walk[0])
+        found, read, missing = self._walk_files()
+        self._walk = (found, read, missing)
+        return list(found)
+
+    def _walk_holds(self, read: dict[Path, tuple], missing: frozenset[str]) -> bool:
+        return all(_stat(file) == st for file, st in read.items()) and all(self.resolve(m) is None for m in missing)
+
+    def _walk_files(self) -> tuple[list[str], dict[Path, tuple], frozenset[str]]:
         found: set[str] = set()
         pending: list[str] = []
+        read: dict[Path, tuple] = {}
+        missing: set[str] = set()
+
+        def text_of(file: Path) -> str:
+            read[file] = _stat(file)
+            return file.read_text(encoding="utf-8", errors="replace")
 
         def add(path: str) -> None:
             path = posixpath.normpath(path).lstrip("/")
             if path in found or path.startswith(".."):
                 return
             if path != self.package_path and self.resolve(path) is None:
+                missing.add(path)
                 return  # not something this gateway serves; the page would fail online too
             found.add(path)
             if path.endswith((".js", ".mjs", ".css")):
                 pending.append(path)
 
-        html = self.files["index.html"].read_text(encoding="utf-8")
+        html = text_of(self.files["index.html"])
         for ref in _HTML_REF.findall(html):
             if not ref.startswith(("data", "#")):
                 add(ref)
-        config = tomllib.loads(self.files["pyscript.toml"].read_text(encoding="utf-8"))
+        config = tomllib.loads(text_of(self.files["pyscript.toml"]))
         add("pyscript.toml")
         add("py/boot.py")
         if isinstance(config.get("interpreter"), str):
@@ -126,14 +151,14 @@ class OfflineManifest:
             file = self.resolve(path)
             if file is None:
                 continue
-            text = file.read_text(encoding="utf-8", errors="replace")
+            text = text_of(file)
             if path.endswith(".css"):
                 for ref in _CSS_FONT.findall(text):
                     add(posixpath.join(posixpath.dirname(path), ref))
                 continue
             for _, spec in [*_SPECIFIER.findall(text), *_MODULE_URL.findall(text)]:
                 add(posixpath.join(posixpath.dirname(path), spec.split("?")[0].split("#")[0]))
-        return ["./", *sorted(found - {"index.html"})]
+        return ["./", *sorted(found - {"index.html"})], read, frozenset(missing)
 
     def manifest(self, policy: Mapping[str, str | None] | None = None) -> dict:
         """{"build": id, "assets": [...], "headers": policy}; the file part is recomputed
