@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from typing import Iterator
 
 import pytest
@@ -23,6 +24,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
         if "webkit" in parts:
             item.add_marker(pytest.mark.webkit)
+
+
+@pytest.fixture(autouse=True)
+def no_running_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that does not drive the browser runs with no event loop running in its
+    thread, as in a process of its own.
+
+    The browser tests' Playwright (sync API, started once per worker: tests/e2e/conftest.py)
+    runs its loop in a greenlet of the main thread, and between its calls that loop is
+    still marked running; a later test's `asyncio.run()` would refuse to start
+    ("cannot be called from a running event loop"). The mark is taken off for such a
+    test and put back after it, for Playwright's next call; a test that uses the browser
+    keeps it (Playwright's own calls need it).
+    """
+    loop = asyncio.events._get_running_loop()
+    if loop is None or "browser" in request.fixturenames:
+        yield
+        return
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(loop)
 
 
 @pytest.fixture(scope="session")

@@ -34,9 +34,12 @@ expect.set_options(timeout=15_000)
 BOOT_TIMEOUT_MS = 90_000
 
 
-# Module scope: Playwright's sync API keeps an event loop running in this thread while it
-# is started, which would break later tests that run asyncio themselves.
-@pytest.fixture(scope="module")
+# Session scope: one Chromium per worker, so that its warm contexts (below) carry the
+# installed app from one test file to the next; per file, every file's first test paid a
+# first visit's install, and every file a browser's start. Playwright's sync API leaves
+# its event loop marked running in this thread between calls; tests/conftest.py hides it
+# from the tests that run asyncio themselves.
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
