@@ -155,8 +155,15 @@ def watched_page(browser: Browser, console: Console, fresh: bool = False, **cont
     """A page with no conversations and no settings, in a warm context
     (`context_options`: a device profile, say; `WarmContexts`) or, with `fresh`, a new
     one; its console is kept, and once the test is done it fails on an uncaught error or
-    a CSP violation."""
+    a CSP violation.
+
+    A colour scheme is the page's (`emulate_media`), not the context's: one warm context
+    per device then serves both themes, and each context a worker opens costs a first
+    visit's install."""
+    color_scheme = context_options.pop("color_scheme", None)
     p, give_back = _POOLS[browser].page(context_options, fresh)
+    if color_scheme is not None:
+        p.emulate_media(color_scheme=color_scheme)
     p.on("console", console.on_console)
     p.on("pageerror", console.on_error)
     yield p
@@ -170,7 +177,8 @@ def watched_page(browser: Browser, console: Console, fresh: bool = False, **cont
 
 @pytest.fixture
 def page(browser: Browser, console: Console) -> Iterator[Page]:
-    yield from watched_page(browser, console)
+    """A page at desktop size (the same warm context as the tests' `DESKTOP`)."""
+    yield from watched_page(browser, console, **DESKTOP)
 
 
 def wait_ready(page: Page) -> None:

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console, add_frame, attach_embedder, frame_of, user_chats, watched_page
+from tests.e2e.conftest import BOOT_TIMEOUT_MS, DESKTOP, Console, add_frame, attach_embedder, frame_of, user_chats, watched_page
 from tests.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +63,7 @@ def framed_gateway() -> Iterator[str]:
 
 @pytest.fixture
 def watched(browser: Browser, console: Console) -> Iterator[Page]:
-    yield from watched_page(browser, console)
+    yield from watched_page(browser, console, **DESKTOP)
 
 
 def user_key(frame: Frame | Page) -> None:

@@ -29,7 +29,9 @@ def size(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def page(browser: Browser, console: Console, size: str) -> Iterator[Page]:
-    yield from watched_page(browser, console, accept_downloads=True, **SIZES[size])
+    # Downloads are accepted by default (Playwright's `accept_downloads`), so the export
+    # tests share the warm context of their device with every other test.
+    yield from watched_page(browser, console, **SIZES[size])
 
 
 def counted(page: Page) -> int:
