@@ -86,11 +86,13 @@ run: deps
 # fixtures such as a booted page or a gateway are made once). Four workers on this
 # 2-core machine: the suite is bound by CPU (Chromium's renderers, Python boots), and a
 # fourth worker mostly shortens the tail, where one long browser file runs alone.
+# The files go out longest first (`--no-loadscope-reorder` keeps the order
+# tests/conftest.py gives them), so that no long file is left to run alone at the end.
 # The slowest tests are listed at the end of every run (CI's output too), so a test that
 # grows slow is seen.
 TEST_WORKERS ?= 4
 test: deps browser redis webkit
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 # The inner loop: the pure Python core and the gateway, no browser (`-m "not e2e"`:
 # tests/unit, tests/gateway), on two workers.

@@ -17,13 +17,39 @@ settings.load_profile("firsttoken")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow suites are marked by where they live: `-m "not e2e"` is the inner loop
-    (`make test-fast`), `-m webkit` the WebKitGTK suite alone."""
+    (`make test-fast`), `-m webkit` the WebKitGTK suite alone. Then the files are put
+    in the order `make test` hands them to its workers (`longest_first`)."""
     for item in items:
         parts = item.path.parts
         if "e2e" in parts or "webkit" in parts:
             item.add_marker(pytest.mark.e2e)
         if "webkit" in parts:
             item.add_marker(pytest.mark.webkit)
+    items[:] = longest_first(items)
+
+
+def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Test files, the longest expected first; each file's tests in their own order.
+
+    `make test` gives whole files to four workers in this order (`--dist loadfile
+    --no-loadscope-reorder`). xdist's own order is by number of tests, which sent the
+    files of a few tests that take minutes (a benchmark's smoke run on a shaped link:
+    2.5 min, mostly waiting) out last, where they ran alone at the end while the other
+    workers had nothing left. Longest first (the LPT rule) lets their waits overlap the
+    rest. Expected length: `runs_long(seconds)` files first, longest first (seconds
+    as a full run measured them), then browser tests (seconds each)
+    before the rest (milliseconds), each by number of tests. Every worker collects the
+    same list, so the order is the same on all of them, as xdist requires."""
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def expected(tests: list[pytest.Item]) -> tuple[float, bool, int]:
+        long = tests[0].get_closest_marker("runs_long")
+        return (long.args[0] if long else 0.0, tests[0].get_closest_marker("e2e") is not None, len(tests))
+
+    ordered = sorted(by_file.values(), key=expected, reverse=True)
+    return [item for tests in ordered for item in tests]
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'py'}{os.pathsep}{ROOT}"}
 # The smoke run is a benchmark's own subprocess on phones' shaped links (its setup took
 # 190-300 s in full runs, by the load beside it): a bound of its own, under the
 # subprocess's 900 s, instead of the suite's 300 s per test (pyproject.toml).
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.runs_long(150)]
 
 
 def run(script: str, *args: str) -> tuple[dict[str, Any], str]:

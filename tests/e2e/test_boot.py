@@ -30,7 +30,7 @@ from tests.e2e.stored import stored_messages
 from tests.e2e.visitor import Visitor
 from tests.servers import ROOT, copy_tree, gateway
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(190)]
 
 SNAPSHOT_KEYS = """async () => {
   const cache = await caches.open('firsttoken-snapshot');

@@ -29,7 +29,7 @@ from tests.e2e.conftest import BOOT_TIMEOUT_MS
 from tests.e2e.visitor import Visitor
 from tests.servers import copy_tree, gateway
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(70)]
 
 WASM = "/vendor/pyodide/pyodide.asm.wasm"
 STDLIB = "/vendor/pyodide/python_stdlib.zip"

@@ -18,7 +18,7 @@ from bench.shaper import shaped_url
 from tests.e2e.conftest import ANSWER, chat_bodies, send, steer, stored_answers, wait_ready
 from tests.servers import gateway
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(90)]
 
 #: Slow enough that the answer is mid-way when the test interrupts it (a few seconds).
 #: 12 s of answer: what each test does mid-answer comes well before its end on a loaded machine.

@@ -14,7 +14,7 @@ import pytest
 from tests.webkit.conftest import READ, assert_clean_console, boot, saved, wait
 from tests.webkit_host import WebKitHost, Xvfb
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(30)]
 
 #: 20 s of answer: the first web view is killed well before its end even on a loaded
 #: machine (an answer that ended first would leave nothing to resume).
