@@ -51,7 +51,8 @@ def browser() -> Iterator[Browser]:
 
 class WarmContexts:
     """Boot once, test many: one browser context per set of options (a device profile,
-    a colour scheme), handed to test after test with its storage cleared.
+    `bypass_csp`), handed to test after test, across the worker's test files, with its
+    storage cleared.
 
     A test that asks for a page gets a new page in a context whose every origin lost
     what a user's data is made of (`Storage.clearDataForOrigin`: localStorage,
