@@ -37,16 +37,17 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
     2.5 min, mostly waiting) out last, where they ran alone at the end while the other
     workers had nothing left. Longest first (the LPT rule) lets their waits overlap the
     rest. Expected length: `runs_long(seconds)` files first, longest first (seconds
-    as a full run measured them), then browser tests (seconds each)
-    before the rest (milliseconds), each by number of tests. Every worker collects the
-    same list, so the order is the same on all of them, as xdist requires."""
+    as a full run measured them), then the rest by number of tests, as xdist would
+    (putting every browser file before the Python ones measured no better: four browser
+    files at once made each slower). Every worker collects the same list, so the order
+    is the same on all of them, as xdist requires."""
     by_file: dict[str, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
 
-    def expected(tests: list[pytest.Item]) -> tuple[float, bool, int]:
+    def expected(tests: list[pytest.Item]) -> tuple[float, int]:
         long = tests[0].get_closest_marker("runs_long")
-        return (long.args[0] if long else 0.0, tests[0].get_closest_marker("e2e") is not None, len(tests))
+        return (long.args[0] if long else 0.0, len(tests))
 
     ordered = sorted(by_file.values(), key=expected, reverse=True)
     return [item for tests in ordered for item in tests]
