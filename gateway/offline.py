@@ -99,7 +99,8 @@ class OfflineManifest:
         The walk reads index.html, pyscript.toml and every module it reaches (Pyodide's
         1.2 MB `pyodide.asm.mjs` among them), and a browser asks for /sw.js on every
         navigation. So the result is kept with what it was found from: the size and
-        mtime of each file read, and each path it named that was not there. It is
+        mtime of each file read or kept (a kept file deleted must leave the list, not
+        fail the digest), and each path it named that was not there. It is
         walked again only when one of those changed (a release, an edit).
         """
         if self._walk is not None and self._walk_holds(self._walk[1], self._walk[2]):
@@ -125,9 +126,12 @@ class OfflineManifest:
             path = posixpath.normpath(path).lstrip("/")
             if path in found or path.startswith(".."):
                 return
-            if path != self.package_path and self.resolve(path) is None:
+            file = None if path == self.package_path else self.resolve(path)
+            if path != self.package_path and file is None:
                 missing.add(path)
                 return  # not something this gateway serves; the page would fail online too
+            if file is not None:
+                read[file] = _stat(file)
             found.add(path)
             if path.endswith((".js", ".mjs", ".css")):
                 pending.append(path)
@@ -199,10 +203,12 @@ class OfflineManifest:
 
 
 def _stat(path: Path | None) -> tuple:
-    if path is None:
-        return ()
-    st = path.stat()
-    return (st.st_size, st.st_mtime_ns)
+    """(size, mtime) of a file; () where there is none (deleted since it was found)."""
+    try:
+        st = path.stat() if path is not None else None
+    except FileNotFoundError:
+        st = None
+    return (st.st_size, st.st_mtime_ns) if st is not None else ()
 
 
 _digests: dict[tuple, bytes] = {}

@@ -60,6 +60,10 @@ def test_the_walk_follows_imports_and_is_kept_until_a_file_it_read_changes(tree:
     write(tree / "js" / "later.js", "")
     assert "js/later.js" in manifest.assets() and len(walks) == 3
 
+    # A kept file deleted (its importer unchanged) leaves the list; the digest does not fail.
+    (tree / "js" / "later.js").unlink()
+    assert "js/later.js" not in manifest.manifest()["assets"] and len(walks) == 4
+
 
 def test_the_build_id_follows_a_kept_files_content(tree: Path) -> None:
     manifest = manifest_of(tree)
