@@ -8,6 +8,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CHROMIUM ?= /usr/bin/chromium
+HEADLESS_SHELL ?= /usr/bin/chromium-headless-shell
 REDIS_SERVER ?= /usr/bin/redis-server
 export PYTHONDONTWRITEBYTECODE := 1
 # py/ holds the browser-side package `firsttoken`, which the gateway uses too (exact
@@ -51,10 +52,12 @@ build/encoded/index.json: $(VENV)/.stamp node_modules/.package-lock.json build/s
 deps: $(VENV)/.stamp node_modules/.package-lock.json js/link/protocol.js build/snapshot/firsttoken.snapshot.json build/encoded/index.json
 
 # Debian's Chromium: Playwright cannot download its own browser here (no CDN), so tests drive this one.
+# Debian's Chromium: the full browser (benchmarks, and the tests of its own layer) and
+# its headless shell, the same release, which the browser tests drive (tests/servers.py).
 browser:
-	@test -x $(CHROMIUM) || { \
-	  echo "installing Debian chromium"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
+	@test -x $(CHROMIUM) -a -x $(HEADLESS_SHELL) || { \
+	  echo "installing Debian chromium and chromium-headless-shell"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell) >/dev/null; }
 
 # Debian's redis-server, for the tests and benchmarks of gateways sharing limits and cache
 # references (`--redis`); they start their own instance on a free port, never a service.

@@ -62,6 +62,22 @@ CHROMIUM_ARGS = [
     "--disable-features=" + ",".join((*PLAYWRIGHT_DISABLED_FEATURES, *NO_OMNIBOX_POPUP)),
 ]
 
+# The browser tests drive Chromium's headless shell (Debian's `chromium-headless-shell`,
+# the same release as `chromium`): the content layer alone, with no browser UI, which is
+# what Playwright itself runs for headless Chromium by default. The page meets the same
+# engine (Blink, V8, the network service, service workers, IndexedDB); what it lacks is
+# the browser's own layer (its settings, incognito's defaults, chrome:// pages). Per boot
+# it costs a tenth less CPU, and a page that opens and closes half as much; a whole
+# `make test` used 903 busy CPU-s with it against 1,031-1,114 with the full browser
+# (2026-12-04), on a suite that is CPU-bound on two cores. Tests of the browser layer's
+# own behaviour (a cross-site frame's storage blocked as Chrome blocks it,
+# tests/e2e/test_storage_blocked.py; these flags, tests/e2e/test_browser_flags.py) and
+# every benchmark (paint latency against native, boot against stock PyScript: what a
+# user's Chrome does) run the full browser, `CHROMIUM`.
+HEADLESS_SHELL = os.environ.get("FIRSTTOKEN_HEADLESS_SHELL", "/usr/bin/chromium-headless-shell")
+#: The shell is headless only (Playwright adds `--headless`); the rest as for the full browser.
+HEADLESS_SHELL_ARGS = [arg for arg in CHROMIUM_ARGS if not arg.startswith("--headless")]
+
 
 @contextmanager
 def serve_app(app: Any) -> Iterator[str]:

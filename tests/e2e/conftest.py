@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Frame, 
 
 from tests.e2e.stored import stored_messages
 from tests.servers import CHROMIUM, CHROMIUM_ARGS as ARGS  # noqa: F401 - re-exported for tests and benches
+from tests.servers import HEADLESS_SHELL, HEADLESS_SHELL_ARGS
 
 #: The phone the tests are: a Pixel 7 as Playwright describes it (412×915, touch), and a desktop.
 PIXEL_7 = {
@@ -38,15 +39,28 @@ BOOT_TIMEOUT_MS = 90_000
 # installed app from one test file to the next; per file, every file's first test paid a
 # first visit's install, and every file a browser's start. Playwright's sync API leaves
 # its event loop marked running in this thread between calls; tests/conftest.py hides it
-# from the tests that run asyncio themselves.
+# from the tests that run asyncio themselves. It is Chromium's headless shell
+# (tests/servers.py says why, and which tests run the full browser: `full_chromium`).
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = pw.chromium.launch(executable_path=HEADLESS_SHELL, args=HEADLESS_SHELL_ARGS)
         _POOLS[b] = WarmContexts(b)
         yield b
         _POOLS.pop(b).close()
         b.close()
+
+
+@pytest.fixture(scope="session")
+def full_chromium(browser: Browser) -> Iterator[Browser]:
+    """The full browser (`/usr/bin/chromium`, its UI layer and incognito's defaults), for
+    the tests of what that layer does; started by the worker's Playwright when a test
+    first asks for it, with warm contexts of its own (`watched_page` takes either)."""
+    b = browser.browser_type.launch(executable_path=CHROMIUM, args=ARGS)
+    _POOLS[b] = WarmContexts(b)
+    yield b
+    _POOLS.pop(b).close()
+    b.close()
 
 
 class WarmContexts:
@@ -84,7 +98,11 @@ class WarmContexts:
         context, origins = self.idle.pop(key, (None, set()))
         if context is None:
             context = self.browser.new_context(**options)
-            context.on("request", lambda r: origins.add(_origin(r.url)))
+            # The origins that may hold a user's data are those its documents were at
+            # (a page, a frame, a popup; workers share their document's origin). Told by
+            # navigations, not by every request: each event a test listens to crosses
+            # from the browser to this process, and a warm boot makes ~100 requests.
+            context.on("page", lambda p: p.on("framenavigated", lambda f: origins.add(_origin(f.url))))
         page = context.new_page()
         if origins:
             cdp = context.new_cdp_session(page)

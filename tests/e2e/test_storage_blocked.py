@@ -45,8 +45,11 @@ def framed_gateway() -> Iterator[str]:
 
 
 @pytest.fixture
-def watched(browser: Browser, console: Console) -> Iterator[Page]:
-    yield from watched_page(browser, console, **DESKTOP)
+def watched(full_chromium: Browser, console: Console) -> Iterator[Page]:
+    # The full browser: blocking a cross-site frame's storage is its browser layer's
+    # default for a Playwright context; Chromium's headless shell, the content layer
+    # alone, lets that frame store (measured 2026-12-04: the check below fails there).
+    yield from watched_page(full_chromium, console, **DESKTOP)
 
 
 REFUSED = """async () => {
