@@ -84,6 +84,14 @@ def test_split_with_state_is_compressing_all(msgs: list[dict], level: str, data:
     msgs=[{"role": "system", "content": "word \n# Rules\nword \n    ``` \nword \n```json\n[]\n```word \n# Rules\nword \n    ``` \nword \n```json\n[]\n```"}],
     level="balanced",
 )
+# Found here once: a table row `| ``` |` and another further down made one code span
+# across the lines between them to the repeats pass, which then took the repeated
+# paragraph holding `<example>` for tag-free, dropped it, and left `</example>` alone
+# (compress/repeats.py, `pinned`).
+@example(
+    msgs=[{"role": "system", "content": "```c\n\n```\nword \nword \nword \n| ``` |\n|:---|\n<example>\nword \n| ``` |\n|:---|\n\n</example>"}] * 2,
+    level="balanced",
+)
 def test_conversations_keep_structure(msgs: list[dict], level: str) -> None:
     plain = [m for m in msgs if isinstance(m["content"], str)]
     assert check_messages(plain, compress_messages, level) == []

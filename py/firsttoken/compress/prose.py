@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["protect_code_spans", "compress_prose", "strip_final_newlines"]
+__all__ = ["code_spans", "protect_code_spans", "compress_prose", "strip_final_newlines"]
 
 # Opening run not preceded by a backslash or backtick; content without a blank line;
 # closing run of exactly the same length (the back-reference plus the lookarounds).
@@ -33,6 +33,11 @@ _RUNS = re.compile(r"(?P<ind>^(?: {0,3}\t| {4})[^\n]*)|(?<=[^ \t\r\n]) {2,}(?=[^
 _LEADING_BLANKS = re.compile(r"\A(\r?\n)(?:\r?\n)*")
 _BLANK_RUNS = re.compile(r"(\r?\n)(\r?\n)(?:\r?\n)+")
 _FINAL_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
+
+
+def code_spans(text: str) -> list[str]:
+    """The inline code spans `protect_code_spans` hides, backticks included."""
+    return [m.group(0) for m in _CODE_SPAN.finditer(text)] if "`" in text else []
 
 
 def protect_code_spans(text: str, fn: Callable[[str], str]) -> str:

@@ -35,7 +35,8 @@ all of these hold, each for a reason:
   with less under it and nothing left is moved under another heading;
 * none of its paragraphs holds a line that could open or close a fence (fences we
   understand are whole units; a marker in prose belongs to one we do not), so no
-  fence is ever left unbalanced;
+  fence is ever left unbalanced, nor a code span across lines that hides a tag (a
+  table row may end that span, and the tag with it is markup after all);
 * something else remains in the text: an API may refuse an empty message, and a turn
   that is only the template again still says "again".
 
@@ -61,7 +62,7 @@ from dataclasses import dataclass
 
 from ..errors import LocalProtocolError
 from .markdown import PROSE, Block, is_blank, split_lines
-from .prose import protect_code_spans
+from .prose import code_spans, protect_code_spans
 
 __all__ = ["MIN_RUN_CHARS", "MAX_STATE_KEYS", "Unit", "RepeatState", "units_of", "drop_repeats"]
 
@@ -94,8 +95,9 @@ class Unit:
     headings: tuple[tuple[int, str], ...] = ()
     #: the unit's first line is a heading
     opens_section: bool = False
-    #: a prose paragraph holding a fence-like line: never dropped
-    fenceish: bool = False
+    #: never dropped: a prose paragraph holding a fence-like line, or one whose markup
+    #: depends on how a code span across lines is read (below)
+    pinned: bool = False
 
 
 def _key(text: str) -> str:
@@ -104,10 +106,18 @@ def _key(text: str) -> str:
 
 def _prose_unit(text: str) -> Unit:
     tags: list[tuple[str, str]] = []
+    pinned = False
     if "<" in text or "-->" in text:
         # Tags inside inline code spans are text, not markup.
         seen: list[str] = []
         protect_code_spans(text, lambda t: seen.append(t) or t)
+        # A code span may run across lines only inside one paragraph; a table row, a
+        # list item or an HTML block ends it (GFM §4.10, CommonMark §6.1), and this unit
+        # is a run of lines, not a parsed paragraph. Where such a span would hide a tag
+        # the two readings disagree on what the unit opens and closes, so it is never
+        # dropped: dropping `| ``` |` … `<example>` … `| ``` |` as tag-free left its
+        # `</example>` closing nothing (found by tests/unit/test_compress_state.py).
+        pinned = bool(seen) and any("\n" in span and _TAG.search(span) for span in code_spans(text))
         for m in _TAG.finditer(seen[0] if seen else text):
             whole = m.group(0)
             if whole == "<!--":
@@ -130,8 +140,8 @@ def _prose_unit(text: str) -> Unit:
                 if m is not None:
                     headings.append((len(m.group(1)), _key(m.group(2))))
                     opens = opens or k == 0
-    fenceish = ("`" in text or "~" in text) and any(_FENCE_LINE.match(line) for line in split_lines(text))
-    return Unit(text, _key(text), tuple(tags), tuple(headings), opens, fenceish)
+    pinned = pinned or ("`" in text or "~" in text) and any(_FENCE_LINE.match(line) for line in split_lines(text))
+    return Unit(text, _key(text), tuple(tags), tuple(headings), opens, pinned)
 
 
 def units_of(blocks: Sequence[Block]) -> list[Unit]:
@@ -189,7 +199,7 @@ def _contexts(units: Sequence[Unit]) -> tuple[list[str], list[int], list[bool]]:
 def _balanced(units: Sequence[Unit]) -> bool:
     stack: list[str] = []
     for u in units:
-        if u.fenceish:
+        if u.pinned:
             return False
         for name, opened in u.tags:
             if opened:
