@@ -4,9 +4,8 @@
 and hands it to what does the work; events go out through `post`. It knows nothing of
 workers or WebViews: `firsttoken.browser` wires it to PyScript's worker channel, tests
 wire it to a list and a socket transport. Each `chat.send` runs until its answer is
-complete (`firsttoken.chat`); the adapter takes each message with `Core.receive`, which
-handles a `delta.ack` at once and gives anything else back as a coroutine, run as a task
-of its own so that a `chat.abort` can arrive while a reply streams.
+complete (`firsttoken.chat`); the adapter runs each `handle` call as its own task so
+that a `chat.abort` can arrive while a reply streams.
 
 What the core holds for the session, each used by every request: the transport and
 clock, one rate-limit governor per API (`firsttoken.ratelimit`), the prompt cache and
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from typing import Any, Awaitable, Callable, Coroutine
+from typing import Any, Awaitable, Callable
 
 from . import __version__, tokens
 from .cache import Cache
@@ -106,29 +105,6 @@ class Core:
             governor=self.governor, prepare=self.preparer.prepare,
         )
 
-    def receive(self, raw: str | dict[str, Any]) -> Coroutine[Any, Any, None] | None:
-        """Take one message from the page: a `delta.ack` is handled now, anything else is
-        returned as the coroutine that handles it, for the adapter to run as a task.
-
-        Acks come one per `chat.delta`, at the model's rate (hundreds a second), and a
-        task costs Pyodide's event loop three turns, each a task of the browser's
-        (WebLoop schedules every `call_soon` through `setTimeout(0)`): per streamed chunk
-        that was more than the read itself. An ack only releases held text, so taking it
-        before messages still queued as tasks reorders nothing the page can see; an
-        abort or a reconnect still waits its turn behind the `chat.send` it names."""
-        if isinstance(raw, dict) and raw.get("type") == "delta.ack" or isinstance(raw, str) and '"delta.ack"' in raw:
-            try:
-                msg = parse_request(raw)
-            except InvalidMessage:
-                return self.handle(raw)  # it says what is wrong
-            if isinstance(msg, DeltaAck):
-                try:
-                    self.pacer.ack()
-                except Exception as exc:  # noqa: BLE001 - the core must outlive any bug
-                    self.post_event(ErrorEvent(id=msg.id, error=_internal(exc)))
-                return None
-        return self.handle(raw)
-
     async def handle(self, raw: str | dict[str, Any]) -> None:
         """Handle one message. Never raises: every failure becomes an event."""
         request_id = None
@@ -163,7 +139,8 @@ class Core:
         except InvalidMessage as exc:
             self.post_event(ErrorEvent(id=request_id, error=exc.to_dict()))
         except Exception as exc:  # noqa: BLE001 - the core must outlive any bug
-            self.post_event(ErrorEvent(id=request_id, error=_internal(exc)))
+            error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}", "partial": ""}
+            self.post_event(ErrorEvent(id=request_id, error=error))
 
     def post_event(self, event: Event) -> None:
         """Send one event to the page."""
@@ -202,8 +179,3 @@ class Core:
             id=msg.id, tokens=live.tokens, budget=live.budget, exact=live.exact, uncompressed=live.uncompressed,
             calibrated=self.calibration.adjust(msg.settings.model, live.tokens, live.image_tokens), dropped=live.dropped,
         ))
-
-
-def _internal(exc: Exception) -> dict[str, Any]:
-    """A bug's error event: its type and message, nothing partial."""
-    return {"code": "internal", "message": f"{type(exc).__name__}: {exc}", "partial": ""}

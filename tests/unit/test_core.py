@@ -308,54 +308,6 @@ def stream_events(hello: dict | None, ack_before: tuple[int, ...] = ()) -> list[
     return [e for e in events if e["type"] in ("chat.delta", "chat.done", "chat.error")]
 
 
-def test_receive_takes_an_ack_at_once_and_gives_back_everything_else() -> None:
-    """The adapter runs what `receive` returns as a task; an ack is no task (a task per
-    streamed chunk cost Pyodide's loop three turns): the held text goes out in the call."""
-    events: list[dict] = []
-    t = FakeTime()
-    released: list[int] = []
-
-    async def between(i: int) -> None:
-        if i == 3:
-            before = len(events)
-            for ack in ({"type": "delta.ack"}, json.dumps({"type": "delta.ack"})):
-                assert core.receive(ack) is None
-            released.append(len(events) - before)
-
-    core = Core(post=lambda text: events.append(json.loads(text)), clock=t.clock, sleep=t.sleep,
-                transport=CannedTransport(Chunked([chunk(w) for w in WORDS] + [END], between)))
-
-    async def main():
-        for m in ({"type": "hello", "id": "h", "flow": True}, send(), {"type": "ping", "id": "p"}):
-            work = core.receive(m)
-            assert work is not None  # a coroutine: the adapter's task
-            await work
-        # An ack that is not valid is not taken at once: its coroutine says what is wrong.
-        await core.receive({"type": "delta.ack", "id": 5})
-
-    asyncio.run(main())
-    assert released == [1]  # " two" and " three", held since "one", went out in the call
-    deltas = [e["text"] for e in events if e["type"] == "chat.delta"]
-    assert "".join(deltas) == "".join(WORDS) and deltas[1] == " two three"
-    assert [e["type"] for e in events][-2:] == ["pong", "error"]
-    assert "id" in events[-1]["error"]["message"]
-
-
-def test_a_bug_in_taking_an_ack_becomes_an_error_event() -> None:
-    events: list[dict] = []
-    t = FakeTime()
-    core = Core(post=lambda text: events.append(json.loads(text)), clock=t.clock, sleep=t.sleep,
-                transport=CannedTransport())
-
-    def broken() -> None:
-        raise RuntimeError("held text lost its place")
-
-    core.pacer.ack = broken
-    assert core.receive({"type": "delta.ack", "id": "a1"}) is None
-    assert events == [{"type": "error", "id": "a1", "v": events[0]["v"],
-                       "error": {"code": "internal", "message": "RuntimeError: held text lost its place", "partial": ""}}]
-
-
 def test_without_flow_every_chunk_is_its_own_delta() -> None:
     events = stream_events({"type": "hello", "id": "h"})
     assert [e["text"] for e in events[:-1]] == WORDS

@@ -134,10 +134,7 @@ def start(xworker: Any, boot: dict[str, Any] | None = None) -> Any:
             port.onmessage = create_proxy(on_message)
         data = event.data
         raw = data if isinstance(data, str) else data.to_py() if hasattr(data, "to_py") else data
-        work = core.receive(raw)  # None: handled already (a delta.ack)
-        if work is None:
-            return
-        task = asyncio.ensure_future(work)
+        task = asyncio.ensure_future(core.handle(raw))
         tasks.add(task)  # keep a reference: a task only weakly referenced may vanish
         task.add_done_callback(tasks.discard)
 
