@@ -27,6 +27,12 @@ export class LiveCount {
   request() {
     clearTimeout(this.timer);
     this.el.dataset.pending = '';
+    // The id is taken now, not when the debounce ends: an answer to a count asked before
+    // this change (an attachment's, say) that arrives during the debounce is then stale
+    // and ignored. Taken later, it matched, showed the old count and cleared
+    // `data-pending` while the newer one was still to be asked (a test read 772 tokens
+    // for a photo and its text, whose count was 778).
+    const id = `c${++this.seq}`;
     this.timer = setTimeout(() => {
       const messages = this.messages();
       if (!messages.length) {
@@ -35,7 +41,7 @@ export class LiveCount {
         this.el.classList.remove('over');
         return;
       }
-      this.send({ type: 'tokens.count', id: `c${++this.seq}`, messages, settings: this.settings() });
+      this.send({ type: 'tokens.count', id, messages, settings: this.settings() });
     }, DEBOUNCE_MS);
   }
 

@@ -56,3 +56,36 @@ def test_an_estimate_reads_as_one_and_an_exact_count_never_does() -> None:
     assert out["noteEstimate"] == "sent ≈ 1,204 tokens instead of ≈ 1,256 (−4%)"
     # Characters are counted, not estimated.
     assert out["noteChars"] == "sent 4,800 characters instead of 5,000 (−4%)"
+
+
+STALE = """
+import { LiveCount } from './js/page/live-count.js';
+const el = { textContent: '', dataset: {}, classList: { toggle() {} } };
+const sent = [];
+let asked = null; // resolved by the next count asked (the debounce ended)
+const next = () => new Promise((resolve) => { asked = resolve; });
+const count = new LiveCount(el, { send: (m) => { sent.push(m.id); asked?.(); }, messages: () => [{ role: 'user', content: 'x' }], settings: () => ({}) });
+let wait = next();
+count.request(); // an attachment's change: asked once the debounce ends
+await wait;
+wait = next();
+count.request(); // then the user types, and its answer comes back inside the new debounce
+count.show({ type: 'tokens.counted', id: sent[0], tokens: 772, budget: 1000, exact: true });
+const during = { tokens: el.dataset.tokens ?? null, pending: 'pending' in el.dataset };
+await wait;
+count.show({ type: 'tokens.counted', id: sent[1], tokens: 778, budget: 1000, exact: true });
+console.log(JSON.stringify({ sent, during, after: { tokens: el.dataset.tokens, pending: 'pending' in el.dataset } }));
+"""
+
+
+def test_an_answer_to_an_older_count_never_clears_pending_during_the_debounce() -> None:
+    # The answer to a count asked before the latest change is stale even while the newer
+    # one waits out its debounce: shown, it cleared `data-pending`, and hosts and tests
+    # waiting on that read the old count (772 tokens for a photo and its text's 778).
+    done = subprocess.run(["node", "--no-warnings", "--input-type=module", "-e", STALE], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert len(out["sent"]) == 2 and out["sent"][0] != out["sent"][1]
+    assert out["during"] == {"tokens": None, "pending": True}
+    assert out["after"] == {"tokens": "778", "pending": False}
