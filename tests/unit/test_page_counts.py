@@ -41,8 +41,8 @@ console.log(JSON.stringify({
 """
 
 
-def run() -> Any:
-    done = subprocess.run(["node", "--no-warnings", "--input-type=module", "-e", SCRIPT], cwd=ROOT,
+def run(script: str = SCRIPT) -> Any:
+    done = subprocess.run(["node", "--no-warnings", "--input-type=module", "-e", script], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -82,10 +82,7 @@ def test_an_answer_to_an_older_count_never_clears_pending_during_the_debounce() 
     # The answer to a count asked before the latest change is stale even while the newer
     # one waits out its debounce: shown, it cleared `data-pending`, and hosts and tests
     # waiting on that read the old count (772 tokens for a photo and its text's 778).
-    done = subprocess.run(["node", "--no-warnings", "--input-type=module", "-e", STALE], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = run(STALE)
     assert len(out["sent"]) == 2 and out["sent"][0] != out["sent"][1]
     assert out["during"] == {"tokens": None, "pending": True}
     assert out["after"] == {"tokens": "778", "pending": False}
