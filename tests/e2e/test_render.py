@@ -457,6 +457,39 @@ def test_each_reply_reports_where_its_time_went(page: Page, gateway_url: str) ->
     assert json.loads(page.get_attribute(ANSWER, "data-metrics"))["id"] == metrics["id"]
 
 
+# Records the markdown warm-up's sample as it is put into the document and taken out.
+WATCH_WARM_UP = """
+window.__warm = [];
+new MutationObserver((records) => {
+  for (const r of records) {
+    for (const n of r.addedNodes) if (n.querySelector?.('.md-code')) window.__warm.push({
+      added: true, hidden: n.style.visibility === 'hidden' && n.getAttribute('aria-hidden') === 'true' && n.inert,
+      text: n.textContent.slice(0, 7) });
+    for (const n of r.removedNodes) if (n.querySelector?.('.md-code')) window.__warm.push({ removed: true });
+  }
+}).observe(document, { subtree: true, childList: true });
+"""
+
+
+def test_the_markdown_warm_up_is_laid_out_hidden_once_and_leaves_nothing(page: Page, gateway_url: str) -> None:
+    """Before any message, the warm-up sample (every block kind, a code block among them)
+    is laid out once, hidden, so that the first message with code does not pay for the
+    code font's first layout in the frame that shows it; it leaves nothing behind and
+    loads no highlighting."""
+    page.add_init_script(WATCH_WARM_UP)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.wait_for_function("() => window.__warm.some((r) => r.removed)")
+    warm = page.evaluate("() => window.__warm")
+    assert warm == [{"added": True, "hidden": True, "text": "Warm up"}, {"removed": True}], warm
+    assert page.locator(".md-code").count() == 0
+    assert page.get_by_text("Warm up").count() == 0
+    loaded = page.evaluate("() => performance.getEntriesByType('resource').map((e) => e.name)")
+    # (highlighter.js is in the page's module graph; highlight.js itself and its worker
+    # come with the first block to highlight.)
+    assert not [u for u in loaded if "vendor/highlight.js/" in u or "highlight-worker" in u], loaded
+
+
 def test_the_view_follows_the_answer_until_the_user_scrolls_up(mobile_page: Page, gateway_url: str) -> None:
     page = mobile_page
     steer(page, "ttft_ms=0,tps=60,tokens=4000")
