@@ -357,7 +357,7 @@ export function renderUserMarkdown(container, text) {
  * The first answer would otherwise pay for compiling them in the middle of streaming (on
  * a throttled phone CPU, a first frame of a second or more). While the page is idle
  * (Python takes seconds to boot), a small sample covering every block kind is streamed
- * into a detached element, a few pieces per idle slice. */
+ * into a detached element, a few pieces per idle slice, then laid out once (layOutOnce). */
 export function warmUp() {
   if (typeof requestIdleCallback === 'function') requestIdleCallback(warmUpStep(), { timeout: 2000 });
 }
