@@ -63,6 +63,7 @@ const PLAIN_WORDS = /^[\p{L}\p{N} ,.'"?!]+$/u;
 const PLAIN_END = /[\p{L}\p{N} ,.'"?!]*$/u;
 const GROWS_IN = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
 const SLICE_MS = 8;
+const USER_LINES = 600;
 
 export class MarkdownStream {
   /** Renders into `container` (whose children it owns from now on); `user`: a user's
@@ -154,33 +155,7 @@ export class MarkdownStream {
     let tail = null; // the open source's tokens, when the commit check lexed all of it
     if (final || this.newline) {
       this.newline = false;
-      // Only complete lines decide what is finished: a partial line can still become
-      // anything (`  8` may yet be an item that continues the list above it).
-      const complete = final ? this.open.length : this.open.lastIndexOf('\n') + 1;
-      const tokens = this.lex(this.open.slice(0, complete));
-      Object.assign(this.links, tokens.links);
-      let last = tokens.length - 1;
-      while (last >= 0 && tokens[last].type === 'space') last--;
-      let cut = final ? tokens.length : Math.max(0, last);
-      // The last block too is finished when nothing can continue it: a heading or a
-      // rule once its line is complete; a paragraph, table or quote once a blank line
-      // follows (CommonMark: a blank line ends them; only lists, code and HTML blocks
-      // can run on past one). The tail is then just the block being written, which
-      // keeps re-rendering it cheap.
-      if (!final && last >= 0) {
-        const after = tokens.slice(last + 1).map((t) => t.raw).join('');
-        const type = tokens[last].type;
-        if (ENDS_AT_LINE_END.has(type) || (ENDS_AT_BLANK.has(type) && /\n[^]*\n/.test(after))) cut = last + 1;
-      }
-      const done = tokens.slice(0, cut);
-      const raw = done.map((t) => t.raw).join('');
-      // Should marked ever not account for every character, commit nothing: the tail
-      // then just stays longer, which is slower but never wrong.
-      if (cut > 0 && (final || this.open.startsWith(raw))) {
-        this.commit(done);
-        this.open = this.open.slice(raw.length);
-        if (complete === raw.length + this.open.length) tail = tokens.slice(cut);
-      }
+      tail = this.settle(final);
       if (final) return;
     }
     tail ??= this.lex(this.open);
@@ -189,18 +164,53 @@ export class MarkdownStream {
     this.paintTail(tail);
   }
 
+  // Commit the blocks of the open source that are finished (all of it, when `final`).
+  // Returns the tokens of what stays open when the lex covered all of it, else null.
+  settle(final) {
+    // Only complete lines decide what is finished: a partial line can still become
+    // anything (`  8` may yet be an item that continues the list above it).
+    const complete = final ? this.open.length : this.open.lastIndexOf('\n') + 1;
+    const tokens = this.lex(this.open.slice(0, complete));
+    Object.assign(this.links, tokens.links);
+    let last = tokens.length - 1;
+    while (last >= 0 && tokens[last].type === 'space') last--;
+    let cut = final ? tokens.length : Math.max(0, last);
+    // The last block too is finished when nothing can continue it: a heading or a
+    // rule once its line is complete; a paragraph, table or quote once a blank line
+    // follows (CommonMark: a blank line ends them; only lists, code and HTML blocks
+    // can run on past one). The tail is then just the block being written, which
+    // keeps re-rendering it cheap.
+    if (!final && last >= 0) {
+      const after = tokens.slice(last + 1).map((t) => t.raw).join('');
+      const type = tokens[last].type;
+      if (ENDS_AT_LINE_END.has(type) || (ENDS_AT_BLANK.has(type) && /\n[^]*\n/.test(after))) cut = last + 1;
+    }
+    const done = tokens.slice(0, cut);
+    const raw = done.map((t) => t.raw).join('');
+    // Should marked ever not account for every character, commit nothing: the tail
+    // then just stays longer, which is slower but never wrong.
+    if (cut > 0 && (final || this.open.startsWith(raw))) {
+      this.commit(done);
+      this.open = this.open.slice(raw.length);
+      if (complete === raw.length + this.open.length) return tokens.slice(cut);
+    }
+    return null;
+  }
+
   commit(tokens) {
     const blocks = tokens.filter((t) => t.type !== 'space');
     if (!blocks.length) return;
+    // Before the tail, or at the end when there is none (a user's message has none).
+    const before = this.tailEl.parentNode === this.container ? this.tailEl : null;
     if (blocks.length === 1 && this.showing(blocks[0])) {
       // The tail already shows this block as it is final: keep those nodes.
       const range = document.createRange();
       range.selectNodeContents(this.tailEl);
-      this.container.insertBefore(finished(range.extractContents()), this.tailEl);
+      this.container.insertBefore(finished(range.extractContents()), before);
     } else {
       // One block at a time, as the tail was: markup left open in one block (an
       // unclosed `<details>`) must not swallow the blocks after it.
-      for (const block of blocks) this.container.insertBefore(finished(this.html([block])), this.tailEl);
+      for (const block of blocks) this.container.insertBefore(finished(this.html([block])), before);
       this.tailEl.replaceChildren();
     }
     this.blocks += blocks.length;
@@ -329,26 +339,38 @@ export function renderMarkdown(container, text, options) {
 }
 
 /** Render a user's message as markdown, through the same sanitizer as answers (raw HTML
- * with attributes stays text; line breaks are kept). A long paste is rendered a few
- * blocks per task, about `SLICE_MS` each, the first ones at once: sending 50 code blocks
- * is then never one long task on a phone (each block as the whole render makes it). */
+ * with attributes stays text; line breaks are kept).
+ *
+ * A long paste is lexed and rendered a few lines at a time, about `SLICE_MS` per task,
+ * the first ones at once, in the task of the tap on Send. Lexing all of it first put a
+ * 2,000-token paste of code in that task (74 ms at 4x throttling, the longest task of
+ * an answer: bench-render, code at 500 tok/s), while the plain-text peer shows the same
+ * message as one text node. The lines are fed to the stream's own commit check (what
+ * an answer's streaming uses), so the DOM is the one a whole render gives, with
+ * streaming's one exception: a reference link used before its definition stays text. */
 export function renderUserMarkdown(container, text) {
   container.classList.add('md', 'md-user');
   const stream = new MarkdownStream(container, { user: true });
-  const tokens = stream.lex(stream.normalize(text));
-  Object.assign(stream.links, tokens.links);
-  const blocks = tokens.filter((t) => t.type !== 'space');
-  stream.ended = true;
   stream.tailEl.remove();
-  let next = 0;
+  const source = stream.normalize(text);
+  let at = 0; // source before `at` has been given to the stream
+  let lines = USER_LINES; // about how many characters of lines to add per look
   const step = () => {
     const started = performance.now();
-    do container.append(finished(stream.html([blocks[next++]])));
-    while (next < blocks.length && performance.now() - started < SLICE_MS);
-    stream.blocks = next;
-    if (next < blocks.length) setTimeout(step, 0);
+    do {
+      const end = source.indexOf('\n', at + lines) + 1 || source.length;
+      stream.open += source.slice(at, end);
+      at = end;
+      const before = stream.blocks;
+      stream.settle(at === source.length);
+      // One block longer than the lines added (a long list or listing): look further
+      // next time, so that the open block is lexed a few times, not once per line.
+      lines = stream.blocks > before ? USER_LINES : lines * 2;
+    } while (at < source.length && performance.now() - started < SLICE_MS);
+    if (at < source.length) setTimeout(step, 0);
+    else stream.ended = true;
   };
-  if (blocks.length) step();
+  step();
   return stream;
 }
 

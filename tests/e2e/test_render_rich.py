@@ -260,30 +260,58 @@ def test_the_compression_note_says_what_was_sent_and_explains_itself_on_tap(page
     expect(note).not_to_have_attribute("open", "")
 
 
-def test_a_long_user_paste_renders_in_slices_as_a_whole_render_does(page: Page, gateway_url: str) -> None:
+# A user's long paste, rendered by renderUserMarkdown beside a whole render of it
+# (`whole`): the blocks the tap on Send's own task rendered (`first`), every source
+# length marked lexed in that task (`tapLexed`) and in all (`lexed`), and whether the
+# DOMs end up the same.
+RENDER_PASTE = """async (doc) => {
+  const { renderMarkdown, renderUserMarkdown } = await import('/js/render/markdown-stream.js');
+  const { Lexer } = await import('/vendor/marked/marked.esm.js');
+  const whole = document.createElement('div');
+  whole.className = 'md md-user';
+  renderMarkdown(whole, doc, { user: true });
+  const lexed = [];
+  const lex = Lexer.prototype.lex;
+  Lexer.prototype.lex = function (src) { lexed.push(src.length); return lex.call(this, src); };
+  try {
+    const sliced = document.createElement('div');
+    renderUserMarkdown(sliced, doc);
+    const first = sliced.children.length;
+    const tapLexed = [...lexed];
+    const done = () => sliced.children.length === whole.children.length;
+    if (!done()) {
+      await new Promise((resolve) => {
+        const o = new MutationObserver(() => { if (done()) { o.disconnect(); resolve(); } });
+        o.observe(sliced, { childList: true });
+      });
+    }
+    return { first, total: whole.children.length, same: sliced.innerHTML === whole.innerHTML, tapLexed, lexed };
+  } finally {
+    Lexer.prototype.lex = lex;
+  }
+}"""
+
+
+def test_a_long_user_paste_is_lexed_and_rendered_in_slices_as_a_whole_render_does(page: Page, gateway_url: str) -> None:
     page.goto(gateway_url + "/", wait_until="domcontentloaded")
-    result = page.evaluate(
-        """async () => {
-          const { renderMarkdown, renderUserMarkdown } = await import('/js/render/markdown-stream.js');
-          const doc = Array.from({ length: 300 }, (_, i) => `Block ${i} with **bold**\\nand a break\\n\\n\\`\\`\\`js\\nlet v${i} = ${i};\\n\\`\\`\\``).join('\\n\\n');
-          const whole = document.createElement('div');
-          whole.className = 'md md-user';
-          renderMarkdown(whole, doc, { user: true });
-          const sliced = document.createElement('div');
-          renderUserMarkdown(sliced, doc);
-          const first = sliced.children.length;
-          const done = () => sliced.children.length === whole.children.length;
-          if (!done()) {
-            await new Promise((resolve) => {
-              const o = new MutationObserver(() => { if (done()) { o.disconnect(); resolve(); } });
-              o.observe(sliced, { childList: true });
-            });
-          }
-          return { first, total: whole.children.length, same: sliced.innerHTML === whole.innerHTML };
-        }"""
-    )
-    assert 0 < result["first"] < result["total"] == 600, result  # the first blocks at once, the rest later
+    doc = "\n\n".join(f"Block {i} with **bold**\nand a break\n\n```js\nlet v{i} = {i};\n```" for i in range(300))
+    result = page.evaluate(RENDER_PASTE, doc)
+    assert 0 < result["first"] < result["total"] == 600, result["first"]  # the first blocks at once, the rest later
     assert result["same"]
+    # The tap's task lexed a few lines, not the paste (which it did, all of it, once);
+    # and every line was lexed about once over the slices, not again in each.
+    assert result["tapLexed"] and max(result["tapLexed"]) < len(doc) / 10, result["tapLexed"]
+    assert sum(result["lexed"]) < 2 * len(doc), (sum(result["lexed"]), len(doc))
+
+
+def test_a_pasted_list_longer_than_a_slice_is_one_list_as_a_whole_render_makes_it(page: Page, gateway_url: str) -> None:
+    # One block longer than many slices: nothing is finished until its end, so each look
+    # reaches twice as far as the last, and the lines are lexed a few times in all.
+    page.goto(gateway_url + "/", wait_until="domcontentloaded")
+    doc = "Steps:\n\n" + "".join(f"{i + 1}. step *{i}* of the plan\n" for i in range(1500)) + "\nDone."
+    result = page.evaluate(RENDER_PASTE, doc)
+    assert result["total"] == 3 and result["same"]
+    assert sum(result["lexed"]) < 5 * len(doc), (sum(result["lexed"]), len(doc))
 
 
 # A main thread that is never idle (a phone at 500 tok/s): idle callbacks run only when
