@@ -75,8 +75,17 @@ CHROMIUM_ARGS = [
 # every benchmark (paint latency against native, boot against stock PyScript: what a
 # user's Chrome does) run the full browser, `CHROMIUM`.
 HEADLESS_SHELL = os.environ.get("FIRSTTOKEN_HEADLESS_SHELL", "/usr/bin/chromium-headless-shell")
-#: The shell is headless only (Playwright adds `--headless`); the rest as for the full browser.
-HEADLESS_SHELL_ARGS = [arg for arg in CHROMIUM_ARGS if not arg.startswith("--headless")]
+#: The shell is headless only (Playwright adds `--headless`); the rest as for the full
+#: browser, but for V8's WebAssembly tiers. Liftoff, V8's baseline wasm compiler, alone:
+#: every page of a test boots Python and lives a few seconds, and V8 spent ~0.2 s of CPU
+#: per boot and ~0.5 s on the first answer recompiling the interpreter's hot functions
+#: with TurboFan, code a page that short never earns back (its wasm code cache keeps
+#: them only after 2 s). What the tests check is behaviour, the same on either tier.
+#: Test files run alone, twice each way (busy CPU-s of the whole machine, 2026-12-04):
+#: test_actions 118 and 103 with against 132 and 121 without; test_conversations with
+#: test_page 113 and 106 against 133 and 193; the same wall time. Benchmarks run the
+#: full browser, with V8's defaults, as a user's Chrome does.
+HEADLESS_SHELL_ARGS = [arg for arg in CHROMIUM_ARGS if not arg.startswith("--headless")] + ["--js-flags=--liftoff-only"]
 
 
 @contextmanager
