@@ -33,33 +33,27 @@ const ASCII = /^[\x00-\x7f]*$/;
 export class Encoding {
   /**
    * @param {string} name
-   * @param {(string | number[])[]} table index = rank; a string, or the bytes when they
-   *   are not valid UTF-8 (or begin with a BOM, which a TextDecoder would drop)
-   * @param {{ranks: Map, byteRanks: Map}} index the table's lookup maps (indexTable)
+   * @param {TokenIndex} index the vocabulary's ranks (js/tokenizer/data.js builds it)
    */
-  constructor(name, table, index = indexTable(table)) {
+  constructor(name, index) {
     this.name = name;
-    this.size = table.length;
-    this.table = table;
+    this.size = index.size;
+    this.index = index;
     this.splitter = new Splitter(name);
-    this.ranks = index.ranks;
-    this.byteRanks = index.byteRanks;
     this.cache = new Map();
     this.utf8 = new Uint8Array(256);
     this.unitAt = new Int32Array(257);
     this.encoder = new TextEncoder();
-    this.tokenBytes = null;
   }
 
   /** Number of tokens in `text` (special-token text is ordinary text). */
   count(text) {
     if (!text.isWellFormed()) text = text.toWellFormed();
-    const { ranks, splitter } = this;
+    const { index, splitter } = this;
     let n = 0;
     for (let i = 0, end = 0; i < text.length; i = end) {
       end = splitter.next(text, i);
-      const piece = text.slice(i, end);
-      n += ranks.has(piece) ? 1 : this.merge(piece).length;
+      n += index.rank(text, i, end) !== NO_RANK ? 1 : this.merge(text.slice(i, end)).length;
     }
     return n;
   }
@@ -67,14 +61,13 @@ export class Encoding {
   /** Token ids of `text`, as an Int32Array. */
   encode(text) {
     if (!text.isWellFormed()) text = text.toWellFormed();
-    const { ranks, splitter } = this;
+    const { index, splitter } = this;
     let out = new Int32Array(Math.max(16, text.length >> 1));
     let n = 0;
     for (let i = 0, end = 0; i < text.length; i = end) {
       end = splitter.next(text, i);
-      const piece = text.slice(i, end);
-      const rank = ranks.get(piece);
-      const ids = rank === undefined ? this.merge(piece) : null;
+      const rank = index.rank(text, i, end);
+      const ids = rank === NO_RANK ? this.merge(text.slice(i, end)) : null;
       const need = n + (ids === null ? 1 : ids.length);
       if (need > out.length) {
         const bigger = new Int32Array(Math.max(need, out.length * 2));
@@ -89,21 +82,19 @@ export class Encoding {
 
   /** The bytes that `ids` stand for; throws on an id that is not a rank. */
   decodeBytes(ids) {
-    if (this.tokenBytes === null) {
-      this.tokenBytes = this.table.map((t) => (typeof t === 'string' ? this.encoder.encode(t) : Uint8Array.from(t)));
-    }
-    const parts = this.tokenBytes;
+    const { index } = this;
     let size = 0;
     for (let i = 0; i < ids.length; i++) {
-      const part = parts[ids[i]];
-      if (part === undefined) throw new RangeError(`${this.name}: ${ids[i]} is not a token id`);
+      const part = index.bytesOf(ids[i]);
+      if (part === null) throw new RangeError(`${this.name}: ${ids[i]} is not a token id`);
       size += part.length;
     }
     const out = new Uint8Array(size);
     let at = 0;
     for (let i = 0; i < ids.length; i++) {
-      out.set(parts[ids[i]], at);
-      at += parts[ids[i]].length;
+      const part = index.bytesOf(ids[i]);
+      out.set(part, at);
+      at += part.length;
     }
     return out;
   }
@@ -121,8 +112,8 @@ export class Encoding {
 
   // ASCII: a byte is a char, so slices of the piece are the keys.
   mergeAscii(piece) {
-    const { ranks } = this;
-    return bytePairMerge(piece.length, (a, b) => ranks.get(piece.slice(a, b)) ?? NO_RANK);
+    const { index } = this;
+    return bytePairMerge(piece.length, (a, b) => index.rank(piece, a, b));
   }
 
   // Otherwise work on the UTF-8 bytes. A slice that starts and ends on character
@@ -145,12 +136,12 @@ export class Encoding {
       }
     }
     unitAt[written] = unit;
-    const { ranks, byteRanks } = this;
+    const { index } = this;
     const rankOf = (a, b) => {
       const from = unitAt[a];
       const to = unitAt[b];
-      if (from >= 0 && to >= 0 && piece.charCodeAt(from) !== BOM) return ranks.get(piece.slice(from, to)) ?? NO_RANK;
-      return byteRanks.get(String.fromCharCode(...bytes.subarray(a, b))) ?? NO_RANK;
+      if (from >= 0 && to >= 0 && piece.charCodeAt(from) !== BOM) return index.rank(piece, from, to);
+      return index.byteRanks.get(String.fromCharCode(...bytes.subarray(a, b))) ?? NO_RANK;
     };
     return bytePairMerge(written, rankOf);
   }
@@ -188,30 +179,77 @@ function bytePairMerge(n, rankOf) {
 }
 
 /**
- * The lookup maps of a vocabulary table: string → rank, byte string → rank. With
- * `pause` (a function returning a promise), built `slice` ranks at a time, awaiting
- * `pause()` in between: building all 200,000 at once is ~40 ms of a thread that may
- * be streaming a reply (js/tokenizer/python-module.js).
+ * An encoding's ranks, found from any slice of any string without making a string per
+ * token. A Map of 200,000 token strings took a first count ~130 ms to build on this
+ * machine (its strings sliced one by one, then hashed and inserted, then collected),
+ * most of what the first Send waited for on a fresh page. Here the tokens that are text
+ * stay in the one string JSON.parse made (`text`, in rank order); `start` and `units`
+ * locate each rank in it (units 0: a token kept as bytes, in `byteRanks`, keyed by one
+ * char per byte); `slots` is an open-addressing table (linear probing, at most half
+ * full) of rank + 1 by a hash of the token's UTF-16 units, so a lookup hashes the
+ * slice where it lies and compares it with `text` in place.
  */
-export function indexTable(table, pause = null, slice = 16384) {
-  const ranks = new Map();
-  const byteRanks = new Map();
-  const fill = (from, to) => {
-    for (let rank = from; rank < to; rank++) {
-      const token = table[rank];
-      if (typeof token === 'string') ranks.set(token, rank);
-      else byteRanks.set(String.fromCharCode(...token), rank);
-    }
-  };
-  if (pause === null) {
-    fill(0, table.length);
-    return { ranks, byteRanks };
+export class TokenIndex {
+  /** An empty index of `size` ranks over `text`; `addText` or `addBytes` each rank once. */
+  constructor(text, size) {
+    this.text = text;
+    this.size = size;
+    this.start = new Int32Array(size);
+    this.units = new Uint16Array(size);
+    let slots = 1;
+    while (slots < size * 2) slots *= 2;
+    this.slots = new Int32Array(slots);
+    this.mask = slots - 1;
+    this.byteRanks = new Map(); // byte string -> rank
+    this.bytes = new Map(); // rank -> its bytes, for the tokens kept as bytes
+    this.utf8 = null; // rank -> its UTF-8 bytes, made on the first decode
   }
-  return (async () => {
-    for (let from = 0; from < table.length; from += slice) {
-      fill(from, Math.min(from + slice, table.length));
-      await pause();
+
+  /** `rank` is `text` from `start`, `units` UTF-16 units long. */
+  addText(rank, start, units) {
+    this.start[rank] = start;
+    this.units[rank] = units;
+    const { slots, mask, text } = this;
+    let slot = hashUnits(text, start, start + units) & mask;
+    while (slots[slot] !== 0) slot = (slot + 1) & mask;
+    slots[slot] = rank + 1;
+  }
+
+  /** `rank` is these bytes (not UTF-8 text, or text that begins with a BOM). */
+  addBytes(rank, bytes) {
+    this.bytes.set(rank, Uint8Array.from(bytes));
+    this.byteRanks.set(String.fromCharCode(...bytes), rank);
+  }
+
+  /** The rank of `s.slice(a, b)` as text, or NO_RANK. */
+  rank(s, a, b) {
+    const { slots, mask, text, start, units } = this;
+    const length = b - a;
+    for (let slot = hashUnits(s, a, b) & mask; ; slot = (slot + 1) & mask) {
+      const found = slots[slot] - 1;
+      if (found < 0) return NO_RANK;
+      if (units[found] !== length) continue;
+      let i = 0;
+      const at = start[found];
+      while (i < length && text.charCodeAt(at + i) === s.charCodeAt(a + i)) i++;
+      if (i === length) return found;
     }
-    return { ranks, byteRanks };
-  })();
+  }
+
+  /** The bytes token `rank` stands for, or null when it is not a rank. */
+  bytesOf(rank) {
+    if (!Number.isInteger(rank) || rank < 0 || rank >= this.size) return null;
+    if (this.units[rank] === 0) return this.bytes.get(rank) ?? null;
+    this.utf8 ??= new Array(this.size);
+    return (this.utf8[rank] ??= UTF8.encode(this.text.slice(this.start[rank], this.start[rank] + this.units[rank])));
+  }
+}
+
+const UTF8 = new TextEncoder();
+
+// FNV-1a over UTF-16 code units: the same value for a slice wherever it lies.
+function hashUnits(s, a, b) {
+  let h = 0x811c9dc5;
+  for (let i = a; i < b; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }

@@ -8,12 +8,13 @@
 //    "text": the tokens that are text, joined in rank order,
 //    "lengths": a character per rank, 0x20 + its length in `text` (0x20 alone: bytes),
 //    "bytes": {"<rank>": base64}}
-// so a rank's string is a slice of one string JSON.parse made natively. Read in slices
-// rather than imported as a module of literals: evaluating 200,000 literals is one long
-// task of the thread that also streams replies. Checked whole before use: a table one
-// token off would miscount every prompt without a sign.
+// so a rank's string lies in one string JSON.parse made natively, and is never sliced
+// out of it: the index (bpe.js TokenIndex) finds a rank by where its text lies. Read in
+// slices rather than imported as a module of literals: evaluating 200,000 literals is
+// one long task of the thread that also streams replies. Checked whole before use: a
+// table one token off would miscount every prompt without a sign.
 
-import { ENCODINGS, Encoding, indexTable } from './bpe.js';
+import { ENCODINGS, Encoding, TokenIndex } from './bpe.js';
 
 export const FORMAT = 'firsttoken-vocabulary/1';
 const LENGTH_BASE = 0x20;
@@ -45,11 +46,11 @@ function base64Bytes(s) {
 }
 
 /**
- * The table (index = rank: a string, or the bytes) of a served vocabulary `doc` for
- * `name`, `slice` ranks at a time with `await pause()` in between (when given). Throws
- * when `doc` is not that vocabulary, whole and well formed.
+ * The index (bpe.js TokenIndex) of a served vocabulary `doc` for `name`, `slice` ranks
+ * at a time with `await pause()` in between (when given). Throws when `doc` is not that
+ * vocabulary, whole and well formed.
  */
-export async function tableFromVocabulary(doc, name, pause = null, slice = 16384) {
+export async function indexVocabulary(doc, name, pause = null, slice = 16384) {
   const bad = (why) => new Error(`${name} vocabulary: ${why}`);
   if (doc === null || typeof doc !== 'object' || doc.format !== FORMAT) throw bad(`not ${FORMAT}`);
   if (doc.encoding !== name) throw bad(`it is ${doc.encoding}'s`);
@@ -58,7 +59,7 @@ export async function tableFromVocabulary(doc, name, pause = null, slice = 16384
       || lengths.length !== ranks || bytes === null || typeof bytes !== 'object') {
     throw bad('its ranks, text, lengths or bytes are missing');
   }
-  const table = new Array(ranks);
+  const index = new TokenIndex(text, ranks);
   let at = 0; // in `text`
   let raw = 0; // byte tokens taken
   for (let from = 0; from < ranks; from += slice) {
@@ -66,12 +67,13 @@ export async function tableFromVocabulary(doc, name, pause = null, slice = 16384
     for (let rank = from; rank < to; rank++) {
       const units = lengths.charCodeAt(rank) - LENGTH_BASE;
       if (units > 0) {
-        table[rank] = text.slice(at, at + units);
+        if (at + units > text.length) throw bad(`rank ${rank} runs past its text`);
+        index.addText(rank, at, units);
         at += units;
       } else if (units === 0) {
         const token = base64Bytes(bytes[rank]);
         if (token === null) throw bad(`rank ${rank} has neither text nor bytes`);
-        table[rank] = token;
+        index.addBytes(rank, token);
         raw++;
       } else {
         throw bad(`rank ${rank} has no length`);
@@ -81,12 +83,12 @@ export async function tableFromVocabulary(doc, name, pause = null, slice = 16384
   }
   if (at !== text.length) throw bad(`its lengths cover ${at} of ${text.length} characters of text`);
   if (raw !== Object.keys(bytes).length) throw bad('it has bytes for ranks that are text');
-  return table;
+  return index;
 }
 
 /**
  * Load an encoding's vocabulary (`<name>.decoded.json` under `dataURL`, the page's
- * vendor/tiktoken/) and build its Encoding; `pause`: see indexTable.
+ * vendor/tiktoken/) and build its Encoding; `pause`: see indexVocabulary.
  */
 export async function loadEncoding(name, dataURL, pause = null) {
   if (!ENCODINGS.includes(name)) throw new Error(`unsupported encoding ${name}`);
@@ -94,6 +96,5 @@ export async function loadEncoding(name, dataURL, pause = null) {
   if (!response.ok) throw new Error(`${name}.decoded.json: HTTP ${response.status}`);
   const doc = JSON.parse(await response.text());
   if (pause !== null) await pause();
-  const table = await tableFromVocabulary(doc, name, pause);
-  return new Encoding(name, table, await indexTable(table, pause));
+  return new Encoding(name, await indexVocabulary(doc, name, pause));
 }

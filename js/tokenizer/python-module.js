@@ -13,9 +13,9 @@
 // module again (js/boot/pyodide-loader.js does on every boot, restored or not).
 //
 // Only `load` is asynchronous. It imports the tokenizer and fetches the vocabulary on
-// first use (never at boot), then reads it and builds the lookup maps in slices, handing
-// the thread back in between, so that a reply streaming meanwhile is paused for one
-// slice at a time (a few ms), not for the whole build (~100–200 ms).
+// first use (never at boot), then reads it and builds its index (bpe.js TokenIndex) in
+// slices, handing the thread back in between, so that a reply streaming meanwhile is
+// paused for one slice at a time (a few ms), not for the whole load (~100 ms).
 //
 // Text arrives as UTF-8 bytes (a Python `bytes`, read in place through the buffer
 // protocol): Python encodes at C speed, where converting a str to a JavaScript string

@@ -303,3 +303,65 @@ json.dumps(out)
     assert answer["reload"][0] == "no error"  # built once: a later load returns at once
     assert answer["counted"] == 4
     assert len(tokens_page.page.workers) == 1  # Python's, and no other
+
+
+INDEX_CHECKS = """async () => {
+  const { indexVocabulary, loadEncoding } = await import('/js/tokenizer/data.js');
+  const NO_RANK = 0x7fffffff;
+  // Three ranks: 'a', 'bcd', and the byte 0xFF (not UTF-8, so kept as bytes).
+  const good = () => ({ format: 'firsttoken-vocabulary/1', encoding: 'o200k_base', ranks: 3,
+                        text: 'abcd', lengths: '\\u0021\\u0023\\u0020', bytes: { 2: '/w==' } });
+  const cases = {
+    whole: () => {},
+    other_encoding: (d) => { d.encoding = 'cl100k_base'; },
+    text_short: (d) => { d.text = 'abc'; },
+    text_long: (d) => { d.text = 'abcde'; },
+    a_rank_without_length: (d) => { d.lengths = '\\u0021\\u0023'; },
+    bytes_missing: (d) => { d.bytes = {}; },
+    bytes_not_base64: (d) => { d.bytes = { 2: '!!!!' }; },
+    bytes_for_text: (d) => { d.bytes = { 1: 'YQ==', 2: '/w==' }; },
+  };
+  const out = {};
+  for (const [name, change] of Object.entries(cases)) {
+    const doc = good();
+    change(doc);
+    try {
+      const index = await indexVocabulary(doc, 'o200k_base');
+      out[name] = { a: index.rank('a', 0, 1), bcd: index.rank('xbcdx', 1, 4), bc: index.rank('bc', 0, 2),
+                    none: index.rank('zz', 0, 2) === NO_RANK, byte: [...index.bytesOf(2)], out: index.bytesOf(3) };
+    } catch (e) {
+      out[name] = e.message;
+    }
+  }
+  // The real vocabularies: every rank that is text is found from its text, in place
+  // and as a string of its own (the table's collisions probed past), and decodes to it.
+  out.misses = {};
+  for (const name of ['o200k_base', 'cl100k_base']) {
+    const { index } = await loadEncoding(name, new URL('/vendor/tiktoken/', location.href));
+    let misses = 0, texts = 0;
+    for (let rank = 0; rank < index.size; rank++) {
+      const units = index.units[rank];
+      if (units === 0) continue;
+      texts++;
+      const at = index.start[rank];
+      const own = index.text.slice(at, at + units);
+      if (index.rank(index.text, at, at + units) !== rank || index.rank(`<${own}>`, 1, units + 1) !== rank
+          || new TextDecoder().decode(index.bytesOf(rank)) !== own) misses++;
+    }
+    out.misses[name] = [misses, texts];
+  }
+  return out;
+}"""
+
+
+def test_the_vocabulary_index_finds_every_rank_and_refuses_a_vocabulary_that_is_not_whole(tokens_page: TokensPage) -> None:
+    out = tokens_page.page.evaluate(INDEX_CHECKS)
+    assert out["whole"] == {"a": 0, "bcd": 1, "bc": 0x7FFFFFFF, "none": True, "byte": [255], "out": None}
+    assert out["other_encoding"] == "o200k_base vocabulary: it is cl100k_base's"
+    assert out["text_short"] == "o200k_base vocabulary: rank 1 runs past its text"
+    assert out["text_long"] == "o200k_base vocabulary: its lengths cover 4 of 5 characters of text"
+    assert out["a_rank_without_length"] == "o200k_base vocabulary: its ranks, text, lengths or bytes are missing"
+    assert out["bytes_missing"] == out["bytes_not_base64"] == "o200k_base vocabulary: rank 2 has neither text nor bytes"
+    assert out["bytes_for_text"] == "o200k_base vocabulary: it has bytes for ranks that are text"
+    for name, (misses, texts) in out["misses"].items():
+        assert texts > 90_000 and misses == 0, (name, misses, texts)
