@@ -29,6 +29,7 @@ const NO_RANK = 0x7fffffff;
 // LRU order, which would cost a delete and a set on every hit.
 const CACHE_LIMIT = 1 << 16;
 const ASCII = /^[\x00-\x7f]*$/;
+const UTF8 = new TextEncoder();
 
 export class Encoding {
   /**
@@ -43,7 +44,6 @@ export class Encoding {
     this.cache = new Map();
     this.utf8 = new Uint8Array(256);
     this.unitAt = new Int32Array(257);
-    this.encoder = new TextEncoder();
   }
 
   /** Number of tokens in `text` (special-token text is ordinary text). */
@@ -123,7 +123,7 @@ export class Encoding {
       this.utf8 = new Uint8Array(piece.length * 3);
       this.unitAt = new Int32Array(piece.length * 3 + 1);
     }
-    const { written } = this.encoder.encodeInto(piece, this.utf8);
+    const { written } = UTF8.encodeInto(piece, this.utf8);
     const bytes = this.utf8;
     const unitAt = this.unitAt; // UTF-16 index of each byte that starts a character, else -1
     let unit = 0;
@@ -202,7 +202,7 @@ export class TokenIndex {
     this.mask = slots - 1;
     this.byteRanks = new Map(); // byte string -> rank
     this.bytes = new Map(); // rank -> its bytes, for the tokens kept as bytes
-    this.utf8 = null; // rank -> its UTF-8 bytes, made on the first decode
+    this.textBytes = null; // rank -> its UTF-8 bytes, made on the first decode of it
   }
 
   /** `rank` is `text` from `start`, `units` UTF-16 units long. */
@@ -240,12 +240,10 @@ export class TokenIndex {
   bytesOf(rank) {
     if (!Number.isInteger(rank) || rank < 0 || rank >= this.size) return null;
     if (this.units[rank] === 0) return this.bytes.get(rank) ?? null;
-    this.utf8 ??= new Array(this.size);
-    return (this.utf8[rank] ??= UTF8.encode(this.text.slice(this.start[rank], this.start[rank] + this.units[rank])));
+    this.textBytes ??= new Array(this.size);
+    return (this.textBytes[rank] ??= UTF8.encode(this.text.slice(this.start[rank], this.start[rank] + this.units[rank])));
   }
 }
-
-const UTF8 = new TextEncoder();
 
 // FNV-1a over UTF-16 code units: the same value for a slice wherever it lies.
 function hashUnits(s, a, b) {
