@@ -35,8 +35,9 @@ run's percentile; max is over all runs. Every sample goes to build/bench/native.
 `make report` for the CDF).
 
 Prints progress lines, then LAST one JSON line with `<renderer>_{p50,p95,max}_ms_<rate>`
-(`-` as `_`), `webkit_vs_native_p95_<rate>` (target at 50 tok/s: ≤ 1.5) and the
-machine's load.
+(`-` as `_`), `webkit_vs_native_p95_<rate>` (target at 50 tok/s: ≤ 1.5),
+`<engine>_vs_<engine>_plain_p95_<rate>` (the page against the same engine's plain-text
+peer) and the machine's load.
 """
 
 from __future__ import annotations
@@ -210,6 +211,12 @@ def main() -> None:
             value = summary.get(f"{other}_p95_ms_{tps}")
             if native and value is not None:
                 summary[f"{other}_vs_native_p95_{tps}"] = round(value / native, 2)
+        # Each engine's page against its own plain-text peer (issue 28's figure for WebKit:
+        # what the page adds to the engine's floor, which is not the page's to lower).
+        for engine in ("webkit", "chromium"):
+            page, plain = summary.get(f"{engine}_p95_ms_{tps}"), summary.get(f"{engine}_plain_p95_ms_{tps}")
+            if page is not None and plain:
+                summary[f"{engine}_vs_{engine}_plain_p95_{tps}"] = round(page / plain, 2)
 
     load = [round(load_before[0], 1), round(load_after[0], 1)]
     record = {
