@@ -223,7 +223,7 @@ class ChromiumPage:
         self.errors: list[str] = []
         self.context = browser.new_context(viewport={"width": WINDOW[0], "height": WINDOW[1]})
         self.context.add_init_script(CHROMIUM_HOST)
-        self.requests = 0
+        self._settings = 0  # settings messages sent, for their ids (as WebKitPage)
         try:
             self.page = self.context.new_page()
             self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -241,8 +241,8 @@ class ChromiumPage:
             raise
 
     def reply(self, sim: str, tokens: int, timeout: float = 300, frames: bool = False, throttled: bool = True) -> Reply:
-        self.requests += 1
-        answer = self.page.evaluate(CHROMIUM_SETTINGS, [_page_settings(sim), f"bench-settings-{self.requests}"])
+        self._settings += 1
+        answer = self.page.evaluate(CHROMIUM_SETTINGS, [_page_settings(sim), f"bench-settings-{self._settings}"])
         if answer.get("type") != "settings.applied":
             raise BenchReplyError(f"{self.name}: settings refused: {answer}")
         self.page.evaluate(CLEAR)
