@@ -87,6 +87,7 @@ from .stream.client import (
 )
 from .stream import dialects
 from .stream.answer import AnswerStream
+from .stream.types import Completion
 from .stream.resume import GONE_CODES, cancel_url, events_url, status_url, stream_id_of
 from .tokens import estimate_tokens
 
