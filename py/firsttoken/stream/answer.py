@@ -130,6 +130,7 @@ class AnswerStream:
         self._decoder = SSEDecoder(max_line_bytes or self.MAX_LINE_BYTES, max_event_bytes or self.MAX_EVENT_BYTES)
         self._answer = Answer(max_chars)
         self._done = False
+        self._finished = False
         #: Whether events are numbered by a firsttoken gateway. Only then is an event
         #: whose number was taken already skipped: a plain server's ids mean nothing to
         #: us, and per the SSE spec an event without an `id:` line repeats the last one.
@@ -206,6 +207,25 @@ class AnswerStream:
         """The answer as one JSON body, from a server that ignored `"stream": true`."""
         raise InvalidChunk("the answer is not an event stream")
 
+    def finish(self) -> list[Update]:
+        """End of the body: the updates of what was held back until the end (the start
+        of an answer that might have been a `<think>` tag: `think_tags`), once. The
+        client sends them as text before `close()`; `close()` takes them itself when
+        nobody asked."""
+        if self._finished:
+            return []
+        self._finished = True
+        out: list[Update] = []
+        try:
+            self._finish(out)
+        except (InvalidChunk, ResponseTooLarge) as exc:
+            exc.partial = self.partial
+            raise
+        return out
+
+    def _finish(self, out: list[Update]) -> None:
+        """A dialect's held text, as updates (none by default)."""
+
     def close(self) -> Completion:
         """End of the body: the assembled answer.
 
@@ -215,6 +235,7 @@ class AnswerStream:
         self._decoder.close()
         if not self._complete():
             raise TruncatedStream(f"the stream ended before {self._END}", partial=self.partial)
+        self.finish()
         return self._answer.build()
 
 

@@ -116,6 +116,8 @@ class Answer:
         self.system_fingerprint: str | None = None
         self.usage: dict[str, Any] | None = None
         self.choices: dict[int, _ChoiceState] = {}
+        #: The answer's replay parts (`Completion.replay`), in order.
+        self.replay: list[dict[str, Any]] = []
 
     def identify(self, obj: dict[str, Any], keys: tuple[str, ...] = ("id", "model")) -> None:
         """Take the answer's `id` and `model` (or `system_fingerprint`) from `obj`, the
@@ -148,6 +150,12 @@ class Answer:
             self._count(1)
             call = calls[index] = ToolCallState()
         return call
+
+    def add_replay(self, item: dict[str, Any], size: int) -> None:
+        """Keep one replay part; `size`: its characters (signatures and encrypted
+        content are large), counted against `max_chars` like text."""
+        self._count(size + 1)
+        self.replay.append(item)
 
     @property
     def finished(self) -> bool:
@@ -201,6 +209,7 @@ class Answer:
             usage=self.usage,
             system_fingerprint=self.system_fingerprint,
             choices=choices,
+            replay=tuple(self.replay),
         )
 
 

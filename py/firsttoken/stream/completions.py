@@ -16,6 +16,24 @@ Mistral's magistral models send `delta.content` as a list of typed parts: `text`
 are content, `thinking` parts (whose `thinking` is a list of text parts, or a string)
 are reasoning (docs.mistral.ai, "Reasoning": `ThinkChunk`).
 
+Reasoning, in every shape a compatible server sends it (../shared/RESEARCH-REASONING.md
+§1a): `reasoning_content` (DeepSeek, SGLang, llama.cpp, older vLLM), `reasoning`
+(OpenRouter, Ollama's `/v1`, vLLM since PR#27752), `reasoning_details[]` (OpenRouter:
+typed `reasoning.text` and `reasoning.summary`, shown; `reasoning.encrypted`, not),
+Mistral's thinking parts, and `<think>` tags inline in a string `content`
+(`think_tags.ThinkTagSplitter`, one per choice; `think_implicit`: the model sends only
+the closing tag). OpenRouter sends the same text in `reasoning` and in
+`reasoning_details`, so the details are shown only when no string field came.
+
+What goes back (`Completion.replay`, choice 0's, as fields to set on the assistant
+message on later turns): the `reasoning_details` (OpenRouter: "send reasoning_details
+back on the assistant message to keep reasoning across tool calls"), merged from their
+streamed fragments; and `reasoning_content` when the answer called tools and the
+server named its reasoning so (DeepSeek V4: a tool-call turn's `reasoning_content`
+"must" go back in later requests, else 400; plain turns' is ignored, so it is not
+sent: api-docs.deepseek.com/guides/thinking_mode). Inline tags never go back: they
+are stripped from the answer (hermes-agent PR#9306: models imitate re-sent tags).
+
 Every failure is a firsttoken error carrying `partial`, the text of choice 0 so far.
 The framing and the numbered events of a resumable stream (`firsttoken.stream.answer`)
 and the assembly (`firsttoken.stream.assembly`) are every dialect's; what `chat.error`
@@ -33,6 +51,7 @@ from ..errors import InvalidChunk, ResponseTooLarge
 from .answer import AnswerStream, loads, optional_int, optional_str, upstream_error
 from .assembly import DEFAULT_MAX_CHARS, Answer
 from .sse import ServerSentEvent
+from .think_tags import ThinkTagSplitter
 from .types import __all__ as _TYPES
 from .types import (
     Choice,
@@ -82,7 +101,101 @@ def _content_parts(parts: list[Any], what: str, out: list[tuple[type, str]]) -> 
                 raise InvalidChunk(f"{where}.thinking is {type(thinking).__name__}, not a list or a string")
 
 
-def _apply(answer: Answer, obj: Any, out: list[Update], *, part: str) -> None:
+#: Most `reasoning_details` entries kept for replay (after merging fragments); past it,
+#: the details are no longer kept (a bound on what a server sending endless ones makes
+#: us hold; each is counted against the answer's `max_chars` too).
+MAX_DETAILS = 256
+#: The string fields of a reasoning detail that arrive in fragments, to concatenate.
+_DETAIL_TEXTS = ("text", "summary", "data")
+#: A detail's shown text, by type (openrouter.ai/docs/use-cases/reasoning-tokens).
+_DETAIL_SHOWN = {"reasoning.text": "text", "reasoning.summary": "summary"}
+
+
+class _Reasoning:
+    """A stream's reasoning state beyond the assembled text: the tag splitter of each
+    choice, the reasoning details of choice 0 (for replay), and which field named it."""
+
+    __slots__ = ("implicit", "splitters", "fielded", "details", "named_content")
+
+    def __init__(self, *, implicit: bool = False, answering: bool = False) -> None:
+        self.implicit = implicit
+        self.splitters: dict[int, ThinkTagSplitter] = {}
+        if answering:  # a resumed answer whose start was shown already
+            self.splitters[0] = ThinkTagSplitter(answering=True)
+        self.fielded: set[int] = set()  # choices whose reasoning came in a field
+        self.details: list[dict[str, Any]] = []
+        self.named_content = False  # choice 0's reasoning came as `reasoning_content`
+
+    def splitter(self, index: int) -> ThinkTagSplitter:
+        splitter = self.splitters.get(index)
+        if splitter is None:
+            splitter = self.splitters[index] = ThinkTagSplitter(implicit=self.implicit and index not in self.fielded)
+        return splitter
+
+    def fielded_reasoning(self, index: int) -> None:
+        # The server parsed the reasoning out itself: content has no implicit start.
+        self.fielded.add(index)
+        splitter = self.splitters.get(index)
+        if splitter is not None and splitter.deciding:
+            splitter.implicit = False
+
+    def detail(self, answer: Answer, item: dict[str, Any]) -> None:
+        """Keep one `reasoning_details` entry, merged into the last when it is a
+        fragment of it (same `type` and `index`, as OpenRouter streams them)."""
+        last = self.details[-1] if self.details else None
+        size = sum(len(v) for v in item.values() if isinstance(v, str))
+        if last is not None and last.get("type") == item.get("type") and last.get("index") == item.get("index"):
+            answer._count(size)
+            for key, value in item.items():
+                if key in _DETAIL_TEXTS and isinstance(value, str) and isinstance(last.get(key), str):
+                    last[key] += value
+                elif value is not None:
+                    last[key] = value
+        elif len(self.details) < MAX_DETAILS:
+            answer._count(size + 1)
+            self.details.append(dict(item))
+
+    def finish(self, answer: Answer, index: int, reason: str | None, out: list[Update]) -> None:
+        """Choice `index` ended (`reason`): its held content, decided."""
+        splitter = self.splitters.get(index)
+        if splitter is not None:
+            _pieces(answer, splitter.finish(cut=reason == "length"), index, out)
+
+    def replay(self, answer: Answer) -> None:
+        """Choice 0's replay parts, onto `answer` (once, at the end)."""
+        if self.details:
+            answer.replay.append({"reasoning_details": self.details})
+        state = answer.choices.get(0)
+        if self.named_content and state is not None and state.tool_calls:
+            text = state.reasoning.value()
+            if text:
+                answer.add_replay({"reasoning_content": text}, len(text))
+
+
+def _pieces(answer: Answer, pieces: list[tuple[bool, str]], index: int, out: list[Update]) -> None:
+    for is_reasoning, text in pieces:
+        answer.add((ReasoningDelta if is_reasoning else ContentDelta)(text, index), out)
+
+
+def _details(answer: Answer, reasoning: _Reasoning, details: Any, index: int, where: str, shown: bool,
+             texts: list[tuple[type, str]]) -> None:
+    """OpenRouter's `reasoning_details`: kept (choice 0) and, unless `shown` already as
+    a string field, their text and summaries shown."""
+    if not isinstance(details, list):
+        raise InvalidChunk(f"{where}.reasoning_details is {type(details).__name__}, not a list")
+    for position, item in enumerate(details):
+        if not isinstance(item, dict):
+            raise InvalidChunk(f"{where}.reasoning_details[{position}] is {type(item).__name__}, not an object")
+        key = _DETAIL_SHOWN.get(item.get("type"))  # type: ignore[arg-type]
+        if key is not None and not shown:
+            text = optional_str(item, key, f"{where}.reasoning_details[{position}]")
+            if text:
+                texts.append((ReasoningDelta, text))
+        if index == 0:
+            reasoning.detail(answer, item)
+
+
+def _apply(answer: Answer, obj: Any, out: list[Update], *, part: str, reasoning: _Reasoning) -> None:
     """Apply one chunk (`part="delta"`) or one whole body (`part="message"`) to `answer`;
     both entry points (`ChatStream`, `parse_completion`) share it."""
     if not isinstance(obj, dict):
@@ -96,7 +209,7 @@ def _apply(answer: Answer, obj: Any, out: list[Update], *, part: str) -> None:
     if not isinstance(choices, list):
         raise InvalidChunk("choices is not a list")
     for item in choices:
-        _apply_choice(answer, item, part, out)
+        _apply_choice(answer, item, part, out, reasoning)
     usage = obj.get("usage")
     if usage is not None:
         if not isinstance(usage, dict):
@@ -113,7 +226,7 @@ def _apply(answer: Answer, obj: Any, out: list[Update], *, part: str) -> None:
         )
 
 
-def _apply_choice(answer: Answer, item: Any, part: str, out: list[Update]) -> None:
+def _apply_choice(answer: Answer, item: Any, part: str, out: list[Update], state: _Reasoning) -> None:
     if not isinstance(item, dict):
         raise InvalidChunk("a choice is not an object")
     index = item.get("index", 0)
@@ -131,23 +244,31 @@ def _apply_choice(answer: Answer, item: Any, part: str, out: list[Update]) -> No
     # vLLM and DeepSeek name it reasoning_content, OpenRouter reasoning; a server
     # sending both sends the same text twice, so the first present one wins.
     reasoning = optional_str(delta, "reasoning_content", part)
-    if reasoning is None:
+    if reasoning:
+        if index == 0:
+            state.named_content = True
+    else:
         reasoning = optional_str(delta, "reasoning", part)
     texts: list[tuple[type, str]] = []
     if reasoning:
         texts.append((ReasoningDelta, reasoning))
+    details = delta.get("reasoning_details")
+    if details is not None:
+        _details(answer, state, details, index, part, bool(reasoning), texts)
+    if texts:
+        state.fielded_reasoning(index)
     content = delta.get("content")
     if isinstance(content, list):
         _content_parts(content, part, texts)
     elif content is not None and not isinstance(content, str):
         raise InvalidChunk(f"{part}.content is {type(content).__name__}, not a string or a list")
-    elif content:
-        texts.append((ContentDelta, content))
-    refusal = optional_str(delta, "refusal", part)
-    if refusal:
-        texts.append((RefusalDelta, refusal))
     for kind, text in texts:
         answer.add(kind(text, index), out)
+    if isinstance(content, str) and content:
+        _pieces(answer, state.splitter(index).feed(content), index, out)
+    refusal = optional_str(delta, "refusal", part)
+    if refusal:
+        answer.add(RefusalDelta(refusal, index), out)
     tool_calls = delta.get("tool_calls")
     if tool_calls is not None:
         if not isinstance(tool_calls, list):
@@ -156,6 +277,7 @@ def _apply_choice(answer: Answer, item: Any, part: str, out: list[Update]) -> No
             _apply_tool_call(answer, index, call, position, part, out)
     finish = optional_str(item, "finish_reason", "choices[]")
     if finish:
+        state.finish(answer, index, finish, out)
         answer.add(FinishReason(finish, index), out)
 
 
@@ -207,6 +329,12 @@ class ChatStream(AnswerStream):
 
     _END = "[DONE] or a finish_reason"
 
+    def __init__(self, *, think_implicit: bool = False, **kw: Any) -> None:
+        super().__init__(**kw)
+        #: `think_implicit`: the model opens its reasoning without a tag (R1-style:
+        #: `tokens.models.opens_thinking_implicitly`), so its content starts as reasoning.
+        self._reasoning = _Reasoning(implicit=think_implicit, answering=bool(kw.get("prefix")))
+
     def _event(self, event: ServerSentEvent, out: list[Update]) -> None:
         if event.event == "error":
             # Some servers report a failure after the 200 as its own event type.
@@ -223,7 +351,15 @@ class ChatStream(AnswerStream):
             self._done = True
             out.append(StreamDone())
             return
-        _apply(self._answer, loads(event.data), out, part="delta")
+        _apply(self._answer, loads(event.data), out, part="delta", reasoning=self._reasoning)
+
+    def _finish(self, out: list[Update]) -> None:
+        # Choices the server ended without a finish_reason: their held content now.
+        answer = self._answer
+        for index in sorted(self._reasoning.splitters):
+            state = answer.choices.get(index)
+            self._reasoning.finish(answer, index, state.finish_reason if state else None, out)
+        self._reasoning.replay(answer)
 
     def _complete(self) -> bool:
         # Servers that omit [DONE] are common; a finish_reason says the answer ended.
@@ -231,10 +367,10 @@ class ChatStream(AnswerStream):
 
     def parse_body(self, body: bytes) -> Completion:
         # Some compatible servers ignore `stream: true` and answer in one piece.
-        return parse_completion(body, max_chars=self._answer.max_chars)
+        return parse_completion(body, max_chars=self._answer.max_chars, think_implicit=self._reasoning.implicit)
 
 
-def parse_completion(body: bytes | str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Completion:
+def parse_completion(body: bytes | str, *, max_chars: int = DEFAULT_MAX_CHARS, think_implicit: bool = False) -> Completion:
     """A non-streamed `chat.completion` body (some servers ignore `stream: true`).
 
     Raises `UpstreamError` for an `{"error": ...}` body and `InvalidChunk` for anything
@@ -248,8 +384,13 @@ def parse_completion(body: bytes | str, *, max_chars: int = DEFAULT_MAX_CHARS) -
     ):
         raise InvalidChunk("not a chat completion: no choices list")
     answer = Answer(max_chars)
+    reasoning = _Reasoning(implicit=think_implicit)
     try:
-        _apply(answer, obj, [], part="message")
+        _apply(answer, obj, [], part="message", reasoning=reasoning)
+        for index in sorted(reasoning.splitters):
+            if not answer.choice(index).finish_reason:
+                reasoning.finish(answer, index, None, [])
+        reasoning.replay(answer)
     except (InvalidChunk, ResponseTooLarge) as exc:
         exc.partial = answer.partial()
         raise

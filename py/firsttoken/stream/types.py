@@ -48,7 +48,9 @@ class ContentDelta(_TextDelta):
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta(_TextDelta):
-    """More reasoning ("thinking") text, from `reasoning_content` or `reasoning`."""
+    """More reasoning ("thinking") text, in any of its wire shapes: `reasoning_content`,
+    `reasoning`, `reasoning_details`, Mistral's thinking parts, inline `<think>` tags,
+    Responses' summary and reasoning text, Anthropic's `thinking_delta`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,13 @@ class Completion:
     usage: dict[str, Any] | None = None
     system_fingerprint: str | None = None
     choices: tuple[Choice, ...] = ()
+    #: The opaque parts of the reasoning that must go back to the same API and model on
+    #: later turns, each in that API's own wire shape, in order (`chat.done.replay`;
+    #: `firsttoken.replay`): Anthropic's `thinking` (with its `signature`) and
+    #: `redacted_thinking` blocks, Responses' `reasoning` items (with
+    #: `encrypted_content`), and on Chat Completions the fields to set on the assistant
+    #: message (`{"reasoning_details": [...]}`, `{"reasoning_content": "..."}`).
+    replay: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (for the message protocol)."""
@@ -157,4 +166,5 @@ class Completion:
                 }
                 for c in self.choices
             ],
+            "replay": list(self.replay),
         }
