@@ -25,7 +25,7 @@ from . import dialects
 from .answer import AnswerStream
 from .completions import ChatStream
 from .resume import stream_id_of
-from .types import Completion, ContentDelta, ReasoningDelta
+from .types import Completion, ContentDelta, ReasoningDelta, Update
 
 __all__ = [
     "AbortSignal",
@@ -224,6 +224,26 @@ def sent_stamps(chunk: bytes) -> list[float]:
     return [float(m) for m in _SENT_STAMP.findall(chunk)]
 
 
+def _text_of(
+    updates: list[Update], clock: Callable[[], float], timings: Timings, stamps: list[float], event: int
+) -> Text | None:
+    """Choice 0's answer text and reasoning among `updates`, as one `Text` (None if
+    neither). A chunk of reasoning only is a `Text` with empty `text`: the page paints
+    reasoning from it (its first reasoning paint)."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    for update in updates:
+        if isinstance(update, ContentDelta) and update.index == 0:
+            content.append(update.text)
+        elif isinstance(update, ReasoningDelta) and update.index == 0:
+            reasoning.append(update.text)
+    if not (content or reasoning):
+        return None
+    if timings.first_delta is None:
+        timings.first_delta = clock()
+    return Text("".join(content), "".join(reasoning), stamps, event)
+
+
 async def stream_chat(
     transport: Transport,
     request: HTTPRequest,
@@ -264,7 +284,7 @@ async def stream_chat(
             body = await response.read(MAX_JSON_BODY)
             timings.first_byte = timings.first_delta = clock()
             completion = stream.parse_body(body)
-            if completion.content:
+            if completion.content or completion.reasoning:
                 yield Text(completion.content, completion.reasoning or "", [], 0)
             timings.done = clock()
             yield Finished(completion)
@@ -276,8 +296,6 @@ async def stream_chat(
                 timings.first_byte = clock()
             timings.bytes += len(chunk)
             yield _BYTES_SEEN
-            content: list[str] = []
-            reasoning: list[str] = []
             try:
                 updates = stream.feed(chunk)
             except FirstTokenError:
@@ -287,19 +305,17 @@ async def stream_chat(
                 if missing:
                     yield Text(missing, "", sent_stamps(chunk), stream.last_event)
                 raise
-            for update in updates:
-                if isinstance(update, ContentDelta) and update.index == 0:
-                    content.append(update.text)
-                elif isinstance(update, ReasoningDelta) and update.index == 0:
-                    reasoning.append(update.text)
-            if content or reasoning:
-                if timings.first_delta is None:
-                    timings.first_delta = clock()
-                text = "".join(content)
-                delivered += len(text)
-                yield Text(text, "".join(reasoning), sent_stamps(chunk), stream.last_event)
+            text = _text_of(updates, clock, timings, sent_stamps(chunk), stream.last_event)
+            if text is not None:
+                delivered += len(text.text)
+                yield text
         if abort.aborted:
             raise Aborted("stopped", partial=stream.partial)
+        # What the stream held back to the end (an answer's start that might have been a
+        # `<think>` tag, unclosed reasoning) goes out as text before the end.
+        text = _text_of(stream.finish(), clock, timings, [], stream.last_event)
+        if text is not None:
+            yield text
         completion = stream.close()
         timings.done = clock()
         yield Finished(completion)

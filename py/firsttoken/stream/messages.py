@@ -12,9 +12,18 @@
   `id` and `name`), `redacted_thinking` and server-tool blocks (nothing to show);
 * `content_block_delta`: `text_delta` → `ContentDelta`, `thinking_delta` →
   `ReasoningDelta`, `input_json_delta` of a `tool_use` block → `ToolCallDelta`
-  arguments; `signature_delta` and `citations_delta` carry no text and are skipped;
+  arguments; `signature_delta` completes a thinking block (below); `citations_delta`
+  carries no text and is skipped;
 * `content_block_stop`: a `tool_use` block that streamed no arguments gets its
   `input` as JSON text (`{}` for a call without arguments: arguments are JSON text);
+  a `thinking` block is kept whole as a replay part (`Completion.replay`):
+  `{"type": "thinking", "thinking", "signature"}`, and a `redacted_thinking` block
+  as received (`{"type", "data"}`), in order. Anthropic wants them back "exactly as
+  received" on later turns (required with tools: `anthropic` `types/thinking_block.py`),
+  and checks the signature: a block that never got one (cut before its
+  `signature_delta`, which comes "just before the block's `content_block_stop`") could
+  only be refused, so it is not kept. With `display: "omitted"` the thinking text is
+  empty and only the signature comes: the block is kept all the same;
 * `message_delta`: `stop_reason` → `FinishReason` (`end_turn`, `stop_sequence` →
   "stop"; `max_tokens`, `model_context_window_exceeded` → "length"; `tool_use` →
   "tool_calls"; `refusal` → "content_filter"; others as sent, e.g. `pause_turn`) and
@@ -77,6 +86,16 @@ ERROR_STATUS = {
 }
 
 
+class _ThinkingBlock:
+    """A `thinking` block being streamed: its text and signature, for replay."""
+
+    __slots__ = ("thinking", "signature")
+
+    def __init__(self, thinking: str, signature: str) -> None:
+        self.thinking = [thinking] if thinking else []
+        self.signature = signature
+
+
 class _ToolBlock:
     __slots__ = ("number", "input", "streamed")
 
@@ -107,6 +126,7 @@ class MessagesStream(TypedEventStream):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._tools: dict[int, _ToolBlock] = {}  # block index → its tool call
+        self._thinking: dict[int, _ThinkingBlock] = {}  # block index → its thinking block
         self._calls = 0  # tool calls so far (a block index sent twice is a new call)
         self._usage: dict[str, Any] = {}
 
@@ -150,6 +170,7 @@ class MessagesStream(TypedEventStream):
         kind = block.get("type")
         answer = self._answer
         self._tools.pop(index, None)  # a block sent again at an index starts afresh
+        self._thinking.pop(index, None)
         if kind == "text":
             text = optional_str(block, "text", "content_block")
             if text:
@@ -158,6 +179,11 @@ class MessagesStream(TypedEventStream):
             text = optional_str(block, "thinking", "content_block")
             if text:
                 answer.add(ReasoningDelta(text), out)
+            signature = optional_str(block, "signature", "content_block") or ""
+            self._thinking[index] = _ThinkingBlock(text or "", signature)
+        elif kind == "redacted_thinking":
+            data = optional_str(block, "data", "content_block") or ""
+            answer.add_replay({"type": "redacted_thinking", "data": data}, len(data))
         elif kind == "tool_use":
             tool = self._tools[index] = _ToolBlock(self._calls, block.get("input"))
             self._calls += 1
@@ -183,6 +209,15 @@ class MessagesStream(TypedEventStream):
             text = required_str(delta, "thinking", "thinking_delta")
             if text:
                 self._answer.add(ReasoningDelta(text), out)
+                block = self._thinking.get(index)
+                if block is not None:
+                    block.thinking.append(text)
+        elif kind == "signature_delta":
+            signature = required_str(delta, "signature", "signature_delta")
+            block = self._thinking.get(index)
+            if block is not None and signature:
+                self._answer._count(len(signature))
+                block.signature += signature
         elif kind == "input_json_delta":
             text = required_str(delta, "partial_json", "input_json_delta")
             tool = self._tools.get(index)
@@ -192,7 +227,15 @@ class MessagesStream(TypedEventStream):
 
     @handles("content_block_stop")
     def _block_stop(self, payload: dict[str, Any], out: list[Update]) -> None:
-        tool = self._tools.get(_index(payload))
+        index = _index(payload)
+        thinking = self._thinking.pop(index, None)
+        if thinking is not None and thinking.signature:
+            # Already counted as reasoning text; kept again for replay.
+            text = "".join(thinking.thinking)
+            self._answer.add_replay(
+                {"type": "thinking", "thinking": text, "signature": thinking.signature}, len(text)
+            )
+        tool = self._tools.get(index)
         if tool is not None and not tool.streamed:
             tool.streamed = True
             start = tool.input if isinstance(tool.input, dict) else {}

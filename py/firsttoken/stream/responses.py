@@ -16,6 +16,13 @@ needed (openai-python reads `type` too). What each becomes:
   `response.reasoning_text.delta` → `ReasoningDelta` (a new summary part after another
   starts on a blank line, as the parts are paragraphs);
   `response.function_call_arguments.delta` → `ToolCallDelta` arguments;
+* `response.output_item.done` of a `reasoning` item: the item, whole, is kept as a
+  replay part (`Completion.replay`). Since the client sends `store: false`, a later
+  turn must carry the item itself, with its `encrypted_content` (asked for with
+  `include: ["reasoning.encrypted_content"]`), and openai-python's
+  `ResponseReasoningItem` says to take it from this event: "The `encrypted_content`
+  in `response.output_item.added` may be incomplete". Its summary (or text) is shown
+  from the item when no delta of it came (a server that sends no deltas);
 * their `.done` events repeat the whole text: it is taken only if no delta of that
   part came (a server that sends no deltas), never twice;
 * `response.completed` → `FinishReason` ("tool_calls" if a function was called, else
@@ -76,6 +83,17 @@ def _text(payload: dict[str, Any], key: str) -> str:
     return required_str(payload, key, payload["type"])
 
 
+def _size(value: Any) -> int:
+    """The characters of the strings in a JSON value (what keeping it costs)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(k) + _size(v) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_size(v) for v in value)
+    return 1
+
+
 def _part(payload: dict[str, Any]) -> tuple[int | None, int | None]:
     # Which output item and part an event is about (absent or odd: one unnamed part).
     index = payload.get("content_index", payload.get("summary_index"))
@@ -103,6 +121,7 @@ class ResponsesStream(TypedEventStream):
         self._streamed: set[tuple[str, int | None, int | None]] = set()  # parts that had text in deltas
         self._role = False
         self._reasoning_at: tuple[str, int | None, int | None] | None = None
+        self._reasoned: set[int | None] = set()  # output items whose reasoning was streamed
 
     def _error(self, payload: dict[str, Any]) -> UpstreamError:
         # A top-level `error` event carries code, message and param itself (openai-python's
@@ -216,7 +235,30 @@ class ResponsesStream(TypedEventStream):
         if not text:
             return
         at = (payload["type"], *_part(payload))
+        self._reason(at, text, out)
+
+    def _reason(self, at: tuple[str, int | None, int | None], text: str, out: list[Update]) -> None:
         if self._reasoning_at is not None and at != self._reasoning_at:
             text = "\n\n" + text  # a new part of the reasoning: its own paragraph
         self._reasoning_at = at
+        if len(self._reasoned) < MAX_PARTS:
+            self._reasoned.add(at[1])
         self._answer.add(ReasoningDelta(text), out)
+
+    @handles("response.output_item.done")
+    def _item_done(self, payload: dict[str, Any], out: list[Update]) -> None:
+        item = _object(payload, "item")
+        if item.get("type") != "reasoning":
+            return
+        output_index = optional_int(payload.get("output_index"))
+        if output_index not in self._reasoned and len(self._reasoned) < MAX_PARTS:
+            # No delta of it came: its summary parts (else its reasoning text) now.
+            for field, kind in (("summary", "summary_text"), ("content", "reasoning_text")):
+                parts = item.get(field)
+                texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+                for number, text in enumerate(texts):
+                    if isinstance(text, str) and text:
+                        self._reason((f"item.{field}", output_index, number), text, out)
+                if output_index in self._reasoned:
+                    break
+        self._answer.add_replay(item, _size(item))
