@@ -80,7 +80,7 @@ class SimulatedBackend:
         framing = read.dialect.framing(chat, answer.outcome, stamp=wall_clock_ms if params.stamp else None)
         headers = {**framing.headers, FIRST_TOKEN_HEADER: f"{answer.first_token_ms:.3f}"}
         if not chat.stream:
-            content = await self.offload.run(_whole, framing, answer.pieces)
+            content = await self.offload.run(_whole, framing, answer.pieces, answer.thinking)
             return Response(content, media_type="application/json", headers=headers)
         return StreamingResponse(
             simulator.stream(framing, params, answer),
@@ -124,9 +124,10 @@ class UpstreamBackend:
         await self.upstream.aclose()
 
 
-def _whole(framing: Framing, pieces: Iterator[str]) -> bytes:
-    """A non-streamed answer, encoded (CPU work: off the loop)."""
-    return framing.whole("".join(pieces))
+def _whole(framing: Framing, pieces: Iterator[str], thinking: Iterator[str]) -> bytes:
+    """A non-streamed answer, its thinking with it, encoded (CPU work: off the loop)."""
+    reasoning = "".join(thinking)
+    return framing.whole("".join(pieces), reasoning)
 
 
 def _model_object(model_id: str, created: int) -> dict:

@@ -32,6 +32,23 @@ Faults, by the same header:
                       chunk-to-paint latency in benchmarks
     echo=1            answer with the last user message verbatim (in word pieces, paced
                       as above), so that tests can make the model say given text
+
+Thinking (`firsttoken-sim-think`, gateway/dialects/reasoning.py): a thinking phase
+paced like the answer, before it, as long as the effort asked says; each dialect shows
+it as its API does (Chat `delta.reasoning_content`, Responses summary events or
+nothing, Messages `thinking_delta` or an empty block) and counts it as output:
+    think=0|1         force the thinking phase off or on (default: by the model)
+    think_tokens=N    think exactly N tokens, whatever the effort
+    think_budget=N    the tokens "high" effort thinks (default 400; medium half)
+    think_tags=1      Chat Completions: the thinking inline in `content` as
+                      `<think>…</think>`, as servers without a reasoning parser send it
+    summary_ms=N      the first-answer delay a requested summary costs (Responses
+                      `reasoning.summary`, Messages `display: "summarized"`; default
+                      906: bolna-ai/bolna PR#891 measured gpt-5.4-mini's first answer
+                      token on OpenAI's SSE at 2,034 ms with `summary: "auto"` against
+                      1,128 ms without)
+Drop, error and stall counts (`drop_after`, `error_after`, `stall_after`) count every
+chunk, thinking chunks included, so a fault can strike while the model thinks.
 """
 
 from __future__ import annotations
@@ -41,12 +58,13 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator
 
 from firsttoken.tokens import estimate_tokens
 
+from .dialects.reasoning import THINKING_MODEL, thinking_tokens
 from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
 from .prefill import (DEFAULT_CACHE_ENTRIES, Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use,
@@ -60,7 +78,7 @@ SIM_HEADER = "x-firsttoken-sim"
 #: The response header saying how long the built-in model waited before its first token
 #: (ms): what tests assert instead of timing a noisy machine.
 FIRST_TOKEN_HEADER = "x-firsttoken-sim-first-token-ms"
-MODEL_IDS = ("firsttoken-sim", "firsttoken-sim-mini")
+MODEL_IDS = ("firsttoken-sim", "firsttoken-sim-mini", THINKING_MODEL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +106,14 @@ class SimParams:
     cache_min_tokens: int = 1024
     cache_step: int = 128
     cache_idle_s: float = 300.0
+    #: Thinking forced on (True) or off (False); None: the model decides.
+    think: bool | None = None
+    #: Exactly this many thinking tokens; None: by effort, from `think_budget`.
+    think_tokens: int | None = None
+    think_budget: int = 400
+    think_tags: bool = False
+    #: The first-answer delay a requested summary costs (ms): bolna-ai/bolna PR#891.
+    summary_ms: float = 906.0
 
     def cache_rules(self) -> CacheRules:
         return CacheRules(enabled=self.cache, min_tokens=self.cache_min_tokens, step=self.cache_step,
@@ -114,6 +140,11 @@ _LIMITS: dict[str, tuple[float, float]] = {
     # than the prompt's answer.
     "cache_step": (16, 1_000_000),
     "cache_idle_s": (0, 86_400),
+    "think": (0, 1),
+    "think_tokens": (0, 1_000_000),
+    "think_budget": (0, 1_000_000),
+    "think_tags": (0, 1),
+    "summary_ms": (0, 600_000),
 }
 
 
@@ -258,6 +289,26 @@ def _answer_pieces(rng: random.Random, first: list[str], n_tokens: int) -> Itera
         i += 1
 
 
+def iter_thinking(messages: list[dict[str, Any]], n_tokens: int) -> Iterator[str]:
+    """The model's thinking about `messages`, `n_tokens` pieces, made as consumed: plain
+    sentences in the answer's vocabulary (no markdown, as reasoning summaries read),
+    seeded from the same digest as the answer but apart from it."""
+    rng = random.Random(int.from_bytes(hashlib.sha256(b"think" + prompt_digest(messages)).digest()[:8], "big"))
+    return _thinking_pieces(rng, n_tokens)
+
+
+def _thinking_pieces(rng: random.Random, n_tokens: int) -> Iterator[str]:
+    made = 0
+    opener = "Let me think about " + " ".join(rng.choice(_WORDS) for _ in range(3)) + "."
+    while made < n_tokens:
+        sentence = opener if made == 0 else _sentence(rng, rng.randrange(6, 14)).replace("**", "").replace("`", "")
+        for piece in _PIECE.findall((" " if made else "") + sentence):
+            if made == n_tokens:
+                return
+            yield piece
+            made += 1
+
+
 def answer_pieces(messages: list[dict[str, Any]], n_tokens: int) -> list[str]:
     """`iter_answer` as a list."""
     return list(iter_answer(messages, n_tokens))
@@ -338,8 +389,15 @@ class Simulator:
         `who` names whose prefix cache it is (an API key's hash); `breakpoints` None
         caches automatically (OpenAI), a list only at those blocks (Anthropic). CPU work
         over the whole prompt: the app runs it off the event loop."""
-        n = params.tokens if req.max_tokens is None else min(params.tokens, req.max_tokens)
-        finish = "length" if req.max_tokens is not None and req.max_tokens < params.tokens else "stop"
+        think = self.thinking(req, params)
+        # Thinking counts against the output limit, first (every API says so: OpenAI's
+        # usage docstring, Anthropic's `max_tokens`): cut while thinking, no answer.
+        if req.max_tokens is not None and think >= req.max_tokens:
+            think, room = req.max_tokens, 0
+        else:
+            room = None if req.max_tokens is None else req.max_tokens - think
+        n = params.tokens if room is None else min(params.tokens, room)
+        finish = "length" if room is not None and room < params.tokens else "stop"
         pieces: Iterator[str]
         if req.format == "json_object":
             text = json.dumps({"answer": "".join(iter_answer(req.messages, min(n, 4096)))}, ensure_ascii=False)
@@ -352,17 +410,30 @@ class Simulator:
             pieces = (m.group() for m in _PIECE.finditer(prompt))
         else:
             pieces, count = iter_answer(req.messages, n), n
+        if room == 0:
+            pieces, count, finish = iter(()), 0, "length"
         prompt_tokens = self.count_tokens(req.messages, req.model)
         use = cache_use(self.cache, lambda: self.render(req.messages, req.model), req.model, prompt_tokens, who,
                         breakpoints, params.cache_rules())
         cached = min(use.read, prompt_tokens)
-        outcome = Outcome(finish, prompt_tokens, count, cached_tokens=cached,
-                          cache_write_tokens=min(use.written, prompt_tokens - cached))
+        outcome = Outcome(finish, prompt_tokens, count + think, cached_tokens=cached,
+                          cache_write_tokens=min(use.written, prompt_tokens - cached), reasoning_tokens=think,
+                          think_tags=params.think_tags)
         delay = first_token_ms(params.ttft_ms, prompt_tokens, cached, params.prefill_tps)
-        return Answer(pieces, outcome, delay)
+        return Answer(pieces, outcome, delay, iter_thinking(req.messages, think) if think else iter(()))
+
+    def thinking(self, req: ChatRequest, params: SimParams) -> int:
+        """The tokens this answer thinks (gateway/dialects/reasoning.py): none for a model
+        that does not think (unless `think=1`), else by the effort asked."""
+        thinks = params.think if params.think is not None else req.model == THINKING_MODEL
+        if not thinks:
+            return 0
+        return thinking_tokens(req.effort, budget=params.think_budget, exact=params.think_tokens, cap=req.think_cap)
 
     async def stream(self, framing: Framing, params: SimParams, answer: Answer) -> AsyncIterator[bytes]:
-        """The answer's events in `framing`'s wire format, paced by `params`.
+        """The answer's events in `framing`'s wire format, paced by `params`: the
+        thinking chunks (which a framing that hides them makes b""; their time passes
+        all the same), the summary's delay when one was asked for, then the answer.
 
         Events that are due are sent together, up to `_BATCH_BYTES` at a time, and the
         loop is given back at least every `_SLICE_S` even when the schedule is behind
@@ -378,37 +449,52 @@ class Simulator:
         sent = 0
         batch: list[bytes] = []
         size = 0
-        pieces = answer.pieces
-        while True:
-            text = "".join(islice(pieces, params.chunk))
-            if not text:
-                break
-            if params.drop_after is not None and sent >= params.drop_after:
-                if batch:
+        outcome = answer.outcome
+        phases: list[tuple[Iterator[str], Callable[[str], bytes], bool]] = []
+        if outcome.thinks:
+            phases.append((answer.thinking, framing.reasoning, False))
+        if not outcome.cut_thinking:
+            phases.append((answer.pieces, framing.delta, True))
+        for pieces, encode, answering in phases:
+            if answering and outcome.thinks:
+                if getattr(framing, "summary", False) and params.summary_ms:
+                    # A summary asked for delays the answer (bolna-ai/bolna PR#891).
+                    if batch:
+                        yield b"".join(batch)
+                        batch, size = [], 0
+                    await self.sleep(params.summary_ms / 1000.0)
+                    t0 += params.summary_ms / 1000.0
+                batch.append(framing.answer_start())
+            while True:
+                text = "".join(islice(pieces, params.chunk))
+                if not text:
+                    break
+                if params.drop_after is not None and sent >= params.drop_after:
+                    if batch:
+                        yield b"".join(batch)
+                    raise DropConnection
+                if params.error_after is not None and sent >= params.error_after:
+                    batch.append(framing.failure("Simulated error mid-stream (injected).", "simulated"))
                     yield b"".join(batch)
-                raise DropConnection
-            if params.error_after is not None and sent >= params.error_after:
-                batch.append(framing.failure("Simulated error mid-stream (injected).", "simulated"))
-                yield b"".join(batch)
-                return
-            if params.stall_ms and sent == params.stall_after:
-                if batch:
-                    yield b"".join(batch)
-                    batch, size = [], 0
-                await self.sleep(params.stall_ms / 1000.0)
-                t0 += params.stall_ms / 1000.0
-            now = clock()
-            delay = t0 + sent * interval - now
-            if delay > 0 or size >= _BATCH_BYTES or now - given_back >= _SLICE_S:
-                if batch:
-                    yield b"".join(batch)
-                    batch, size = [], 0
-                await self.sleep(max(delay, 0.0))
-                given_back = clock()
-            event = framing.delta(text)
-            batch.append(event)
-            size += len(event)
-            sent += 1
+                    return
+                if params.stall_ms and sent == params.stall_after:
+                    if batch:
+                        yield b"".join(batch)
+                        batch, size = [], 0
+                    await self.sleep(params.stall_ms / 1000.0)
+                    t0 += params.stall_ms / 1000.0
+                now = clock()
+                delay = t0 + sent * interval - now
+                if delay > 0 or size >= _BATCH_BYTES or now - given_back >= _SLICE_S:
+                    if batch:
+                        yield b"".join(batch)
+                        batch, size = [], 0
+                    await self.sleep(max(delay, 0.0))
+                    given_back = clock()
+                event = encode(text)
+                batch.append(event)
+                size += len(event)
+                sent += 1
         if params.drop_after is not None and sent >= params.drop_after:
             if batch:
                 yield b"".join(batch)
@@ -438,3 +524,5 @@ class Answer:
     outcome: Outcome
     #: The wait before the first event (ms): the base, plus the prompt's prefill.
     first_token_ms: float = 0.0
+    #: The thinking's pieces (made lazily, once), before the answer's.
+    thinking: Iterator[str] = field(default_factory=lambda: iter(()))

@@ -42,6 +42,11 @@ class ChatRequest:
     raw: dict[str, Any] = field(repr=False)
     format: str = "text"
     tools: list[dict[str, Any]] | None = None
+    #: The reasoning effort asked (OpenAI's words: "none" … "max"; Anthropic's
+    #: `thinking: disabled` is "none"), or None: the model's default.
+    effort: str | None = None
+    #: The most tokens thinking may take (Anthropic's `budget_tokens`), or None.
+    think_cap: int | None = None
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -14,7 +14,8 @@ A `Dialect` brings together what differs between them, each piece in its module:
 - where its system texts stand, for cache references (`ref_sites`, gateway/cache_refs.py);
 - what the built-in model refuses of it (`check_supported`), as the real API would;
 - its answer on the wire (`framing`): a sans-IO `Framing` per answer, text in, bytes
-  out; the built-in model's pacing (gateway/simulator.py) is the same for all three;
+  out, thinking included (gateway/dialects/reasoning.py: who thinks, how long, the
+  seals); the built-in model's pacing (gateway/simulator.py) is the same for all three;
 - how the built-in model's prefix cache reads it (`cache_breakpoints`): automatically
   (None), as OpenAI caches, or only at the blocks it marks, as Anthropic's
   `cache_control` does (gateway/prefill.py);
@@ -58,14 +59,23 @@ class Framing(Protocol):
     def delta(self, text: str) -> bytes:
         """One piece of text as an event."""
 
+    def reasoning(self, text: str) -> bytes:
+        """One piece of thinking as an event, or b"" where the API hides it (the time
+        it takes passes all the same)."""
+
+    def answer_start(self) -> bytes:
+        """The events between the thinking and the answer's first piece (the end of the
+        thinking block or item, its seal, the answer's opening)."""
+
     def closing(self) -> bytes:
         """The events after the last piece: why it ended, its usage, the end."""
 
     def failure(self, message: str, code: str) -> bytes:
         """An error event in the middle of the stream (its end)."""
 
-    def whole(self, text: str) -> bytes:
-        """The whole answer as one JSON body (`stream` false)."""
+    def whole(self, text: str, reasoning: str = "") -> bytes:
+        """The whole answer, its thinking (`reasoning`) with it, as one JSON body
+        (`stream` false)."""
 
 
 @dataclass(frozen=True, slots=True)

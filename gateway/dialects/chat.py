@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from ..errors import APIError, invalid
 from ..validation import ChatRequest, bad_image, check_object, decode_body, message_text
+from .reasoning import EFFORTS, THINKING_MODEL
 from .wire import Outcome, Stamp, json_string, last_total, new_id
 
 __all__ = [
@@ -95,6 +96,10 @@ def check(data: Any, body: bytes) -> ChatRequest:
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > 128):
         raise invalid("'n' must be an integer from 1 to 128.", param="n", code="invalid_type")
 
+    effort = data.get("reasoning_effort")
+    if effort is not None:
+        check_effort(effort, "reasoning_effort")
+
     return ChatRequest(
         model=model,
         messages=messages,
@@ -104,7 +109,24 @@ def check(data: Any, body: bytes) -> ChatRequest:
         raw=data,
         format=fmt["type"] if fmt is not None else "text",
         tools=data.get("tools"),
+        effort=effort,
     )
+
+
+def check_effort(effort: Any, param: str) -> None:
+    """OpenAI's 400 for a reasoning effort that is not one of its values."""
+    if not isinstance(effort, str) or effort not in EFFORTS:
+        raise invalid(f"Invalid value: '{str(effort)[:40]}'. Supported values are: "
+                      + ", ".join(f"'{e}'" for e in EFFORTS[:-1]) + f", and '{EFFORTS[-1]}'.",
+                      param=param, code="invalid_value")
+
+
+def refuse_reasoning(req: ChatRequest, given: bool, param: str) -> None:
+    """OpenAI's 400 for a reasoning parameter sent to a model that does not reason (what
+    gpt-4o answers to `reasoning_effort`): only `firsttoken-sim-think` takes them."""
+    if given and req.model != THINKING_MODEL:
+        raise APIError(400, f"Unsupported parameter: '{param}' is not supported with this model.",
+                       param=param, code="unsupported_parameter")
 
 
 def check_numbers(data: dict[str, Any], names: Sequence[str]) -> None:
@@ -163,6 +185,7 @@ def check_supported(req: ChatRequest) -> None:
         raise APIError(400, f"Unsupported value: 'n' does not support {n} with this model. Only the default (1) value is supported.",
                        param="n", code="unsupported_value")
     refuse_tools(req)
+    refuse_reasoning(req, req.raw.get("reasoning_effort") is not None, "reasoning_effort")
     if req.format not in ("text", "json_object"):
         raise APIError(400, f"Invalid parameter: 'response_format' of type '{req.format}' is not supported with this model.",
                        param="response_format", code="unsupported_value")
@@ -219,6 +242,13 @@ class ChatFraming:
         self._usage_null = b',"usage":null' if req.include_usage else b""
         self._head = self._base + b',"choices":[{"index":0,"delta":{"content":'
         self._tail = b'},"logprobs":null,"finish_reason":null}]' + self._usage_null
+        # Thinking goes out as DeepSeek's and vLLM<0.16's `delta.reasoning_content`
+        # (api-docs.deepseek.com/guides/thinking_mode), the field most servers use; or
+        # inline between `<think>` tags in `content` (Ollama, llama.cpp without a
+        # reasoning parser), the first piece opening the tag, `answer_start` closing it.
+        self._reasoning_head = (self._head if outcome.think_tags
+                                else self._base + b',"choices":[{"index":0,"delta":{"content":null,"reasoning_content":')
+        self._tag_open = outcome.think_tags
 
     def _close(self, body: bytes) -> bytes:
         stamp = b',"x_firsttoken_sent_ms":%r' % self.stamp() if self.stamp is not None else b""
@@ -235,7 +265,7 @@ class ChatFraming:
         return {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
                 "total_tokens": s.prompt_tokens + s.completion_tokens,
                 "prompt_tokens_details": {"cached_tokens": s.cached_tokens, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                "completion_tokens_details": {"reasoning_tokens": s.reasoning_tokens, "audio_tokens": 0,
                                               "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
 
     def opening(self) -> bytes:
@@ -243,6 +273,15 @@ class ChatFraming:
 
     def delta(self, text: str) -> bytes:
         return self._close(self._head + json_string(text).encode() + self._tail)
+
+    def reasoning(self, text: str) -> bytes:
+        if self._tag_open:
+            self._tag_open = False
+            text = "<think>" + text
+        return self._close(self._reasoning_head + json_string(text).encode() + self._tail)
+
+    def answer_start(self) -> bytes:
+        return self.delta("</think>\n\n") if self.outcome.think_tags else b""
 
     def closing(self) -> bytes:
         events = [self._choice({}, self.outcome.finish)]
@@ -255,7 +294,13 @@ class ChatFraming:
         error = {"message": message, "type": "server_error", "param": None, "code": code}
         return b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
 
-    def whole(self, text: str) -> bytes:
+    def whole(self, text: str, reasoning: str = "") -> bytes:
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if self.outcome.thinks:
+            if self.outcome.think_tags:
+                message["content"] = f"<think>{reasoning}" + ("" if self.outcome.cut_thinking else f"</think>\n\n{text}")
+            else:
+                message["reasoning_content"] = reasoning
         body = {
             "id": self.id,
             "object": "chat.completion",
@@ -265,7 +310,7 @@ class ChatFraming:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text, "refusal": None},
+                    "message": message,
                     "logprobs": None,
                     "finish_reason": self.outcome.finish,
                 }

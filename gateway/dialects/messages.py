@@ -252,7 +252,7 @@ class MessagesFraming:
     def failure(self, message: str, code: str) -> bytes:
         return sse_event("error", compact({"type": "error", "error": {"type": "api_error", "message": message}}))
 
-    def whole(self, text: str) -> bytes:
+    def whole(self, text: str, reasoning: str = "") -> bytes:
         return compact(self._message([{"type": "text", "text": text}], done=True))
 
 

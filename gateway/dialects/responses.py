@@ -266,7 +266,7 @@ class ResponsesFraming:
     def failure(self, message: str, code: str) -> bytes:
         return self._event("error", {"code": code, "message": message, "param": None})
 
-    def whole(self, text: str) -> bytes:
+    def whole(self, text: str, reasoning: str = "") -> bytes:
         item = self._item("completed" if self._complete else "incomplete", text)
         return compact(self._response([item], done=True))
 

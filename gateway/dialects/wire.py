@@ -23,13 +23,29 @@ class Outcome:
     it ends (`finish`: "stop" when the model is done, "length" when `max_tokens` cut it,
     in Chat Completions' words; each framing says it in its own) and its usage:
     `prompt_tokens` all of the prompt, `cached_tokens` of them read from the prefix
-    cache, `cache_write_tokens` of them written to it (reported by Anthropic only)."""
+    cache, `cache_write_tokens` of them written to it (reported by Anthropic only);
+    `completion_tokens` all of the output, thinking included."""
 
     finish: str
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    #: Of `completion_tokens`, those spent thinking (every API counts them as output).
+    reasoning_tokens: int = 0
+    #: Chat Completions only: the thinking inline in `content` as `<think>…</think>`
+    #: (the sim field `think_tags=1`), as servers without a reasoning parser send it.
+    think_tags: bool = False
+
+    @property
+    def thinks(self) -> bool:
+        """Whether the answer has a thinking phase."""
+        return self.reasoning_tokens > 0
+
+    @property
+    def cut_thinking(self) -> bool:
+        """Whether the output limit ran out while thinking: no answer text at all."""
+        return self.thinks and self.finish == "length" and self.completion_tokens == self.reasoning_tokens
 
 
 # json.dumps(text, ensure_ascii=False) builds a new encoder per call (a third of the
