@@ -11,10 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["APIS", "ChatSettings"]
+__all__ = ["APIS", "REASONING", "ChatSettings"]
 
 #: The API dialects a request may speak (`ChatSettings.api`; `firsttoken.stream.dialects`).
 APIS = ("chat_completions", "responses", "anthropic_messages")
+#: The `reasoning` setting's values: "auto" leaves it to the model (the default),
+#: "off" asks it not to think where it can stop, the others are its effort.
+REASONING = ("auto", "off", "low", "medium", "high")
 
 
 @dataclass
@@ -38,6 +41,14 @@ class ChatSettings:
     #: The API dialect (one of `APIS`); None: the one the model is served on only, else
     #: Chat Completions (`firsttoken.stream.dialects.api_for`).
     api: str | None = None
+    #: How hard the model should think (one of `REASONING`; anything else is "auto"):
+    #: mapped per API and model family by `firsttoken.stream.dialects`.
+    reasoning: str = "auto"
+    #: Ask for a summary of the reasoning where the API hides it otherwise (Responses'
+    #: `reasoning.summary: "auto"`, Anthropic's `thinking.display: "summarized"`). A
+    #: summary can delay the first answer token by 0.5-2 s (bolna-ai/bolna PR#891),
+    #: hence a setting; on by default, since without it a reasoning model shows nothing.
+    reasoning_summary: bool = True
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatSettings":
@@ -55,6 +66,8 @@ class ChatSettings:
             stall_notice_s=_positive_number(data.get("stall_notice_s")) or cls.stall_notice_s,
             stall_timeout_s=_positive_number(data.get("stall_timeout_s")) or cls.stall_timeout_s,
             api=data.get("api") if data.get("api") in APIS else None,
+            reasoning=data["reasoning"] if data.get("reasoning") in REASONING else "auto",
+            reasoning_summary=data.get("reasoning_summary") is not False,
         )
 
 

@@ -57,6 +57,7 @@ from .. import tokens
 from ..cache import Cache, Entry
 from ..compress import RepeatState, Report, compress_messages
 from ..compress.report import sum_reports
+from ..replay import take_replay
 from ..settings import ChatSettings
 from ..stream.dialects import api_for
 from .counts import TextCounts, texts_of
@@ -183,6 +184,9 @@ async def prepare(
     """
     started = clock()
     model, level, api = settings.model, settings.compress, api_for(settings)
+    # Replay parts come off first; those that go back ride on their message, counted
+    # and fitted with it (`firsttoken.replay`).
+    messages = take_replay(messages, api, model)
     default_budget, window_known = tokens.budget_for(settings)
     budget = default_budget if budget is None else budget
     encoding, _ = tokens.encoding_for_model(model)

@@ -39,6 +39,26 @@ references of its leading system messages (`firsttoken.cache.refs`). The decisio
   empty messages are left out (the API refuses empty text). Straight from the browser
   to Anthropic (a key is set), the request carries the header by which Anthropic allows
   cross-origin calls with a user's own key.
+* **Reasoning** (the `reasoning` and `reasoning_summary` settings; the family table
+  `tokens.models.reasoning_model`; `reasoning_fields`): Chat Completions gets
+  `reasoning_effort` when the setting is not "auto" ("off" as the family's lowest:
+  "none", "minimal" for gpt-5, "low" where thinking cannot stop; DeepSeek's
+  `thinking: {"type": "disabled"}` instead); Responses, for a reasoning model or a
+  set effort, `reasoning: {effort?, summary: "auto"}` and, since it is sent with
+  `store: false`, `include: ["reasoning.encrypted_content"]` (the only way a later turn
+  can carry the reasoning: openai-python `response_create_params.py`); Messages,
+  `thinking` as the model takes it: adaptive (`{"type": "adaptive"}` with
+  `output_config.effort`) where `enabled` is refused or deprecated, else `enabled` with
+  `budget_tokens` by effort (`tokens.budget.THINKING_RESERVE`) and `max_tokens` above it
+  (the API demands `budget_tokens` < `max_tokens`), each with `display: "summarized"`
+  ("omitted" without a summary: the newest Claude models omit it by default), and
+  `{"type": "disabled"}` for "off" where the model allows it. `reasoning=False` leaves
+  all of it out: the server refused it once (`firsttoken.chat`).
+* **Replay** (`firsttoken.replay`): an assistant message's kept replay items go back
+  where the API wants them: Messages, its blocks first in that assistant turn's
+  content; Responses, its reasoning items as input items just before the message's
+  own item (and its function calls); Chat Completions, its fields
+  (`reasoning_details`, `reasoning_content`) on the message.
 * **Resumable streams** are every dialect's: a firsttoken gateway numbers the events of
   any stream it relays, and `answer.AnswerStream` takes each once, whatever they say;
   the resume itself carries the same credentials (`credentials`).
@@ -50,9 +70,10 @@ import json
 from typing import Any, Callable, Iterator, Mapping
 
 from ..cache.refs import REF_FIELD
+from ..replay import ITEMS as REPLAY_ITEMS
 from ..settings import APIS, ChatSettings
-from ..tokens.budget import reply_reserve
-from ..tokens.models import api_of_model
+from ..tokens.budget import THINKING_RESERVE, reply_reserve
+from ..tokens.models import EFFORTS, api_of_model, opens_thinking_implicitly, reasoning_model, thinking_effort
 from .answer import AnswerStream
 from .completions import ChatStream
 from .messages import MessagesStream
@@ -64,6 +85,8 @@ __all__ = [
     "api_for",
     "completion_reserve",
     "credentials",
+    "reasoning_fields",
+    "reasoning_refused",
     "request_body",
     "request_headers",
     "request_path",
@@ -90,9 +113,12 @@ def api_for(settings: ChatSettings) -> str:
     return settings.api or api_of_model(settings.model) or CHAT
 
 
-def stream_for(api: str, **kw: Any) -> AnswerStream:
-    """A new stream reading `api`'s answer (`kw`: `AnswerStream`'s: bounds, `prefix`,
-    `after`)."""
+def stream_for(api: str, model: str = "", **kw: Any) -> AnswerStream:
+    """A new stream reading `api`'s answer from `model` (`kw`: `AnswerStream`'s: bounds,
+    `prefix`, `after`). On Chat Completions, a model that opens its reasoning without a
+    tag has its answer start as reasoning (`think_tags`)."""
+    if api == CHAT:
+        return ChatStream(think_implicit=opens_thinking_implicitly(model), **kw)
     return _STREAMS[api](**kw)
 
 
@@ -121,7 +147,7 @@ def request_headers(settings: ChatSettings, api: str) -> dict[str, str]:
     return headers
 
 
-def completion_reserve(settings: ChatSettings, api: str) -> int:
+def completion_reserve(settings: ChatSettings, api: str, *, reasoning: bool = True) -> int:
     """The completion tokens a rate limit counts against a request as it starts: the cap
     its body sends, or 0 when it sends none (the server's own default is not known here).
 
@@ -135,8 +161,111 @@ def completion_reserve(settings: ChatSettings, api: str) -> int:
     (4,096 here), that was 4 to 6 429s a run in `make bench-e2e`'s queueing scenario.
     """
     if api == MESSAGES:
-        return reply_reserve(settings)
+        return _anthropic_thinking(settings, reasoning)[2]
     return settings.max_tokens or 0
+
+
+# ---- reasoning ---------------------------------------------------------------------------
+
+#: Anthropic's least `budget_tokens` (AP `thinking_config_enabled_param.py`: "Must be
+#: ≥1024 and less than `max_tokens`"), and the room kept for the answer above it.
+MIN_THINKING_BUDGET = 1024
+MIN_ANSWER_ROOM = 1024
+#: The body fields each API's reasoning is asked with: what a 400 that names one is
+#: about (`reasoning_refused`).
+_REASONING_PARAMS = {
+    CHAT: ("reasoning_effort", "thinking"),
+    RESPONSES: ("reasoning", "include"),
+    MESSAGES: ("thinking", "output_config"),
+}
+
+
+def _off_effort(settings: ChatSettings) -> str | None:
+    info = reasoning_model(settings.model)
+    return info.off_effort if info is not None else "none"
+
+
+def _anthropic_thinking(
+    settings: ChatSettings, reasoning: bool = True
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, int]:
+    """Messages' `(thinking, output_config, max_tokens)` for the settings."""
+    max_tokens = reply_reserve(settings)
+    if not reasoning:
+        return None, None, max_tokens
+    info = reasoning_model(settings.model)
+    kind = info.anthropic if info is not None else None
+    setting = settings.reasoning
+    if kind is None:
+        if info is not None or setting not in EFFORTS:
+            return None, None, max_tokens  # no thinking on Messages, and none asked for
+        kind = "budget"  # an unknown model with a set effort: the form every one takes
+    display = {"display": "summarized" if settings.reasoning_summary else "omitted"}
+    if setting == "off":
+        if kind == "adaptive_only":
+            # Cannot be switched off (both `enabled` and `disabled` are refused): lowest effort.
+            return {"type": "adaptive", **display}, {"effort": "low"}, max_tokens
+        return {"type": "disabled"}, None, max_tokens
+    effort = setting if setting in EFFORTS else None
+    if effort is None and not (info is not None and info.thinks_by_default):
+        return None, None, max_tokens  # auto, on a model that does not think unasked
+    if kind in ("adaptive_only", "adaptive"):
+        return {"type": "adaptive", **display}, ({"effort": effort} if effort else None), max_tokens
+    budget = THINKING_RESERVE[effort or thinking_effort(settings.model, setting) or "medium"]
+    budget = max(MIN_THINKING_BUDGET, min(budget, max_tokens - MIN_ANSWER_ROOM))
+    return {"type": "enabled", "budget_tokens": budget, **display}, None, max(max_tokens, budget + MIN_ANSWER_ROOM)
+
+
+def reasoning_fields(settings: ChatSettings, api: str) -> dict[str, Any]:
+    """The body fields that ask `api` for the settings' reasoning (module docstring).
+    Messages' are in `request_body`, with the `max_tokens` they need."""
+    setting = settings.reasoning
+    info = reasoning_model(settings.model)
+    if api == CHAT:
+        if setting == "auto":
+            return {}
+        if info is not None and info.off_effort is None:  # DeepSeek's switch
+            if setting == "off":
+                return {"thinking": {"type": "disabled"}}
+            return {"thinking": {"type": "enabled"}, "reasoning_effort": setting}
+        return {"reasoning_effort": _off_effort(settings) if setting == "off" else setting}
+    if api == RESPONSES:
+        if info is None and setting == "auto":
+            return {}
+        effort = (_off_effort(settings) or "none") if setting == "off" else setting if setting in EFFORTS else None
+        config: dict[str, Any] = {"effort": effort} if effort else {}
+        thinks = thinking_effort(settings.model, setting) is not None or (info is None and setting in EFFORTS)
+        if settings.reasoning_summary and thinks:
+            config["summary"] = "auto"
+        fields: dict[str, Any] = {"reasoning": config} if config else {}
+        if thinks:
+            fields["include"] = ["reasoning.encrypted_content"]
+        return fields
+    thinking, output_config, _ = _anthropic_thinking(settings)
+    fields = {}
+    if thinking is not None:
+        fields["thinking"] = thinking
+    if output_config is not None:
+        fields["output_config"] = output_config
+    return fields
+
+
+def reasoning_refused(error: Mapping[str, Any], api: str, body_fields: Mapping[str, Any]) -> bool:
+    """Whether a 400's error object is about a reasoning field the request sent
+    (`body_fields`: `reasoning_fields`' result). OpenAI names it in `param`; Anthropic
+    and most compatible servers only in the message. An error about what went back
+    (a path into `messages`/`input`, a signature, encrypted content) is not a refusal
+    of the parameter: dropping the parameter would not mend it."""
+    sent = [name for name in _REASONING_PARAMS[api] if name in body_fields]
+    if not sent:
+        return False
+    param = error.get("param")
+    if isinstance(param, str) and param:
+        return any(param == name or param.startswith(name + ".") or param.startswith(name + "[") for name in sent)
+    message = str(error.get("message") or "")
+    lowered = message.lower()
+    if any(word in lowered for word in ("signature", "encrypted", "messages.", "input[")):
+        return False
+    return any(name in message for name in sent)
 
 
 def request_body(
@@ -146,20 +275,24 @@ def request_body(
     *,
     refs: Mapping[int, str] | None = None,
     gateway: bool = False,
+    reasoning: bool = True,
 ) -> dict[str, Any]:
     """The streaming request body of `messages` in `api`. `refs` (message index →
     `sha256:…`) sends those system messages as gateway references; `gateway`: the server
-    takes references (system texts that the API joins are then kept apart for it)."""
+    takes references (system texts that the API joins are then kept apart for it).
+    `reasoning`: ask for the settings' reasoning (False: the server refused it)."""
     refs = refs or {}
     if api == CHAT:
         body: dict[str, Any] = {
             "model": settings.model,
-            "messages": [_as_ref(m, refs[i]) if i in refs else m for i, m in enumerate(messages)],
+            "messages": [_as_ref(m, refs[i]) if i in refs else _chat_message(m) for i, m in enumerate(messages)],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
         if settings.max_tokens:
             body["max_completion_tokens"] = settings.max_tokens
+        if reasoning:
+            body.update(reasoning_fields(settings, api))
         return body
     system = [(i, m) for i, m in enumerate(messages) if m.get("role") in _SYSTEM_ROLES]
     rest = [m for m in messages if m.get("role") not in _SYSTEM_ROLES]
@@ -175,13 +308,20 @@ def request_body(
             body["instructions"] = _system(system, refs, apart, lambda m: {"role": m["role"], "content": _text(m)})
         if settings.max_tokens:
             body["max_output_tokens"] = settings.max_tokens
+        if reasoning:
+            body.update(reasoning_fields(settings, api))
         return body
+    thinking, output_config, max_tokens = _anthropic_thinking(settings, reasoning)
     body = {
         "model": settings.model,
         "messages": _cache_last(_anthropic_turns(rest)),
-        "max_tokens": reply_reserve(settings),
+        "max_tokens": max_tokens,
         "stream": True,
     }
+    if thinking is not None:
+        body["thinking"] = thinking
+    if output_config is not None:
+        body["output_config"] = output_config
     if system:
         lead = _system(system, refs, apart, lambda m: {"type": "text", "text": _text(m)}, "text")
         blocks = [{"type": "text", "text": lead}] if isinstance(lead, str) else lead
@@ -247,6 +387,24 @@ def _text(message: Message) -> str:
     return ""
 
 
+def _replay_items(message: Message) -> list[dict[str, Any]]:
+    items = message.get(REPLAY_ITEMS)
+    return items if isinstance(items, list) else []
+
+
+def _chat_message(message: Message) -> Message:
+    """A message as Chat Completions takes it: its replay items become its fields
+    (`reasoning_details`, `reasoning_content`), as the server gave them."""
+    if REPLAY_ITEMS not in message:
+        return message
+    out = {k: v for k, v in message.items() if k != REPLAY_ITEMS}
+    for item in _replay_items(message):
+        for key in ("reasoning_details", "reasoning_content"):
+            if key in item:
+                out[key] = item[key]
+    return out
+
+
 def _function(call: Any) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, Mapping) else None
     return function if isinstance(function, dict) else {}
@@ -268,6 +426,13 @@ def _responses_input(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]
         if isinstance(content, list):
             text_type = "output_text" if role == "assistant" else "input_text"
             content = [_responses_part(p, text_type) for p in content]
+        if content or m.get("tool_calls"):
+            # The reasoning items that led to this message come just before it; one
+            # "provided without its required following item" is refused (coder/mux
+            # PR#59), so an answer cut while thinking sends none.
+            for item in _replay_items(m):
+                if item.get("type") == "reasoning":
+                    yield item
         if content:
             yield {"role": role, "content": content}
         for call in m.get("tool_calls") or ():
@@ -296,6 +461,9 @@ def _responses_part(part: Any, text_type: str) -> Any:
 # ---- Anthropic turns -------------------------------------------------------------------
 
 
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
 def _anthropic_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat messages as alternating Anthropic turns of content blocks; a turn of one text
     block is sent as a string."""
@@ -318,6 +486,10 @@ def _anthropic_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "name": str(function.get("name") or ""),
                     "input": arguments if isinstance(arguments, dict) else {},
                 })
+            if blocks and role == "assistant":
+                # Thinking blocks lead their assistant turn, as the answer had them (a
+                # turn of thinking alone, an answer cut while thinking, sends none).
+                blocks[:0] = [item for item in _replay_items(m) if item.get("type") in _THINKING_BLOCKS]
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:

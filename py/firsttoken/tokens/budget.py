@@ -21,15 +21,34 @@ from __future__ import annotations
 from typing import Any, Mapping, Protocol, Sequence
 
 from firsttoken.errors import InvalidImage
+from firsttoken.replay import ITEMS as REPLAY_ITEMS
+from firsttoken.replay import replay_chars
 from firsttoken.tokens.chat import _part_text, count_chat
 from firsttoken.tokens.images import count_image_part
-from firsttoken.tokens.models import context_window
+from firsttoken.tokens.models import context_window, thinking_effort
 
-__all__ = ["DEFAULT_REPLY_RESERVE", "BudgetSettings", "budget_for", "estimate_tokens", "reply_reserve", "rough_count_chat"]
+__all__ = [
+    "DEFAULT_REPLY_RESERVE",
+    "THINKING_RESERVE",
+    "BudgetSettings",
+    "budget_for",
+    "estimate_tokens",
+    "reply_reserve",
+    "rough_count_chat",
+    "thinking_reserve",
+]
 
 #: Tokens kept free for the reply when `max_tokens` is not set (or a quarter of the
 #: window, for a small one).
 DEFAULT_REPLY_RESERVE = 4096
+#: Tokens kept free for the reasoning of a model that thinks, by effort, beside the
+#: reply's: every API counts reasoning against its output limit and the context window
+#: (openai-python `CompletionUsage`: reasoning tokens "are still counted in the total
+#: completion tokens for purposes of billing, output, and context window limits";
+#: Anthropic: thinking "counts towards your `max_tokens` limit"). High follows OpenAI's
+#: reasoning guide ("reserve at least 25,000 tokens for reasoning and outputs"); low is
+#: twice Anthropic's least `budget_tokens` (1,024). Also Anthropic's `budget_tokens`.
+THINKING_RESERVE = {"low": 2048, "medium": 8192, "high": 24576}
 
 # The cookbook's per-message and reply-priming overhead (firsttoken.tokens.chat).
 _PER_MESSAGE = 3
@@ -43,6 +62,7 @@ class BudgetSettings(Protocol):
     model: str
     context_window: int | None
     max_tokens: int | None
+    reasoning: str
 
 
 def budget_for(settings: BudgetSettings) -> tuple[int, bool]:
@@ -55,10 +75,24 @@ def budget_for(settings: BudgetSettings) -> tuple[int, bool]:
 
 
 def reply_reserve(settings: BudgetSettings) -> int:
-    """The tokens kept free for the reply: `max_tokens`, else `DEFAULT_REPLY_RESERVE` or a
-    quarter of the window, whichever is smaller. Also the `max_tokens` sent where the API
-    demands one (Anthropic Messages), so that prompt and reply fit the window together."""
-    return settings.max_tokens or min(DEFAULT_REPLY_RESERVE, _window(settings)[0] // 4)
+    """The tokens kept free for the reply: `max_tokens` (which every API counts
+    reasoning within), else `DEFAULT_REPLY_RESERVE` or a quarter of the window,
+    whichever is smaller, plus `thinking_reserve` for a model that thinks. Also the
+    `max_tokens` sent where the API demands one (Anthropic Messages), so that prompt
+    and reply fit the window together."""
+    if settings.max_tokens:
+        return settings.max_tokens
+    window = _window(settings)[0]
+    return min(DEFAULT_REPLY_RESERVE, window // 4) + thinking_reserve(settings)
+
+
+def thinking_reserve(settings: BudgetSettings) -> int:
+    """Room for reasoning, by the effort the model thinks at (`models.thinking_effort`):
+    `THINKING_RESERVE`, at most a quarter of the window; 0 when it does not think."""
+    effort = thinking_effort(settings.model, getattr(settings, "reasoning", "auto"))
+    if effort is None:
+        return 0
+    return min(THINKING_RESERVE[effort], _window(settings)[0] // 4)
 
 
 def _window(settings: BudgetSettings) -> tuple[int, bool]:
@@ -95,5 +129,6 @@ def rough_count_chat(messages: Sequence[Mapping[str, Any]], model: str = "") -> 
                 images += image.tokens if image is not None else 0
         else:
             chars = 0
+        chars += replay_chars(message.get(REPLAY_ITEMS))
         total += _PER_MESSAGE + -(-chars // _CHARS_PER_TOKEN) + images
     return total

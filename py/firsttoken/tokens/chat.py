@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from firsttoken.replay import ITEMS as REPLAY_ITEMS
+from firsttoken.replay import replay_tokens
 from firsttoken.tokens.encoders import Encoder, _count_with, get_encoder
 from firsttoken.tokens.images import count_image_part
 from firsttoken.tokens.models import ChatFormat, model_info, public_tokenizer
@@ -153,6 +155,11 @@ class _Counter:
                 n += sum(self.tool_call(c) for c in value)
             elif key == "function_call":
                 n += self.tool_call(value)
+            elif key == REPLAY_ITEMS:
+                # What goes back of the reasoning (firsttoken.replay): text by the
+                # encoder, opaque data at 4 characters a token.
+                self.note("reasoning sent back: opaque parts estimated")
+                n += replay_tokens(value, self.text)
             elif isinstance(value, str):
                 # The cookbook's rule encodes every string field; for fields like
                 # tool_call_id the server's real rendering is unknown.

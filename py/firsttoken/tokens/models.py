@@ -6,7 +6,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["API_RULES", "ChatFormat", "ModelInfo", "api_of_model", "encoding_for_model", "model_info", "public_tokenizer"]
+__all__ = [
+    "API_RULES",
+    "EFFORTS",
+    "ChatFormat",
+    "ModelInfo",
+    "ReasoningModel",
+    "api_of_model",
+    "encoding_for_model",
+    "model_info",
+    "opens_thinking_implicitly",
+    "public_tokenizer",
+    "reasoning_model",
+    "thinking_effort",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,3 +197,95 @@ def public_tokenizer(model: str) -> bool:
     """False for a family whose maker publishes no tokenizer (Claude: Anthropic offers a
     counting endpoint, not the vocabulary), whose counts can only be estimates."""
     return not _base_name(model).startswith("claude")
+
+
+# ---- reasoning models ---------------------------------------------------------------------
+
+#: The efforts the `reasoning` setting names (and "auto", "off"): the three every API
+#: that takes an effort shares (OpenAI `reasoning_effort`, Responses `reasoning.effort`,
+#: Anthropic `output_config.effort`, DeepSeek, Ollama, Gemini's compatible layer).
+EFFORTS = ("low", "medium", "high")
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningModel:
+    """How a model family thinks, and how each API asks it to
+    (../shared/RESEARCH-REASONING.md §1; `firsttoken.stream.dialects` sends it)."""
+
+    family: str
+    #: It thinks when not asked otherwise (the "auto" setting then reserves room, and
+    #: asks Responses and Messages for a summary).
+    thinks_by_default: bool
+    #: On Chat Completions and Responses, the effort "off" is sent as: "none" (gpt-5.1
+    #: and later, Ollama, Gemini), "minimal" (gpt-5: the lowest it takes), "low" (the
+    #: o-series and gpt-oss cannot stop thinking); None: the `thinking` switch (DeepSeek).
+    off_effort: str | None
+    #: How Anthropic's Messages API asks it to think: "adaptive_only" (both `enabled`
+    #: and `disabled` are refused with 400: Opus 4.7, Mythos, the Claude 5 models),
+    #: "adaptive" (`enabled` is deprecated but `disabled` allowed: Opus/Sonnet 4.6),
+    #: "budget" (`enabled` with `budget_tokens`), None (no thinking on Messages).
+    anthropic: str | None = None
+    #: R1-style: the template opens `<think>` in the prompt, the answer holds only the
+    #: closing tag (`firsttoken.stream.think_tags`).
+    implicit_tags: bool = False
+
+
+_REASONING_RULES: tuple[tuple[re.Pattern[str], ReasoningModel | None], ...] = tuple(
+    (re.compile(pattern, re.DOTALL), model)
+    for pattern, model in (
+        # The built-in model that thinks takes all three APIs' forms; the plain one
+        # refuses them with a 400 naming the parameter (gateway/simulator.py).
+        (rf"firsttoken-sim-think{_TAIL}", ReasoningModel("firsttoken-sim-think", True, "none", "budget")),
+        (rf"firsttoken-sim{_TAIL}", None),
+        # Chat models named like reasoning families do not reason.
+        (r"gpt-5(?:\.\d+)?-chat.*", None),
+        (r"gpt-5\.\d+.*", ReasoningModel("gpt-5.x", True, "none")),
+        (rf"gpt-5{_TAIL}", ReasoningModel("gpt-5", True, "minimal")),
+        (rf"o[134]{_TAIL}|codex-mini.*", ReasoningModel("o-series", True, "low")),
+        (rf"gpt-oss{_TAIL}", ReasoningModel("gpt-oss", True, "low")),
+        # DeepSeek V4 and deepseek-reasoner: `thinking: {"type": "enabled"|"disabled"}`
+        # beside `reasoning_effort` (api-docs.deepseek.com/guides/thinking_mode).
+        (r"deepseek-reasoner.*|deepseek-v4.*", ReasoningModel("deepseek", True, None, "budget")),
+        # R1 and the models whose template opens the reasoning: only `</think>` comes.
+        (r"deepseek-r1.*|.*-r1-distill.*|qwq.*|.*-thinking-2507.*",
+         ReasoningModel("r1-style", True, "none", implicit_tags=True)),
+        (r"gemini-(?:2\.5|3).*", ReasoningModel("gemini", True, "none")),
+        # Claude (AP `thinking_config_*_param.py`; platform.claude.com "adaptive thinking").
+        (r"claude-opus-4-(?:[7-9]|\d\d).*|claude-mythos.*|claude-[a-z]+-[5-9](?:[-.@].*)?",
+         ReasoningModel("claude-adaptive-only", True, "none", "adaptive_only")),
+        (r"claude-(?:opus|sonnet)-4-6.*", ReasoningModel("claude-adaptive", False, "none", "adaptive")),
+        (r"claude-(?:opus|sonnet|haiku)-4.*|claude-3-7-sonnet.*",
+         ReasoningModel("claude-budget", False, "none", "budget")),
+    )
+)
+
+
+def reasoning_model(model: str) -> ReasoningModel | None:
+    """How `model` reasons, from the family table; None: not a reasoning model, or
+    not known to be (a set effort is then still sent, and a refusal remembered)."""
+    base = _base_name(model)
+    for pattern, info in _REASONING_RULES:
+        if pattern.fullmatch(base):
+            return info
+    return None
+
+
+def opens_thinking_implicitly(model: str) -> bool:
+    """Whether `model`'s answer starts inside its reasoning, with no opening tag."""
+    info = reasoning_model(model)
+    return info is not None and info.implicit_tags
+
+
+def thinking_effort(model: str, setting: str) -> str | None:
+    """The effort `model` thinks at under the `reasoning` setting, for the room its
+    reasoning needs: a set effort; under "auto", "medium" for a model that thinks by
+    default (the default of OpenAI's, Anthropic's and DeepSeek's efforts is "medium"
+    or "high"; the reserve is a floor, not a cap); None when it does not think."""
+    if setting in EFFORTS:
+        return setting
+    if setting == "off":
+        info = reasoning_model(model)
+        # Models that cannot stop thinking still think, at their lowest effort.
+        return "low" if info is not None and info.off_effort == "low" else None
+    info = reasoning_model(model)
+    return "medium" if info is not None and info.thinks_by_default else None
