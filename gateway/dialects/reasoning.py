@@ -57,12 +57,12 @@ DEFAULT_EFFORT = "medium"
 
 
 def thinking_tokens(effort: str | None, *, budget: int, exact: int | None, cap: int | None) -> int:
-    """How many tokens the model thinks: `exact` if given (the sim field `think_tokens`),
-    else `budget` times the share of `effort` (None: medium); never past `cap`
-    (Anthropic's `budget_tokens`)."""
+    """How many tokens the model thinks: none for effort "none", else `exact` if given
+    (the sim field `think_tokens`), else `budget` times the share of `effort` (None:
+    medium); never past `cap` (Anthropic's `budget_tokens`)."""
+    if effort == "none":  # the request turned thinking off: no sim field turns it back on
+        return 0
     n = exact if exact is not None else round(budget * EFFORT_SHARE.get(effort or DEFAULT_EFFORT, 0.5))
-    if effort == "none" and exact is None:
-        n = 0
     return max(0, min(n, cap) if cap is not None else n)
 
 
