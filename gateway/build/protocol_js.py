@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from firsttoken import protocol
-from firsttoken.settings import APIS
+from firsttoken.settings import APIS, REASONING
 from firsttoken.stream.dialects import ANTHROPIC_VERSION
 from firsttoken.tokens.models import API_RULES
 
@@ -116,6 +116,8 @@ def render() -> str:
         _constant("EVENTS", "Events the core sends (core → page), by type: each field but `id`, in order.",
                   {name: _event(cls) for name, cls in protocol.EVENTS.items()}),
         _constant("APIS", "The API dialects `settings.api` names; any other value counts as absent.", list(APIS)),
+        _constant("REASONING", "The values `settings.reasoning` takes (the Thinking control), the default first;"
+                  " any other value counts as \"auto\".", list(REASONING)),
         _constant("MODEL_APIS", "Models served on one API only, which an unset `api` picks: `[pattern, api]`, in order;"
                   " a model name, trimmed and lower-cased, with no '/' (a router's), that the whole pattern matches"
                   " (flags `su`) is served on `api`, any other on `chat_completions`.", _model_apis()),

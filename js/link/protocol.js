@@ -48,7 +48,7 @@ export const EVENTS = deepFreeze({
   "chat.resume": {"fields": {"stalled_s": "required"}},
   "chat.stream": {"fields": {"stream": "required", "status_url": "required", "client": "optional"}},
   "chat.reconnecting": {"fields": {"after": "required", "attempt": "required", "wait_s": "required", "reason": "required"}},
-  "chat.done": {"fields": {"finish_reason": "required", "usage": "required", "timings": "required", "quota": "required", "attempts": "required", "prompt": "required", "request_bytes": "required"}},
+  "chat.done": {"fields": {"finish_reason": "required", "usage": "required", "timings": "required", "quota": "required", "attempts": "required", "prompt": "required", "request_bytes": "required", "replay": "optional"}},
   "chat.error": {"fields": {"error": "required", "timings": "required", "quota": "required"}},
 });
 
@@ -57,6 +57,15 @@ export const APIS = deepFreeze([
   "chat_completions",
   "responses",
   "anthropic_messages",
+]);
+
+/** The values `settings.reasoning` takes (the Thinking control), the default first; any other value counts as "auto". */
+export const REASONING = deepFreeze([
+  "auto",
+  "off",
+  "low",
+  "medium",
+  "high",
 ]);
 
 /** Models served on one API only, which an unset `api` picks: `[pattern, api]`, in order; a model name, trimmed and lower-cased, with no '/' (a router's), that the whole pattern matches (flags `su`) is served on `api`, any other on `chat_completions`. */

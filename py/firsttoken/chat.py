@@ -12,12 +12,16 @@
 4. **stream**: send and stream the answer (`firsttoken.stream.client`), each network
    chunk's text a `chat.delta` through the core's delta pacing (`firsttoken.pacing`);
 5. **retry**: an attempt that failed before any text may be sent again: at once and in
-   full when the gateway lost a reference, else after the governor's backoff
+   full when the gateway lost a reference; at once without the reasoning parameters
+   when a 400 named one (the refusal remembered for that base URL and model for the
+   core's life, with a `notice`: one retry, never a loop, and a 400 bills nothing);
+   else after the governor's backoff
    (`chat.retry`), an HTTP error or an error event that stands for one (Anthropic's
    in-stream `overloaded_error`) alike; never one that failed `offline` (the device
    has no network: the page holds the prompt until it has);
 6. **end**: `chat.done` (with the calibration of the prompt's count against the
-   server's), or `chat.error`, whose `partial` is what arrived.
+   server's, and the answer's replay parts: `firsttoken.replay`), or `chat.error`,
+   whose `partial` is what arrived.
 
 Stop (`chat.abort`) ends any step at once through the request's `AbortSignal`, and
 cancels the answer's stream on the gateway (which then aborts its upstream request).
@@ -72,6 +76,7 @@ from .protocol import (
     ChatStall,
     ChatStreamed,
     ChatWait,
+    Notice,
 )
 from .stall import Stalled, StallWatch, TimedOut
 from .stream.client import (
@@ -128,6 +133,9 @@ class ChatRequest:
         #: The API dialect the request speaks (`firsttoken.stream.dialects`).
         self.api = dialects.api_for(send.settings)
         self.governor = session.governor(send.settings.base_url)
+        #: Whether the request asks for the settings' reasoning: not once the server
+        #: refused it for this model (`_refuses_reasoning`).
+        self.reasoning = (send.settings.base_url, send.settings.model) not in session.reasoning_refused
         self.signal = AbortSignal()
         self.timings = Timings()
         #: Deltas sent so far: once there is one, the request may not be sent again.
@@ -141,7 +149,8 @@ class ChatRequest:
         self.resume = send.resume
         if send.resume is not None:
             self.stream_id = send.resume.stream
-            self.assembly = dialects.stream_for(self.api, prefix=send.resume.text, after=send.resume.after)
+            self.assembly = dialects.stream_for(self.api, send.settings.model, prefix=send.resume.text,
+                                                after=send.resume.after)
             self.assembly.sequenced = True
         #: The current attempt's own signal, and whether the page asked to reconnect it.
         self._attempt_signal: AbortSignal | None = None
@@ -173,7 +182,7 @@ class ChatRequest:
             if prompt_tokens is None:
                 prompt_tokens = estimate_tokens(messages, self.settings.model)
             # The window must hold the prompt and the completion the server reserves for it.
-            reserve = dialects.completion_reserve(self.settings, self.api)
+            reserve = dialects.completion_reserve(self.settings, self.api, reasoning=self.reasoning)
             completion, request = await self._send(request, messages, lead, prompt_tokens + reserve)
             await self._done(completion, prepared.prompt_tokens, len(request.body), prepared.image_tokens)
         except FirstTokenError as exc:
@@ -217,6 +226,8 @@ class ChatRequest:
                 attempts=self.attempt,
                 prompt=session.calibration.compare(self.settings.model, estimate, actual, images),
                 request_bytes=request_bytes,
+                replay={"api": self.api, "model": self.settings.model, "items": list(completion.replay)}
+                if completion.replay else None,
             )
         )
 
@@ -232,7 +243,7 @@ class ChatRequest:
                 self.session.post_event(ChatWait(id=self.id, wait_s=round(wait, 3), reason="rate_limit", quota=self._quota()))
                 await self._pause(wait)
             self.timings = Timings()
-            self.assembly = dialects.stream_for(self.api)
+            self.assembly = dialects.stream_for(self.api, self.settings.model)
             try:
                 completion = await self._watched(request)
                 return completion, request
@@ -260,6 +271,11 @@ class ChatRequest:
                     self.session.refs.refuse_gzip(self.settings.base_url)
                     request = await self._request(messages, lead)
                     continue
+                if self._refuses_reasoning(exc):
+                    # The model does not take the reasoning parameters: the same request
+                    # without them, at once (a 400 bills nothing), and never again.
+                    request = await self._request(messages, lead)
+                    continue
                 if self.plan is not None and self.plan.refs and not resent and is_unknown_ref(exc):
                     # The gateway lost what we referred to (a restart, an eviction): send
                     # the text once, which it stores again. No backoff: nothing is
@@ -279,6 +295,26 @@ class ChatRequest:
                 )
                 await self._pause(delay)
                 self.attempt += 1
+
+    def _refuses_reasoning(self, exc: FirstTokenError) -> bool:
+        """Whether `exc` is a 400 naming a reasoning parameter this request sent; if so,
+        the refusal is remembered (for this base URL and model, bounded), the page told,
+        and the request asks no more."""
+        if not (self.reasoning and isinstance(exc, HTTPStatusError) and exc.status == 400):
+            return False
+        settings = self.settings
+        if not dialects.reasoning_refused(exc.error, self.api, dialects.reasoning_fields(settings, self.api)):
+            return False
+        self.reasoning = False
+        refused = self.session.reasoning_refused
+        if len(refused) < MAX_REFUSALS:
+            refused.add((settings.base_url, settings.model))
+        self.session.post_event(Notice(
+            id=self.id, code="reasoning_unsupported", reason=str(exc.error.get("param") or "") or None,
+            message=f"{settings.model} does not take the Thinking setting here; it was sent without it"
+                    f" ({exc.message})",
+        ))
+        return True
 
     async def _watched(self, request: HTTPRequest, timings: Timings | None = None) -> Completion:
         """One attempt, under a watch over its silences (`chat.stall`, `timeout`). The
@@ -521,7 +557,8 @@ class ChatRequest:
         self.plan = session.refs.plan(base_url, lead, client_id, full=full)
         self._client_id = self.plan.headers.get(CLIENT_HEADER)
         return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers,
-                             gateway=session.refs.capable(base_url), gzip=session.refs.takes_gzip(base_url))
+                             gateway=session.refs.capable(base_url), gzip=session.refs.takes_gzip(base_url),
+                             reasoning=self.reasoning)
 
     def _response(self, response: Response) -> None:
         status, headers = response.status, response.headers

@@ -496,7 +496,12 @@ class ChatReconnecting(Event):
 
 @_message("chat.done")
 class ChatDone(Event):
-    """The answer is complete. Its text is what the deltas carried: it is not repeated."""
+    """The answer is complete. Its text is what the deltas carried: it is not repeated.
+    `replay`: `{"api", "model", "items"}`, the opaque parts of its reasoning that go
+    back to the same API and model on later turns (`firsttoken.replay`); left out when
+    there are none."""
+
+    OMIT_EMPTY = frozenset({"replay"})
 
     finish_reason: str | None
     usage: JSON | None
@@ -505,6 +510,7 @@ class ChatDone(Event):
     attempts: int
     prompt: JSON
     request_bytes: int
+    replay: JSON | None = None
 
 
 @_message("chat.error")

@@ -9,7 +9,7 @@ that a request never reaches into the core, and `chat` does not import `core`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:  # types only: none of these imports this module
@@ -47,3 +47,6 @@ class Session:
     #: The rate-limit governor of one API (by base URL).
     governor: Callable[[str], Governor]
     prepare: Prepare
+    #: `(base_url, model)` pairs whose server refused the reasoning parameters with a
+    #: 400 (`firsttoken.chat`): asked without them for the core's life.
+    reasoning_refused: set[tuple[str, str]] = field(default_factory=set)

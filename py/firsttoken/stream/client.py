@@ -108,6 +108,7 @@ def build_request(
     headers: Mapping[str, str] | None = None,
     gateway: bool = False,
     gzip: bool = False,
+    reasoning: bool = True,
 ) -> HTTPRequest:
     """The streaming request for `messages`, in the dialect the settings and the model
     call for (`dialects.api_for`); Chat Completions asks for usage in a final chunk.
@@ -118,9 +119,10 @@ def build_request(
     than answering without the system prompt. `gateway`: the server is a gateway known
     to take references. `headers` are added (the client id). `gzip`: the server takes a
     gzipped body (`GatewayRefs.takes_gzip`); one of `GZIP_MIN_BYTES` or more goes so.
+    `reasoning`: ask for the settings' reasoning (False once the server refused it).
     """
     api = dialects.api_for(settings)
-    body = dialects.request_body(messages, settings, api, refs=refs, gateway=gateway)
+    body = dialects.request_body(messages, settings, api, refs=refs, gateway=gateway, reasoning=reasoning)
     sent_headers = {
         "content-type": "application/json",
         "accept": "text/event-stream",
