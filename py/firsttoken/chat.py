@@ -117,6 +117,9 @@ OFFLINE_RETRY_S = 30.0
 #: request's end, never in its way.
 CANCEL_TIMEOUT_S = 10.0
 
+#: Most (base URL, model) pairs remembered to refuse reasoning parameters in one core.
+MAX_REFUSALS = 256
+
 # Cancels in flight, kept so that they are not collected before they finish.
 _cancels: set[asyncio.Future[Any]] = set()
 

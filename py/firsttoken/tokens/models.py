@@ -252,7 +252,7 @@ _REASONING_RULES: tuple[tuple[re.Pattern[str], ReasoningModel | None], ...] = tu
         (r"gemini-(?:2\.5|3).*", ReasoningModel("gemini", True, "none")),
         # Claude (AP `thinking_config_*_param.py`; platform.claude.com "adaptive thinking").
         (r"claude-opus-4-(?:[7-9]|\d\d).*|claude-mythos.*|claude-[a-z]+-[5-9](?:[-.@].*)?",
-         ReasoningModel("claude-adaptive-only", True, "none", "adaptive_only")),
+         ReasoningModel("claude-adaptive-only", True, "low", "adaptive_only")),
         (r"claude-(?:opus|sonnet)-4-6.*", ReasoningModel("claude-adaptive", False, "none", "adaptive")),
         (r"claude-(?:opus|sonnet|haiku)-4.*|claude-3-7-sonnet.*",
          ReasoningModel("claude-budget", False, "none", "budget")),
