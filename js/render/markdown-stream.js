@@ -26,6 +26,7 @@
 
 import { Lexer, Marked, Parser, Renderer } from '../../vendor/marked/marked.esm.js';
 import remend from '../../vendor/remend/index.js';
+import { cjkFriendly } from './cjk.js';
 import { codeBlock, decorateCode, highlightLater } from './code-blocks.js';
 import { mathExtension, typesetMath } from './math.js';
 import { safeFragment } from './sanitize.js';
@@ -48,8 +49,9 @@ class AnswerRenderer extends Renderer {
 }
 
 // marked's options with our extensions compiled in (what `use()` builds), for the Lexer
-// and Parser we drive ourselves.
-const EXTENDED = new Marked({ extensions: [mathExtension] }).defaults;
+// and Parser we drive ourselves: math, and emphasis and line breaks right for CJK text
+// (cjk.js), for answers and user messages alike.
+const EXTENDED = new Marked({ extensions: [mathExtension] }, cjkFriendly).defaults;
 const MARKED = { ...EXTENDED, gfm: true, breaks: false, async: false, renderer: new AnswerRenderer() };
 // A user's message: a line break typed is a line break shown (people do not write
 // hard-wrapped markdown into a text box); everything else as for answers.
