@@ -25,7 +25,7 @@ def test_public_surface() -> None:
     )
     for name in compress.__all__:
         assert hasattr(compress, name)
-    assert COMPRESSION_VERSION.startswith("4+py3.")
+    assert COMPRESSION_VERSION.startswith("5+py3.")
     assert PASSES == ("json", "code", "docs", "tables", "whitespace", "repeats")
     assert LEVELS["safe"] < LEVELS["balanced"] < LEVELS["max"]
 

@@ -9,11 +9,13 @@ pass       what goes
 ========== ============================================================================
 json       whitespace in pretty JSON (fenced, a whole message, or a `{`/`[` block in
            prose); tokens stay byte-identical, duplicates and number spellings too
-code       comments, trailing whitespace and blank lines in fenced code of a known
-           language, and indentation where the language ignores it (Python keeps
-           one space per block level); string literals stay byte-identical, YAML
-           keeps its indentation
-docs       documentation comments, Python docstrings, leading licence headers
+code       comments that are remarks, licence headers, commented-out code or
+           decoration, trailing whitespace and blank lines in fenced code of a
+           known language, and indentation where the language ignores it (Python
+           keeps one space per block level); TODOs and questions stay; string
+           literals stay byte-identical, YAML keeps its indentation
+docs       Python docstrings, Rust doc comments, and the comments `code` keeps:
+           TODO, FIXME, XXX, HACK, BUG, NOTE and questions
 tables     padding in GFM tables, and long delimiter rows
 whitespace trailing spaces, runs of spaces, extra blank lines in prose; never inside
            code or inline code
@@ -23,8 +25,8 @@ repeats    a template pasted again from an earlier message (a system prompt in a
 ========== ============================================================================
 
 Levels: ``safe`` = json, tables, whitespace; ``balanced`` (default) adds code and
-repeats; ``max`` adds docs. `passes` switches single passes on or off on top of a
-level.
+repeats; ``max`` adds docs, and so drops every comment but directives. `passes`
+switches single passes on or off on top of a level.
 
 Guarantees (tested with Hypothesis and on a corpus, see tests/unit/test_compress*):
 
@@ -84,12 +86,19 @@ a text; for tuning). `Report.to_dict` keeps its fields either way.
 
 Decisions, with the module that implements each:
 
-* What the levels keep (`code`): Python docstrings and Rust doc comments are part of
-  the program (`__doc__`, `#[doc]`), so only ``max`` drops them; Javadoc, JSDoc and
-  Doxygen comments are ordinary comments to their compilers and go at ``balanced``.
-  A leading licence header stays at ``balanced`` (it is what the file says about
-  itself) and goes at ``max``. Directives tools act on (`# noqa`, `//go:build`,
-  `/// <reference>`, `@ts-ignore`, HTML conditional comments, ...) always stay.
+* What the levels keep (`code`, `code_comments`): code pasted into a chat is usually
+  a question about it, and a TODO or a question in a comment is often the question
+  (issue 45: a prompt asking why its code fails lost ``# TODO: collisions? two users
+  uploading "me.jpg" overwrite each other``). So ``balanced`` keeps intent: a
+  comment with TODO, FIXME, XXX, HACK, BUG or NOTE, or asking a question, with the
+  rest of its comment paragraph; it drops remarks, licence headers, commented-out
+  code (Python: it parses, `ast.parse`; elsewhere a documented shape heuristic) and
+  rules and banners. ``max`` drops intent too. Python docstrings and Rust doc
+  comments are part of the program (`__doc__`, `#[doc]`), so only ``max`` drops
+  them; Javadoc, JSDoc and Doxygen comments are ordinary comments to their compilers
+  and go at ``balanced``. Directives tools act on (`# noqa`, `//go:build`,
+  `/// <reference>`, `@ts-ignore`, HTML conditional comments, ...) always stay. The
+  report counts what went by kind (`Report.removed`).
 * Where we refuse (`fences`, `code_*`): unknown languages, code `ast` cannot parse,
   JSX, SQL whose dialect matters (backslashes in strings, `--x`, `#`), nested block
   comments, C line comments continued by a backslash, cgo, terminal sessions in shell
@@ -145,7 +154,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LocalProtocolError
-from .code import DOC, LICENSE, PLAIN
+from .code import CODE_PASS, DOCS_PASS
 from .fences import compress_fence_body
 from .json_pass import JSON_LANGS, minify, minify_region, parse_container
 from .markdown import FENCE, JSON, PROSE, Block, split_blocks
@@ -171,7 +180,7 @@ __all__ = [
 
 #: Changes whenever the output for some input could change; caches key on it. The
 #: Python minor version is part of it (see the module docstring).
-COMPRESSION_VERSION = f"4+py{sys.version_info[0]}.{sys.version_info[1]}"
+COMPRESSION_VERSION = f"5+py{sys.version_info[0]}.{sys.version_info[1]}"
 _report_module.VERSION = COMPRESSION_VERSION
 
 #: Pass names, in the order they run.
@@ -239,10 +248,12 @@ def compact_json(value: Any) -> str:
 class _Doc:
     """One text going through the passes before `repeats`."""
 
-    __slots__ = ("blocks", "snapshots", "untouched", "keep_text")
+    __slots__ = ("blocks", "snapshots", "untouched", "keep_text", "removed")
 
     def __init__(self, text: str, on: frozenset[str], keep_text: bool) -> None:
         self.untouched: list[str] = []
+        #: what the code passes removed, by kind (`code.rebuild`'s tally)
+        self.removed: dict[str, int] = {}
         # (pass, text after it) when tokens are counted, else (pass, length after it):
         # joining the text after every pass would cost more than some passes.
         self.keep_text = keep_text
@@ -252,10 +263,10 @@ class _Doc:
             self._json()
             self._snap("json")
         if "code" in on:
-            self._code(frozenset({PLAIN}), squeeze=True)
+            self._code(CODE_PASS, squeeze=True)
             self._snap("code")
         if "docs" in on:
-            self._code(frozenset({DOC, LICENSE}), squeeze=False)
+            self._code(DOCS_PASS, squeeze=False)
             self._snap("docs")
         if "tables" in on:
             for b in self.blocks:
@@ -294,7 +305,7 @@ class _Doc:
             if b.kind != FENCE or not b.lang:
                 continue
             try:
-                out, why = compress_fence_body(b.lang, b.body, b.indent, b.marker, remove, squeeze)
+                out, why = compress_fence_body(b.lang, b.body, b.indent, b.marker, remove, squeeze, self.removed)
             except Exception as exc:  # noqa: BLE001 - the safety net "never an exception"
                 out, why = None, f"{b.lang}: internal error {type(exc).__name__}"
             if out is None:
@@ -354,7 +365,8 @@ def compress_text(
         # earlier message, so the pass keeps it whole. It stays in the report so that
         # every text's report lists the same passes.
         snapshots.append(("repeats", out if exact else len(out)))
-    return Compressed(out, make_report(level, snapshots, count, doc.untouched, None if exact else (text, out)))
+    ends = None if exact else (text, out)
+    return Compressed(out, make_report(level, snapshots, count, doc.untouched, ends, doc.removed))
 
 
 def compress_messages(
@@ -405,7 +417,7 @@ def compress_messages(
     else:
         outs = [d.text() for d in docs]
     per_slot = [
-        make_report(level, sn, count, d.untouched, None if keep else (s[2], out))
+        make_report(level, sn, count, d.untouched, None if keep else (s[2], out), d.removed)
         for sn, d, s, out in zip(snaps, docs, slots, outs)
     ]
 

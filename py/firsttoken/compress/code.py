@@ -15,13 +15,21 @@ Every language goes through the same three steps:
    (Python: `ast.dump` equal). Any difference, or any exception, leaves the block
    untouched.
 
-Comment categories decide which pass removes what: `plain` goes in the `code` pass;
-`doc` (Python docstrings and Rust doc comments, which the language turns into
-program data: `__doc__`, `#[doc]` attributes) and `license` (a leading comment
-group that mentions a copyright or licence) go in the `docs` pass; `directive`
+Comment categories decide which pass removes what (`CODE_PASS`, `DOCS_PASS`). The
+lexers find `plain`, `doc` (Python docstrings and Rust doc comments, which the
+language turns into program data: `__doc__`, `#[doc]` attributes), `license` (a
+leading comment group that mentions a copyright or licence) and `directive`
 (shebangs, encoding cookies, pragmas, `//go:build`, `/// <reference>`, `@ts-ignore`,
-lint switches, HTML conditional comments, Dockerfile parser directives) is never
-removed, because tools or the language act on it.
+lint switches, HTML conditional comments, Dockerfile parser directives: never
+removed, because tools or the language act on it); `code_comments` then sorts the
+plain ones into `intent` (a TODO or a question), `code` (commented out),
+`decorative` (rules and banners) and what stays `plain` (a remark). The `code` pass
+(``balanced``) removes remarks, licence headers, commented-out code and decoration;
+the `docs` pass (``max``) removes doc comments, docstrings and intent.
+
+`rebuild` counts what it removed into a `tally` (comments by kind, as a person sees
+them: a run of whole-line comments of one kind on consecutive lines is one; and
+blank lines), which the report shows (`report.Report.removed`).
 """
 
 from __future__ import annotations
@@ -30,12 +38,26 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Span", "Language", "GiveUp", "rebuild", "classify_leading_license", "lexed", "words_outside"]
+__all__ = [
+    "Span", "Language", "GiveUp", "rebuild", "classify_leading_license", "lexed", "words_outside", "CODE_PASS",
+    "DOCS_PASS",
+]
 
 PLAIN = "plain"
 DOC = "doc"
 LICENSE = "license"
 DIRECTIVE = "directive"
+INTENT = "intent"
+CODE = "code"
+DECOR = "decorative"
+
+#: What the `code` pass (``balanced``) removes.
+CODE_PASS = frozenset({PLAIN, LICENSE, CODE, DECOR})
+#: What the `docs` pass (``max``) removes on top of it.
+DOCS_PASS = frozenset({DOC, INTENT})
+#: The report's key for blank lines dropped from code (comment kinds use their
+#: category names).
+BLANK_LINE = "blank_line"
 
 _LICENSE = re.compile(r"(?i)copyright|licen[cs]e|spdx-license-identifier|\(c\)\s*\d{4}|all rights reserved")
 
@@ -150,6 +172,7 @@ def rebuild(
     may_drop: Callable[[list[str], int], bool] | None = None,
     inner_runs: bool = False,
     dedent: bool = False,
+    tally: dict[str, int] | None = None,
 ) -> str:
     """`text` without the comments whose category is in `remove`.
 
@@ -163,6 +186,10 @@ def rebuild(
     A line continued from the one before (which ends in an odd number of backslashes:
     C, shell and Dockerfile join the two) keeps one space, since the joined text would
     otherwise glue two words together.
+
+    `tally`, when given, gains the number of comments removed per category (a run of
+    whole-line comments of one category on consecutive lines counts once) and of
+    blank lines dropped (`BLANK_LINE`; not lines a cut emptied).
     """
     # Decide from the last comment back, so each decision sees the text after it as it
     # will be: "is the rest of this line blank once later comments are gone" is what
@@ -170,6 +197,7 @@ def rebuild(
     pieces: list[tuple[str, str]] = []  # (kind, text), reversed
     cursor = len(text)
     blank, first = True, ""
+    cut: list[Span] = []  # removed comments, last first
     prev_end = [0] * len(spans)
     for i in range(1, len(spans)):
         prev_end[i] = spans[i - 1].end
@@ -192,6 +220,7 @@ def rebuild(
             if s > lo and text[s - 1] == "\\" and s < sp.start:
                 s += 1  # keep one space: "\ " is an escaped space, "\" would join lines
             pieces.append(("cut", ""))
+            cut.append(sp)
             cursor = s
             continue
         if "\n" in body:
@@ -223,12 +252,37 @@ def rebuild(
         else:
             pieces.append(("cut", gap))
             blank, first = _tail_state(gap, blank, first)
+        cut.append(sp)
         cursor = sp.start
     pieces.append(("code", text[:cursor]))
     pieces.reverse()
     if squeeze and inner_runs:
         _squeeze_runs(pieces)
-    return _lines(pieces, squeeze, may_drop, squeeze and dedent)
+    blanks = [0]
+    out = _lines(pieces, squeeze, may_drop, squeeze and dedent, blanks)
+    if tally is not None:
+        cut.reverse()
+        _count_cuts(text, cut, tally)
+        if blanks[0]:
+            tally[BLANK_LINE] = tally.get(BLANK_LINE, 0) + blanks[0]
+    return out
+
+
+def _count_cuts(text: str, cut: Sequence[Span], tally: dict[str, int]) -> None:
+    prev: Span | None = None
+    for sp in cut:
+        if not (prev is not None and prev.cat == sp.cat and _adjacent_lines(text, prev, sp)):
+            tally[sp.cat] = tally.get(sp.cat, 0) + 1
+        prev = sp
+
+
+def _adjacent_lines(text: str, a: Span, b: Span) -> bool:
+    # Both whole-line comments, b on the line right after a.
+    gap = text[a.end : b.start]
+    if gap.count("\n") != 1 or gap.strip(" \t\f\r\n"):
+        return False
+    start = text.rfind("\n", 0, a.start) + 1
+    return not text[start : a.start].strip(" \t\f")
 
 
 # A run of spaces after a visible character (not a backslash: "\ " escapes a space in
@@ -255,6 +309,7 @@ def _lines(
     squeeze: bool,
     may_drop: Callable[[list[str], int], bool] | None,
     dedent: bool,
+    blanks: list[int],
 ) -> str:
     # Forward: cut the output into lines, knowing for each whether its end lies inside a
     # string (then it is kept as it is), whether it holds a string, whether a cut
@@ -340,6 +395,8 @@ def _lines(
         if i == n - 1 and not line and not cr:
             break
         if drop:
+            if not touched[i]:
+                blanks[0] += 1
             continue
         out.append(line + ("\r" if cr else "") + endings[i])
         if not protected[i]:

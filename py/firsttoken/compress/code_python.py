@@ -19,7 +19,10 @@ lines that continue it (inside brackets, after a backslash) move left by as much
 it did, so their alignment holds. In o200k a run of spaces is a token of its own and
 only one space merges with the word after it: on the corpus's Python blocks, after
 comments and blank lines went, one space per level took them from 2326 to 2263
-tokens (one tab per level: 2289). Lines inside a string literal never move.
+tokens (one tab per level: 2289). Lines inside a string literal never move. A
+comment that stays on a line of its own (a TODO, a question) takes the level of the
+statement after it, which is where a reader looks for what it is about (at the end,
+the level it was written in).
 
 Docstrings are strings (`__doc__`), not comments: only the `docs` pass removes them,
 and only where the body keeps another statement (no `pass` is ever invented) and that
@@ -34,6 +37,7 @@ import re
 import tokenize
 
 from .code import DIRECTIVE, DOC, Span, classify_leading_license, rebuild
+from .code_comments import classify_comments
 from .markdown import split_lines
 
 __all__ = ["compress_python"]
@@ -82,6 +86,7 @@ def _lex(text: str, lines: list[str]) -> list[Span]:
                 cat = DIRECTIVE
             spans.append(Span(off(tok.start), off(tok.end), "c", cat))
     classify_leading_license(text, spans)
+    classify_comments(text, spans, "python")
     return spans
 
 
@@ -150,8 +155,14 @@ def _reindent(code: str) -> str:
     row0 = 0
     fdepth = 0
     fstart = 0
+    comments: list[int] = []  # rows holding only a comment, waiting for a statement
+    level: dict[int, int] = {}  # such a row -> the level of the statement after it
     for tok in tokenize.generate_tokens(io.StringIO(code, newline="").readline):
         t = tok.type
+        if t == tokenize.COMMENT and at_start and not fdepth and not lines[tok.start[0] - 1][: tok.start[1]].strip():
+            comments.append(tok.start[0])
+            level[tok.start[0]] = depth  # kept if no statement follows
+            continue
         if t == tokenize.INDENT:
             depth += 1
             continue
@@ -167,6 +178,9 @@ def _reindent(code: str) -> str:
             starts[tok.start[0]] = depth
             row0 = tok.start[0]
             at_start = False
+            for row in comments:
+                level[row] = depth
+            comments = []
         if t in _FSTART:
             if fdepth == 0:
                 fstart = tok.start[0]
@@ -189,6 +203,8 @@ def _reindent(code: str) -> str:
             new = " " * starts[row]
             shift[row] = len(indent) - len(new) if indent.strip(" ") == "" else 0
             out.append(new + body)
+        elif row in level and indent.strip(" \t") == "":
+            out.append(" " * level[row] + body)
         elif row in owner and row not in frozen and body.strip() and indent.strip(" ") == "":
             cut = min(shift.get(owner[row], 0), len(indent))
             out.append(line[cut:])
@@ -205,9 +221,12 @@ def _is_str_expr(node: ast.stmt) -> bool:
     )
 
 
-def compress_python(body: str, remove: frozenset[str], squeeze: bool) -> str | None:
+def compress_python(
+    body: str, remove: frozenset[str], squeeze: bool, tally: dict[str, int] | None = None
+) -> str | None:
     """`body` without removable comments (and docstrings, with `doc` in `remove`), or
-    None when it does not parse or the result would not be the same program."""
+    None when it does not parse or the result would not be the same program. `tally`
+    gains what was removed (`code.rebuild`) when the result is returned."""
     if _LONE_CR.search(body) or "\x00" in body:
         return None
     try:
@@ -218,7 +237,8 @@ def compress_python(body: str, remove: frozenset[str], squeeze: bool) -> str | N
         return None
     if DOC in remove:
         spans = _docstrings(tree, lines, spans)
-    out = rebuild(body, spans, remove, gap=" ", squeeze=squeeze, inner_runs=True)
+    counted: dict[str, int] = {}
+    out = rebuild(body, spans, remove, gap=" ", squeeze=squeeze, inner_runs=True, tally=counted)
     if squeeze:
         try:
             out = _reindent(out)
@@ -230,4 +250,7 @@ def compress_python(body: str, remove: frozenset[str], squeeze: bool) -> str | N
         same = ast.dump(ast.parse(out)) == ast.dump(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    if same and tally is not None:
+        for kind, n in counted.items():
+            tally[kind] = tally.get(kind, 0) + n
     return out if same else None

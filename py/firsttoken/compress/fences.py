@@ -9,7 +9,8 @@ its string literals or its words (removable comments blanked out) differ.
 
 from __future__ import annotations
 
-from .code import DIRECTIVE, Language, words_outside, rebuild
+from .code import DIRECTIVE, Language, Span, words_outside, rebuild
+from .code_comments import classify_comments
 from .code_clike import LEXERS
 from .code_markup import lex_markup
 from .code_python import compress_python
@@ -50,15 +51,26 @@ _LANGUAGES["markup"] = Language("markup", lex_markup, gap="", dedent=True)
 _LANGUAGES["yaml"] = Language("yaml", lex_yaml, may_drop=may_drop, inner_runs=False)
 
 
-def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool) -> tuple[str | None, str]:
-    """(new body or None, reason when None) for code of a known language family."""
+def _lex(lang: Language, text: str) -> list[Span] | None:
+    spans = lang.lex(text)
+    if spans is not None:
+        classify_comments(text, spans, lang.name)
+    return spans
+
+
+def compress_code(
+    family: str, body: str, remove: frozenset[str], squeeze: bool, tally: dict[str, int] | None = None
+) -> tuple[str | None, str]:
+    """(new body or None, reason when None) for code of a known language family;
+    `tally` gains what was removed (`code.rebuild`) when the new body is returned."""
     if family == "python":
-        out = compress_python(body, remove, squeeze)
+        out = compress_python(body, remove, squeeze, tally)
         return (out, "") if out is not None else (None, "python: does not parse or would change")
     lang = _LANGUAGES[family]
-    spans = lang.lex(body)
+    spans = _lex(lang, body)
     if spans is None:
         return None, f"{family}: lexer gave up"
+    counted: dict[str, int] = {}
     out = rebuild(
         body,
         spans,
@@ -68,10 +80,11 @@ def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool)
         may_drop=lang.may_drop,
         inner_runs=lang.inner_runs,
         dedent=lang.dedent,
+        tally=counted,
     )
     if out == body:
         return body, ""
-    again = lang.lex(out)
+    again = _lex(lang, out)
     if again is None:
         return None, f"{family}: output does not lex"
     if words_outside(body, spans, remove, lang.gap) != words_outside(out, again, remove, lang.gap):
@@ -80,13 +93,27 @@ def compress_code(family: str, body: str, remove: frozenset[str], squeeze: bool)
         sp.kind == "c" and sp.cat == DIRECTIVE for sp in spans
     ) != sum(sp.kind == "c" and sp.cat == DIRECTIVE for sp in again):
         return None, f"{family}: self-check failed"
+    _add(tally, counted)
     return out, ""
 
 
+def _add(tally: dict[str, int] | None, counted: dict[str, int]) -> None:
+    if tally is not None:
+        for kind, n in counted.items():
+            tally[kind] = tally.get(kind, 0) + n
+
+
 def compress_fence_body(
-    lang: str, body: str, indent: int, marker: str, remove: frozenset[str], squeeze: bool
+    lang: str,
+    body: str,
+    indent: int,
+    marker: str,
+    remove: frozenset[str],
+    squeeze: bool,
+    tally: dict[str, int] | None = None,
 ) -> tuple[str | None, str]:
-    """Compress the body of a fence whose info string names `lang`."""
+    """Compress the body of a fence whose info string names `lang`; `tally` gains what
+    was removed, when anything was."""
     family = LANGUAGE_ALIASES.get(lang)
     if family is None:
         return None, ""
@@ -102,8 +129,9 @@ def compress_fence_body(
         inner = "".join(ln[indent:] if ln.strip(" \t\r\n") else ln for ln in lines)
     else:
         inner = body
+    counted: dict[str, int] = {}
     try:
-        out, why = compress_code(family, inner, remove, squeeze)
+        out, why = compress_code(family, inner, remove, squeeze, counted)
     except (RecursionError, MemoryError):
         return None, f"{family}: too deep"
     if out is None or out == inner:
@@ -112,4 +140,5 @@ def compress_fence_body(
         out = "".join(pad + ln if ln.strip(" \t\r\n") else ln for ln in split_lines(out))
     if _closer(marker[0], len(marker), True).search(out):
         return None, f"{family}: output would close the fence"
+    _add(tally, counted)
     return out, ""
