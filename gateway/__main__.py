@@ -109,9 +109,19 @@ def main(argv: list[str] | None = None) -> None:
                      help="automatic cache hits grow in steps of this many tokens (OpenAI: 128)")
     sim.add_argument("--cache-idle-s", type=float, default=_SIM.cache_idle_s,
                      help="seconds a cached prefix survives unused (OpenAI: 5-10 minutes)")
+    sim.add_argument("--think-budget", type=int, default=_SIM.think_budget,
+                     help="tokens firsttoken-sim-think thinks at high effort (medium: half)")
+    sim.add_argument("--summary-ms", type=float, default=_SIM.summary_ms,
+                     help="the first-answer delay a requested reasoning summary costs, in ms")
     sim.add_argument("--cache-entries", type=int, default=GatewayConfig.sim_cache_entries,
                      help="cached prefixes (blocks) kept in all, least recently used dropped first")
     p.add_argument("--max-body-bytes", type=int, default=GatewayConfig.max_body_bytes)
+    p.add_argument("--keepalive-s", type=float, default=GatewayConfig.keepalive_s,
+                   help="an SSE comment ': keep-alive' after this many seconds of silence on every streamed answer "
+                        "(0: none)")
+    p.add_argument("--upstream-read-timeout-s", type=float, default=GatewayConfig.upstream_read_timeout_s,
+                   help="how long an upstream may stay silent before the gateway gives up (a reasoning model "
+                        "may think for minutes)")
     flow = p.add_argument_group("flow control", "rate limits on every /v1 request (README, Flow control); 0 = unlimited")
     flow.add_argument("--rpm", type=int, default=_FLOW.rpm, help="requests per minute, per client")
     flow.add_argument("--tpm", type=int, default=_FLOW.tpm, help="tokens per minute, per client")
@@ -178,13 +188,18 @@ def main(argv: list[str] | None = None) -> None:
 
     sim_params = SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens,
                            prefill_tps=args.prefill_tps, cache=args.prefix_cache, cache_min_tokens=args.cache_min_tokens,
-                           cache_step=args.cache_step, cache_idle_s=args.cache_idle_s)
+                           cache_step=args.cache_step, cache_idle_s=args.cache_idle_s,
+                           think_budget=args.think_budget, summary_ms=args.summary_ms)
     try:
         check_sim_params(sim_params)
     except APIError as exc:
         p.error(exc.message)
     if args.cache_entries < 1:
         p.error("--cache-entries must be at least 1")
+    if not (0 <= args.keepalive_s <= 3600):
+        p.error("--keepalive-s must be within 0..3600")
+    if not (1 <= args.upstream_read_timeout_s <= 86_400):
+        p.error("--upstream-read-timeout-s must be within 1..86400")
 
     config = GatewayConfig(
         sim=sim_params,
@@ -193,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
         upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
         anthropic_key=(os.environ.get(args.anthropic_key_env) or None) if args.upstream else None,
         max_body_bytes=args.max_body_bytes,
+        keepalive_s=args.keepalive_s,
+        upstream_read_timeout_s=args.upstream_read_timeout_s,
         limits=FlowLimits(
             rpm=args.rpm, tpm=args.tpm, gateway_rpm=args.gateway_rpm, gateway_tpm=args.gateway_tpm,
             burst_s=args.burst_s, queue_wait_s=args.queue_wait_s, queue_max=args.queue_max,

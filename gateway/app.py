@@ -27,6 +27,7 @@ from .dialects import DIALECTS, error_response
 from .errors import APIError
 from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
+from .keepalive import KeepAlive
 from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
 from .offload import Offload
 from .prefill import DEFAULT_CACHE_ENTRIES
@@ -84,6 +85,12 @@ class GatewayConfig:
     report_dir: Path | None = static.ROOT / "build" / "report"
     #: Resumable streams for firsttoken clients (gateway/streams): their bounds; None: off.
     resume: ResumeLimits | None = field(default_factory=ResumeLimits)
+    #: A `: keep-alive` comment after this many seconds of silence on every streamed
+    #: answer (gateway/keepalive.py); 0: none.
+    keepalive_s: float = 15.0
+    #: How long the upstream may stay silent, mid-answer or before its first byte, before
+    #: the gateway gives up on it: minutes, for a reasoning model that thinks silently.
+    upstream_read_timeout_s: float = 600.0
 
 
 
@@ -95,7 +102,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     offload = Offload()
     backend: Backend = (
         UpstreamBackend(Upstream(config.upstream, config.upstream_key, anthropic_key=config.anthropic_key,
-                                 forward_client_auth=config.client_key is None, secrets=(config.client_key,)))
+                                 forward_client_auth=config.client_key is None, secrets=(config.client_key,),
+                                 timeout=config.upstream_read_timeout_s))
         if config.upstream else SimulatedBackend(config.sim, offload, config.sim_cache_entries)
     )
     shared = SharedState(config.redis) if config.redis else None
@@ -165,6 +173,9 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
                    isolation=config.isolation),
         # Whatever escapes: one log line and a JSON 500.
         Middleware(ErrorBoundary, passthrough=(DropConnection,)),
+        # A comment on every event stream that falls silent (a model thinking, an
+        # upstream slow): the phone's connection stays up, its reader knows it is live.
+        Middleware(KeepAlive, interval_s=config.keepalive_s),
         # Who may ask from a browser (Host, Origin, content type): refused requests spend
         # no budget and store no references.
         Middleware(RequestGuard, hosts=config.allowed_hosts, origins=config.allow_origins),

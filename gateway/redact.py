@@ -6,7 +6,8 @@ the gateway itself, would then reach the client. Every relayed body and header v
 is passed through `Redactor`, which replaces each secret with `REDACTED`.
 
 Sans-IO: `feed(chunk)` returns what is safe to pass on now, holding back at most the
-longest secret's length minus one byte (a secret may be split across chunks);
+longest secret's length minus one byte (a secret may be split across chunks), and never
+a line's end (no secret spans one);
 `flush()` returns the rest at the end. Secrets also match in their JSON-escaped form
 (`/` as `\\/`), the only escaping an API key's characters can get.
 """
@@ -25,7 +26,9 @@ class Redactor:
     def __init__(self, secrets: Iterable[str | None]) -> None:
         forms: set[bytes] = set()
         for secret in secrets:
-            if secret and len(secret) >= 4:  # a short "key" would redact ordinary text
+            # A short "key" would redact ordinary text; one with a line end is no HTTP
+            # header value (RFC 9110 §5.5), and `feed` relies on none holding one.
+            if secret and len(secret) >= 4 and "\n" not in secret and "\r" not in secret:
                 raw = secret.encode()
                 forms.update({raw, raw.replace(b"/", b"\\/")})
         self._pattern = re.compile(b"|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))) if forms else None
@@ -53,6 +56,14 @@ class Redactor:
             start = match.end()
         # Hold back a tail that could be the start of a secret completed by the next chunk.
         cut = max(start, len(data) - self._keep)
+        # ... but no secret holds a line end, so none straddles one: what ends a line is
+        # safe now. An SSE event ends with a blank line, so each event goes out whole as
+        # it comes, not held until the next chunk (the reader dispatches it only at that
+        # blank line), and a keep-alive comment (gateway/keepalive.py) finds a line start.
+        tail = data[cut:]
+        line_end = max(tail.rfind(b"\n"), tail.rfind(b"\r"))
+        if line_end >= 0:
+            cut += line_end + 1
         out.append(data[start:cut])
         self._held = data[cut:]
         return b"".join(out)

@@ -492,8 +492,9 @@ class Simulator:
                     await self.sleep(max(delay, 0.0))
                     given_back = clock()
                 event = encode(text)
-                batch.append(event)
-                size += len(event)
+                if event:  # hidden thinking makes none: its time passes, nothing is written
+                    batch.append(event)
+                    size += len(event)
                 sent += 1
         if params.drop_after is not None and sent >= params.drop_after:
             if batch:
