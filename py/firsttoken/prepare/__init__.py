@@ -7,6 +7,9 @@ would report as `prompt_tokens`). It takes the conversation as the user wrote it
 returns the messages to send, the `chat.prepared` fields it decides, the cache entries
 of the leading system messages (for gateway references) and the count as written:
 
+0. **Replay** (`firsttoken.replay`): each message's `replay` comes off; the parts that
+   go back (same API and model) ride on their message from here on, so that they are
+   counted and fitted with it, and never compressed.
 1. **Compress** (`firsttoken.compress`) in pieces: the leading plain system/developer
    messages one at a time (`lead`), then the rest, each piece with `prior=` the
    repeats state the pieces before it left. Every decision about repeats is
