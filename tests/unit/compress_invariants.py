@@ -168,6 +168,55 @@ def _words(prose: str) -> list[str]:
     return [re.sub(r"-+", "-", w) if _DELIM_WORD.fullmatch(w) else w for w in prose.split()]
 
 
+# CJK characters for the spacing check: Hangul Jamo, CJK radicals and symbols, Kana,
+# Bopomofo, Han, Hangul syllables, compatibility ideographs, CJK vertical and small
+# forms, full-width and half-width forms, and the supplementary ideographic planes.
+# U+3000 (the ideographic space) is whitespace here, as it is to `str.split`.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u2ff0-\u2fff\u3001-\u303f\u3040-\u31ff\u3200-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe10-\ufe1f\ufe30-\ufe6f\uff00-\uffef"
+    "\U00020000-\U0003fffd]"
+)
+_GAPS = re.compile(r"\s+")
+
+
+def _words_and_gaps(prose: str) -> tuple[list[str], list[str]]:
+    """The words of `prose` (as `_words` reads them) and the whitespace between each
+    word and the next."""
+    parts = _GAPS.split(prose.strip())
+    gaps = _GAPS.findall(prose.strip())
+    words = [re.sub(r"-+", "-", w) if _DELIM_WORD.fullmatch(w) else w for w in parts if w]
+    return words, gaps
+
+
+def cjk_spacing_problems(before: str, after: str) -> list[str]:
+    """Spacing next to CJK characters broken by compressing prose `before` into `after`.
+
+    Chinese and Japanese put no spaces between words, so a space there is not padding:
+    inserted between two CJK characters it splits a word (and costs tokens), a newline
+    between two CJK lines turned into a space puts one in mid-sentence (CSS Text 4 joins
+    such lines with nothing), and a space between CJK and Latin text is the one that
+    keeps `使用 Python` two words. So, next to a CJK character: no space may appear or go
+    (the words, split on whitespace, stay the same), a line break stays a line break,
+    and full-width spaces (U+3000) stay as many as they were (compress/prose.py keeps
+    them: see its docstring).
+    """
+    wb, gb = _words_and_gaps(before)
+    wa, ga = _words_and_gaps(after)
+    if wb != wa:
+        changed = [w for w in set(wb).symmetric_difference(wa) if _CJK.search(w)]
+        return ["a space next to CJK text appeared or went"] if changed else []
+    problems: list[str] = []
+    for i, (was, now) in enumerate(zip(gb, ga)):
+        if not (_CJK.match(wb[i][-1]) or _CJK.match(wb[i + 1][0])):
+            continue
+        if "\n" in was and "\n" not in now and "CJK lines joined with a space" not in problems:
+            problems.append("CJK lines joined with a space")
+        if was.count("\u3000") != now.count("\u3000") and "a full-width space changed" not in problems:
+            problems.append("a full-width space changed")
+    return problems
+
+
 def _subsequence(small: list[str], big: list[str]) -> bool:
     it = iter(big)
     return all(any(w == b for b in it) for w in small)
@@ -304,6 +353,7 @@ def check_text(text: str, level: str = "balanced") -> list[str]:
     no_json = compress_text(text, level=level, passes={"repeats": False, "json": False}).text
     if _words(fences(no_json)[1]) != _words(prose_before):
         problems.append("prose words changed")
+    problems += cjk_spacing_problems(prose_before, fences(no_json)[1])
     if not _subsequence(_words(out), _words(flat)):
         problems.append("repeats pass added or reordered words")
     return problems
@@ -364,4 +414,6 @@ def check_messages(messages: list[dict[str, Any]], compress: Callable[..., Any],
     return problems
 
 
-__all__ = ["check_text", "check_messages", "structure_problems", "elements", "fences", "ClassNotFound"]
+__all__ = [
+    "check_text", "check_messages", "cjk_spacing_problems", "structure_problems", "elements", "fences", "ClassNotFound",
+]

@@ -126,7 +126,8 @@ Decisions, with the module that implements each:
   attribute lines; the values stay.
 * Prose (`prose`): indentation is never touched, lines indented four columns or by a
   tab keep their inner spacing (indented code), tabs inside a line stay (TSV), inline
-  code spans are byte-identical, CRLF stays CRLF.
+  code spans are byte-identical, CRLF stays CRLF. Next to CJK text no space appears
+  or goes and no lines are joined; full-width spaces and punctuation stay as written.
 * Repeats (`repeats`): units are paragraphs and whole blocks; a unit repeats when
   the same words stood in the same context (open tags, heading path) in an *earlier
   instruction-giving message*; a dropped run must hold 64 visible characters, sit

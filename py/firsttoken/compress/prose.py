@@ -10,6 +10,28 @@ for a model. What we keep, and why:
   indented code block (§4.4), whose inner spacing we also keep;
 * tabs inside a line: they separate pasted TSV columns, and a tab run is not padding;
 * line endings: CRLF stays CRLF, so a text's bytes change only where we mean them to.
+
+Chinese, Japanese and Korean (issue 44). Chinese and Japanese put no spaces between
+words, so a space next to a CJK character is never padding, and we:
+
+* never put a space where there was none: only runs of two or more ASCII spaces are
+  squeezed, and always to one (LLMLingua-style compressors that split and re-join on
+  spaces put spaces into Chinese, microsoft/LLMLingua#131);
+* never join lines: a line break between two Han or Kana characters would read as a
+  space in mid-sentence (CSS Text 4 joins such lines with nothing; commonmark-spec#744),
+  and across the board lines carry lists, verse and addresses;
+* never take the last space between CJK and Latin text (`使用 Python`): a run keeps one;
+* keep full-width spaces (U+3000) wherever they are. At the start of a paragraph one or
+  two are its indent (字下げ), inside a line they align forms (`姓名：　张三`) or
+  separate names, and at a line end they cost nothing: in o200k a trailing U+3000
+  merges with the line break (`中文\u3000\n下一行` is 4 tokens, as without it);
+  squeezing a run of them would save one token a run and lose the alignment;
+* keep full-width punctuation (`，。：（）《》`) as written: it is the text's own
+  spelling, not formatting, and the ASCII forms cost the same (`你好，世界。` and
+  `你好,世界.` are 4 tokens each in o200k, 7 in cl100k).
+
+`tests/unit/compress_invariants.py` (`cjk_spacing_problems`) checks all of this apart
+from the compressor, on the corpus's Chinese and Japanese prompts and with Hypothesis.
 """
 
 from __future__ import annotations
