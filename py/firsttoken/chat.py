@@ -76,8 +76,8 @@ from .protocol import (
     ChatStall,
     ChatStreamed,
     ChatWait,
-    Notice,
 )
+from .notices import ReasoningRefused
 from .stall import Stalled, StallWatch, TimedOut
 from .stream.client import (
     AbortSignal,
@@ -312,11 +312,12 @@ class ChatRequest:
         refused = self.session.reasoning_refused
         if len(refused) < MAX_REFUSALS:
             refused.add((settings.base_url, settings.model))
-        self.session.post_event(Notice(
-            id=self.id, code="reasoning_unsupported", reason=str(exc.error.get("param") or "") or None,
+        # Told at once, with this request: the retry goes out now.
+        self.session.post_event(ReasoningRefused(
+            reason=str(exc.error.get("param") or "") or None,
             message=f"{settings.model} does not take the Thinking setting here; it was sent without it"
                     f" ({exc.message})",
-        ))
+        ).to_event(self.id))
         return True
 
     async def _watched(self, request: HTTPRequest, timings: Timings | None = None) -> Completion:

@@ -17,7 +17,7 @@ from typing import ClassVar, Union
 from .errors import FirstTokenError
 from .protocol import Notice
 
-__all__ = ["CacheDegraded", "TokensEstimated", "UserNotice", "Notices", "counting_notice"]
+__all__ = ["CacheDegraded", "ReasoningRefused", "TokensEstimated", "UserNotice", "Notices", "counting_notice"]
 
 #: Notices kept while no request takes them; more are dropped (each source reports a
 #: condition once per session, so this is only a bound).
@@ -53,7 +53,22 @@ class TokensEstimated:
         return Notice(id=request_id, code=self.code, reason=self.reason, message=self.message)
 
 
-UserNotice = Union[CacheDegraded, TokensEstimated]
+@dataclass(frozen=True, slots=True)
+class ReasoningRefused:
+    """The server refused the reasoning parameters for this model with a 400 (`reason`:
+    the parameter it named, if it did); the request was sent again without them, and
+    so are the next ones to that server and model (`firsttoken.chat`)."""
+
+    code: ClassVar[str] = "reasoning_unsupported"
+
+    reason: str | None
+    message: str
+
+    def to_event(self, request_id: str) -> Notice:
+        return Notice(id=request_id, code=self.code, reason=self.reason, message=self.message)
+
+
+UserNotice = Union[CacheDegraded, ReasoningRefused, TokensEstimated]
 
 
 class Notices:

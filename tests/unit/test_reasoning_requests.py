@@ -159,6 +159,10 @@ def test_room_is_kept_for_thinking_by_effort() -> None:
     assert budget_for(ChatSettings(model="gpt-5.1", reasoning="off"))[0] == 400_000 - 4096
     assert budget_for(ChatSettings(model="gpt-4o"))[0] == 128_000 - 4096
     assert budget_for(ChatSettings(model="o3", max_tokens=30_000))[0] == window - 30_000  # holds both
+    # The governor counts the room a thinking model's reasoning takes when no cap is sent.
+    assert completion_reserve(ChatSettings(model="o3"), CHAT) == 8192
+    assert completion_reserve(ChatSettings(model="o3", max_tokens=5000), RESPONSES) == 5000
+    assert completion_reserve(ChatSettings(model="gpt-4o"), CHAT) == 0
     # A small window keeps at most a quarter for each.
     assert budget_for(ChatSettings(model="o3", context_window=8000, reasoning="high"))[0] == 8000 - 2000 - 2000
 

@@ -128,7 +128,7 @@ def is_decorative(body: str, text: str) -> bool:
 # ---- commented-out code -------------------------------------------------------------
 
 _PY_CODE_NODES: tuple[type[ast.AST], ...] = (
-    ast.Call, ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
+    ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
     ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.For, ast.AsyncFor, ast.While, ast.If,
     ast.With, ast.AsyncWith, ast.Try, ast.Raise, ast.Delete, ast.Global, ast.Nonlocal,
     ast.Assert, ast.Pass, ast.Break, ast.Continue, ast.Subscript, ast.Lambda, ast.Await,
@@ -151,11 +151,19 @@ def _python_tree(text: str) -> ast.Module | None:
             return None
 
 
-def _python_code_tree(tree: ast.Module) -> bool:
+def _python_code_tree(tree: ast.Module, source: str) -> bool:
+    lines = source.split("\n")
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign):
             if node.value is not None:
                 return True
+        elif isinstance(node, ast.Call):
+            # `f(x)` is code; `YYYYWww (7) or YYYYWwwd (8)` is prose that parses.
+            func = node.func
+            if func.end_lineno is not None and func.end_col_offset is not None:
+                line = lines[func.end_lineno - 1].encode("utf-8")
+                if line[func.end_col_offset : func.end_col_offset + 1] == b"(":
+                    return True
         elif isinstance(node, _PY_CODE_NODES):
             return True
         elif isinstance(node, ast.Compare) and any(isinstance(op, _PY_CODE_COMPARE) for op in node.ops):
@@ -164,8 +172,9 @@ def _python_code_tree(tree: ast.Module) -> bool:
 
 
 def _python_line(text: str) -> bool:
-    tree = _python_tree(text.strip())
-    return tree is not None and _python_code_tree(tree)
+    source = text.strip()
+    tree = _python_tree(source)
+    return tree is not None and _python_code_tree(tree, source)
 
 
 _CALL = r"(?:(?:await|return|new|yield|throw|defer|go|void)\s+)?[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)*(?:<[\w\s,<>]*>)?!?\(.*\)\??"
@@ -295,7 +304,7 @@ def classify_comments(text: str, spans: list[Span], family: str) -> None:
         for run in runs:
             _python_run(text, run)
     for run in runs:
-        _paragraphs(run)
+        _paragraphs(text, run)
 
 
 def _runs(text: str, spans: list[Span]) -> list[list[Span]]:
@@ -314,19 +323,41 @@ def _runs(text: str, spans: list[Span]) -> list[list[Span]]:
     return runs
 
 
-def _paragraphs(run: list[Span]) -> None:
-    # A TODO or a question often goes on over the next comment lines, or ends a
-    # paragraph that says what it asks about: the whole paragraph is intent. A line
-    # of another kind (code, a rule, a directive, an empty `#`) ends a paragraph.
-    para: list[Span] = []
-    for sp in [*run, None]:
-        if sp is not None and sp.cat in (PLAIN, INTENT):
-            para.append(sp)
+def _paragraphs(text: str, run: list[Span]) -> None:
+    # A TODO or a question often goes on over the next comment lines, or starts on
+    # the line before: the sentence it is in is intent, however many lines it takes.
+    # Line i+1 goes on with line i's sentence when line i is a bare marker or ends
+    # in a colon, or when line i does not end a sentence and line i+1 starts in lower
+    # case and is not a link. Block comments are whole already, and a line of
+    # another kind (code, a rule, a directive) ends the chain.
+    words = [comment_text(text[sp.start : sp.end]) for sp in run]
+    chain: list[int] = []
+    for i, sp in enumerate(run):
+        single = sp.cat in (PLAIN, INTENT) and "\n" not in text[sp.start : sp.end]
+        if chain and single and _goes_on(words[chain[-1]], words[i]):
+            chain.append(i)
             continue
-        if any(p.cat == INTENT for p in para):
-            for p in para:
-                p.cat = INTENT
-        para = []
+        _spread(run, chain)
+        chain = [i] if single else []
+    _spread(run, chain)
+
+
+def _spread(run: list[Span], chain: list[int]) -> None:
+    if len(chain) > 1 and any(run[i].cat == INTENT for i in chain):
+        for i in chain:
+            run[i].cat = INTENT
+
+
+_BARE_MARKER = re.compile(r"\A[@\\]?(?:TODO|FIXME|XXX|HACK|BUG|NOTE)\b[^\w]*\Z|:\Z", re.I)
+_GOES_ON = re.compile(r"\A(?:[a-z(\"'`‘“]|\d+\))(?![a-z]+://)")
+
+
+def _goes_on(before: str, after: str) -> bool:
+    if not before or not after:
+        return False
+    if _BARE_MARKER.search(before):
+        return True
+    return not before.endswith((".", "!", "?", "？", ";")) and _GOES_ON.match(after) is not None
 
 
 def _whole_line(text: str, sp: Span) -> bool:
@@ -356,11 +387,12 @@ def _python_run(text: str, run: list[Span]) -> None:
             window = run[i:j]
             if any(sp.cat not in (PLAIN, DECOR, CODE) for sp in window):
                 continue
-            alone = [_python_tree(ln.strip()) for ln in lines[i:j]]
-            if any(t is not None and not _python_code_tree(t) for t in alone):
+            alone = [(_python_tree(ln.strip()), ln.strip()) for ln in lines[i:j]]
+            if any(t is not None and not _python_code_tree(t, ln) for t, ln in alone):
                 continue  # a line of prose that parses alone (`# Returns`)
-            tree = _python_tree(textwrap.dedent("\n".join(lines[i:j])))
-            if tree is not None and _python_code_tree(tree):
+            source = textwrap.dedent("\n".join(lines[i:j]))
+            tree = _python_tree(source)
+            if tree is not None and _python_code_tree(tree, source):
                 for sp in window:
                     sp.cat = CODE
                 i = j - 1

@@ -72,7 +72,7 @@ from typing import Any, Callable, Iterator, Mapping
 from ..cache.refs import REF_FIELD
 from ..replay import ITEMS as REPLAY_ITEMS
 from ..settings import APIS, ChatSettings
-from ..tokens.budget import THINKING_RESERVE, reply_reserve
+from ..tokens.budget import THINKING_RESERVE, reply_reserve, thinking_reserve
 from ..tokens.models import EFFORTS, api_of_model, opens_thinking_implicitly, reasoning_model, thinking_effort
 from .answer import AnswerStream
 from .completions import ChatStream
@@ -159,10 +159,14 @@ def completion_reserve(settings: ChatSettings, api: str, *, reasoning: bool = Tr
     reserves the same way (gateway/limits). Pacing on the prompt alone would send a
     request the window cannot hold: on Messages, whose `max_tokens` is always sent
     (4,096 here), that was 4 to 6 429s a run in `make bench-e2e`'s queueing scenario.
+
+    With no cap sent, a model that thinks still gets the room its reasoning takes
+    (`tokens.budget.thinking_reserve`, by effort) counted: reasoning is output the
+    window pays for all the same, and thousands of tokens of it arrive before any answer.
     """
     if api == MESSAGES:
         return _anthropic_thinking(settings, reasoning)[2]
-    return settings.max_tokens or 0
+    return settings.max_tokens or thinking_reserve(settings)
 
 
 # ---- reasoning ---------------------------------------------------------------------------
@@ -263,7 +267,8 @@ def reasoning_refused(error: Mapping[str, Any], api: str, body_fields: Mapping[s
         return any(param == name or param.startswith(name + ".") or param.startswith(name + "[") for name in sent)
     message = str(error.get("message") or "")
     lowered = message.lower()
-    if any(word in lowered for word in ("signature", "encrypted", "messages.", "input[")):
+    if any(word in lowered for word in ("signature", "encrypted", "messages.", "input[", "reasoning_content",
+                                        "passed back")):
         return False
     return any(name in message for name in sent)
 
