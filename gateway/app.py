@@ -124,10 +124,10 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         assert read is not None  # ReadChat read every dialect's body
         # A prompt the gateway prepared (x-firsttoken-prepare): its report leads the stream.
         response = lead_with_prepared(request.scope, await backend.answer(request, read))
-        # A firsttoken client's streamed chat completion runs apart from its
-        # connection, to be resumed (gateway/streams); any other answer goes out as it is.
+        # A firsttoken client's streamed answer runs apart from its connection, to be
+        # resumed (gateway/streams), in each API; any other answer goes out as it is.
         if streams is not None and read.chat.stream and read.dialect.resumable:
-            return await streams.detach(request, response)
+            return await streams.detach(request, response, read.dialect.name)
         return response
 
     async def models(request: Request) -> Response:

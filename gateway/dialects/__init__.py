@@ -3,8 +3,8 @@
 | route                       | dialect                         | errors    | resumable |
 |-----------------------------|---------------------------------|-----------|-----------|
 | `POST /v1/chat/completions` | OpenAI Chat Completions (`chat`) | OpenAI    | yes       |
-| `POST /v1/responses`        | OpenAI Responses (`responses`)   | OpenAI    | no        |
-| `POST /v1/messages`         | Anthropic Messages (`messages`)  | Anthropic | no        |
+| `POST /v1/responses`        | OpenAI Responses (`responses`)   | OpenAI    | yes       |
+| `POST /v1/messages`         | Anthropic Messages (`messages`)  | Anthropic | yes       |
 
 A `Dialect` brings together what differs between them, each piece in its module:
 
@@ -25,9 +25,9 @@ A `Dialect` brings together what differs between them, each piece in its module:
 - its vendor (`vendor`): the shape of its errors (gateway/errors.py, `error_response`
   here) and the headers an upstream wants (gateway/upstream.py);
 - its upstream route (`upstream_path`), the route of the same name;
-- whether a firsttoken client's streamed answer is resumable (gateway/streams): only
-  chat completions, the route firsttoken clients use; the events a resume numbers
-  and reads (gateway/streams/events.py) are chat chunks.
+- whether a firsttoken client's streamed answer is resumable (gateway/streams): all
+  three are; a stream's events are read for its status in the dialect's own shape
+  (gateway/streams/events.py, by the dialect's `name`).
 """
 
 from __future__ import annotations
@@ -125,9 +125,9 @@ def _dialect(module: Any, *, name: str, path: str, vendor: str, framing: Callabl
 CHAT = _dialect(chat, name="chat", path="/v1/chat/completions", vendor=OPENAI, framing=chat.ChatFraming,
                 ref_sites=cache_refs.chat_sites, dry_run_object="chat.completion.dry_run", resumable=True)
 RESPONSES = _dialect(responses, name="responses", path="/v1/responses", vendor=OPENAI, framing=responses.ResponsesFraming,
-                     ref_sites=cache_refs.responses_sites, dry_run_object="response.dry_run")
+                     ref_sites=cache_refs.responses_sites, dry_run_object="response.dry_run", resumable=True)
 MESSAGES = _dialect(messages, name="messages", path="/v1/messages", vendor=ANTHROPIC, framing=messages.MessagesFraming,
-                    ref_sites=cache_refs.messages_sites, dry_run_object="message.dry_run",
+                    ref_sites=cache_refs.messages_sites, dry_run_object="message.dry_run", resumable=True,
                     cache_breakpoints=messages.cache_breakpoints)
 
 DIALECTS = (CHAT, RESPONSES, MESSAGES)

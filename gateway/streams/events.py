@@ -18,8 +18,9 @@ say where it stopped. Three small functions of the WHATWG HTML standard, section
   holds only comments (a keep-alive): dispatch sets the last event ID string before it
   looks at the data (§9.2.6, "dispatch the event", step 1), so an EventSource that
   reconnects after a keep-alive says it saw it. Every block is numbered, 1, 2, 3…
-- `event_facts` reads what a block says about the answer (choice 0's content
-  characters, its finish reason, an error), for a stream's status.
+- `event_facts` reads what a block says about the answer (its text's characters, its
+  finish reason, an error), for a stream's status, in each API's events (Chat
+  Completions chunks, Responses events, Messages events).
 
 Bounded: a block may hold at most `max_block_bytes`; past it, `EventTooLarge`, which
 carries the blocks the same chunk completed before it (they are whole events). Not
@@ -40,6 +41,7 @@ from .errors import EventTooLarge
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
     "EventFacts",
+    "APIS",
     "EventSplitter",
     "NO_FACTS",
     "error_event",
@@ -136,9 +138,23 @@ class EventFacts:
 NO_FACTS = EventFacts()
 
 
-def event_facts(block: bytes) -> EventFacts:
-    """The facts of one event block (as `EventSplitter` gives it). Never raises: what is
-    not an OpenAI-style chunk says nothing."""
+#: The APIs whose events `event_facts` reads, by their dialect's name (gateway/dialects).
+APIS = ("chat", "responses", "messages")
+
+# Why an answer ended, in Chat Completions' words whatever the API (one vocabulary for
+# a stream's status): Anthropic's `stop_reason`s (API reference, "Messages"), and the
+# Responses API's end events with their `incomplete_details.reason`.
+_ANTHROPIC_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
+                     "tool_use": "tool_calls", "refusal": "content_filter",
+                     "model_context_window_exceeded": "length"}
+_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def event_facts(block: bytes, api: str = "chat") -> EventFacts:
+    """The facts of one event block (as `EventSplitter` gives it) of `api`'s stream.
+    Never raises: what is not that API's event says nothing. Its characters are the
+    answer's text (Chat `delta.content`, Responses `response.output_text.delta`,
+    Messages `text_delta`), never its reasoning; its finish reason in Chat's words."""
     data: list[bytes] = []
     error_type = False
     for line in block.split(b"\n"):
@@ -166,6 +182,10 @@ def event_facts(block: bytes) -> EventFacts:
         return EventFacts(error=True) if error_type else NO_FACTS
     if not isinstance(body, dict):
         return EventFacts(error=True) if error_type else NO_FACTS
+    if api == "responses":
+        return _responses_facts(body, error_type)
+    if api == "messages":
+        return _messages_facts(body, error_type)
     characters = 0
     finish = None
     choices = body.get("choices")
@@ -187,10 +207,48 @@ def event_facts(block: bytes) -> EventFacts:
     return EventFacts(characters, finish, error)
 
 
+def _responses_facts(body: dict[str, Any], error_type: bool) -> EventFacts:
+    kind = body.get("type")
+    if kind == "response.output_text.delta":
+        delta = body.get("delta")
+        return EventFacts(characters=len(delta)) if isinstance(delta, str) and delta else NO_FACTS
+    if kind == "response.completed":
+        return EventFacts(finish_reason="stop")
+    if kind == "response.incomplete":
+        response = body.get("response")
+        details = response.get("incomplete_details") if isinstance(response, dict) else None
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return EventFacts(finish_reason=_INCOMPLETE_FINISH.get(reason, "length") if isinstance(reason, str) else "length")
+    if error_type or kind in ("error", "response.failed"):
+        return EventFacts(error=True)
+    return NO_FACTS
+
+
+def _messages_facts(body: dict[str, Any], error_type: bool) -> EventFacts:
+    kind = body.get("type")
+    delta = body.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "text_delta":
+        text = delta.get("text")
+        return EventFacts(characters=len(text)) if isinstance(text, str) and text else NO_FACTS
+    if kind == "message_delta" and isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+        return EventFacts(finish_reason=_ANTHROPIC_FINISH.get(delta["stop_reason"], delta["stop_reason"]))
+    if error_type or kind == "error":
+        return EventFacts(error=True)
+    return NO_FACTS
+
+
 _DECODER = json.JSONDecoder()
 
 
-def error_event(code: str, message: str, *, type: str = "server_error") -> bytes:
-    """An OpenAI-style in-stream error, as an event block (to be stamped)."""
+def error_event(code: str, message: str, *, type: str = "server_error", api: str = "chat") -> bytes:
+    """An in-stream error in `api`'s own shape, as an event block (to be stamped): an
+    `{"error": …}` chunk (Chat Completions), an `error` event (Responses: its `code`
+    and `message`; Messages: an error object, `api_error` as Anthropic's 500s)."""
+    if api == "responses":
+        payload = {"type": "error", "code": code, "message": message, "param": None}
+        return b"event: error\ndata: " + json.dumps(payload, separators=(",", ":")).encode()
+    if api == "messages":
+        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(payload, separators=(",", ":")).encode()
     error = {"message": message, "type": type, "param": None, "code": code}
     return b"data: " + json.dumps({"error": error}, separators=(",", ":")).encode()

@@ -68,7 +68,7 @@ class StreamLog:
     __slots__ = (
         "id", "owner", "created_at", "ended_at", "status", "characters", "finish_reason", "error_seen",
         "events", "bytes", "charged", "visible", "final", "failure", "followers", "task", "timer", "stop_reason",
-        "mirrored", "wake", "stream_bytes", "_charge", "_changed",
+        "mirrored", "wake", "stream_bytes", "api", "_charge", "_changed",
     )
 
     def __init__(
@@ -80,8 +80,12 @@ class StreamLog:
         stream_bytes: int,
         charge: Callable[[int], bool] = lambda n: True,
         mirrored: bool = False,
+        api: str = "chat",
     ) -> None:
         self.id = stream_id
+        #: The API whose events these are (gateway/dialects' name): how they are read
+        #: (`events.event_facts`) and how the gateway's own error events are shaped.
+        self.api = api
         #: `access.Client.owner` of the client that started it: only it may read it.
         self.owner = owner
         self.created_at = created_at
@@ -142,7 +146,7 @@ class StreamLog:
 
     def _add(self, blocks: list[bytes], stamped: list[bytes], size: int) -> None:
         for block in blocks:
-            facts = event_facts(block)
+            facts = event_facts(block, self.api)
             self.characters += facts.characters
             if facts.finish_reason is not None:
                 self.finish_reason = facts.finish_reason

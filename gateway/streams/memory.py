@@ -54,7 +54,8 @@ class LocalStreams:
     def __len__(self) -> int:
         return len(self._streams)
 
-    def open(self, stream_id: str, owner: str, *, created_at: float, mirrored: bool = False) -> StreamLog | None:
+    def open(self, stream_id: str, owner: str, *, created_at: float, mirrored: bool = False,
+             api: str = "chat") -> StreamLog | None:
         """A new live stream, or None when the bounds leave no room for it."""
         self._reap()
         limits = self.limits
@@ -68,7 +69,7 @@ class LocalStreams:
         if not self._make_room(STREAM_OVERHEAD):
             return None
         log = StreamLog(stream_id, owner, created_at=created_at, stream_bytes=limits.stream_bytes,
-                        charge=self._make_room, mirrored=mirrored)
+                        charge=self._make_room, mirrored=mirrored, api=api)
         self._streams[stream_id] = log
         self._owners.setdefault(owner, {})[stream_id] = None
         return log

@@ -92,10 +92,10 @@ async def _generate(
                 log.append(exc.blocks)
         except StreamTooLarge:
             pass
-        log.append_last(error_event(exc.code, f"The answer held an event of more than {exc.limit} bytes."))
+        log.append_last(error_event(exc.code, f"The answer held an event of more than {exc.limit} bytes.", api=log.api))
     except StreamTooLarge as exc:
         why = "the gateway's buffer for resumable streams is full" if exc.gateway_full else f"over {exc.limit} bytes"
-        log.append_last(error_event(exc.code, f"The answer was stopped: {why}."))
+        log.append_last(error_event(exc.code, f"The answer was stopped: {why}.", api=log.api))
     except asyncio.CancelledError:
         if log.stop_reason is None:
             raise  # not ours to stop (the loop is closing): status stays failed
@@ -103,7 +103,8 @@ async def _generate(
         if current is not None:
             current.uncancel()
         if log.stop_reason == STOP_SHUTDOWN:
-            log.append_last(error_event("gateway_shutdown", "The gateway stopped before the answer was complete."))
+            log.append_last(error_event("gateway_shutdown", "The gateway stopped before the answer was complete.",
+                                            api=log.api))
         else:
             status = CANCELLED
     except Exception as exc:  # noqa: BLE001 - whatever the source raised fails the stream

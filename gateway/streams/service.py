@@ -1,6 +1,7 @@
 """Resumable streams as the app sees them: detach a streamed answer, then find it again.
 
-`Streams.detach` is called with every streamed chat answer. It makes the answer
+`Streams.detach` is called with every streamed answer, in each API (Chat Completions,
+Responses, Messages: the events are kept as bytes, whatever their shape). It makes the answer
 resumable only for a firsttoken client (a valid `x-firsttoken-client` header, so
 `access.Client.owner` names its owner) and only for a 2xx `text/event-stream`:
 anything else (the official `openai` client, curl, errors) goes out untouched, byte
@@ -87,8 +88,10 @@ class Streams:
 
     # ---- the POST ----------------------------------------------------------------
 
-    async def detach(self, request: Request, response: Response) -> Response:
-        """`response` as a resumable stream, when it may be one; else `response` itself."""
+    async def detach(self, request: Request, response: Response, api: str = "chat") -> Response:
+        """`response`, an answer in `api`'s events (a dialect's name: "chat",
+        "responses", "messages"), as a resumable stream, when it may be one; else
+        `response` itself."""
         owner = owner_of(request)
         if (
             owner is None
@@ -99,7 +102,7 @@ class Streams:
         ):
             return response
         stream_id = new_stream_id()
-        log = self.local.open(stream_id, owner, created_at=time.time(), mirrored=self.redis is not None)
+        log = self.local.open(stream_id, owner, created_at=time.time(), mirrored=self.redis is not None, api=api)
         if log is None:
             return response
         if self.redis is not None:

@@ -2,8 +2,8 @@
 the official `openai` and `anthropic` clients: streamed and whole answers assembled to
 the same text as chat completions gives, each API's typed errors (bad bodies,
 authentication, rate limits, unknown routes), cache references in instructions and
-system, dry runs, flow control settled from each dialect's usage, and no resumable
-stream where none is promised."""
+system, dry runs, flow control settled from each dialect's usage, and resumable
+streams only for firsttoken clients."""
 
 from __future__ import annotations
 
@@ -267,13 +267,13 @@ def test_flow_control_settles_each_dialects_answer_from_its_usage() -> None:
             assert floor <= remaining <= 1200 - spent + 200  # (20 tokens a second flowed back meanwhile)
 
 
-def test_a_firsttoken_clients_answer_on_the_new_routes_is_not_resumable(plain: str) -> None:
-    who = {**FAST, CLIENT_HEADER: IDENT}
+def test_a_firsttoken_clients_answer_on_the_new_routes_is_resumable_and_others_are_not(plain: str) -> None:
+    # (tests/gateway/test_streams_dialects.py cuts and resumes them.)
     for path, body in (("/v1/responses", {"model": MODEL, "input": USER, "stream": True}),
                        ("/v1/messages", {"model": MODEL, "max_tokens": 100, "stream": True,
                                          "messages": [{"role": "user", "content": USER}]})):
-        r = httpx.post(plain + path, json=body, headers=who)
+        r = httpx.post(plain + path, json=body, headers={**FAST, CLIENT_HEADER: IDENT})
+        assert r.status_code == 200 and STREAM_HEADER in r.headers and "\nid: " in r.text
+        r = httpx.post(plain + path, json=body, headers=FAST)  # any other client: the API's stream as it is
         assert r.status_code == 200 and STREAM_HEADER not in r.headers
-        assert "\nid: " not in r.text  # events as the API sends them, not numbered for a resume
-    chat = httpx.post(plain + "/v1/chat/completions", json={"model": MODEL, "messages": PROMPT, "stream": True}, headers=who)
-    assert STREAM_HEADER in chat.headers  # chat completions still are
+        assert "\nid: " not in r.text
