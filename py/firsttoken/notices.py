@@ -1,9 +1,11 @@
 """Notices: things the user should know that are not errors.
 
-Two sources report them, each with a type of its own: the prompt cache falling back to
-memory (`CacheDegraded`, from `firsttoken.cache`'s `on_notice`), and counts that are
+Three sources report them, each with a type of its own: the prompt cache falling back to
+memory (`CacheDegraded`, from `firsttoken.cache`'s `on_notice`), counts that are
 estimates (`TokensEstimated`): the page's tokenizer could not load (`counting_notice`),
-or the model has no public tokenizer (Claude: `firsttoken.prepare.preparer`). They can happen at any moment (a background write failing), but
+or the model has no public tokenizer (Claude: `firsttoken.prepare.preparer`), and a
+server refusing the reasoning parameters (`ReasoningRefused`: `firsttoken.chat` sends it
+at once, with the request it retries). They can happen at any moment (a background write failing), but
 the page shows each beside a request, so they are collected here and go out once each,
 as `notice` events (`firsttoken.protocol.Notice`), with the request during which they
 happened (`firsttoken.chat`: after `chat.prepared`, and before the request's end).

@@ -16,10 +16,12 @@ goes back, in three steps:
    (`replay.api` and `replay.model` equal the request's): signatures and encrypted
    reasoning are bound to the model (a switch gets a 400 or, on xAI, silently worse
    answers: ../shared/RESEARCH-REASONING.md §1b-1c), and each API has its own shape.
-   Kept items ride on their message under `ITEMS`, an internal key that
-   `firsttoken.stream.dialects` turns into the API's own form and never sends as is,
-   so that compressing and fitting carry them with their message: a message fitting
-   drops takes its reasoning with it.
+   Kept items ride on their message, so that compressing and fitting carry them with
+   it (a message fitting drops takes its reasoning with it): on Chat Completions as the
+   message fields they are (`CHAT_FIELDS`: the body is the messages, and the gateway's
+   early prepare, gateway/prepare.py, sends them as they come out of here); on the
+   other APIs under `ITEMS`, an internal key that `firsttoken.stream.dialects` puts
+   where that API wants them, and never sends as is.
 3. **Counted** (`replay_tokens`, from `firsttoken.tokens.chat`): what goes back is
    part of the prompt, so the fit counts it. Text (a thinking block's, a summary's,
    `reasoning_content`) is counted by the encoder; opaque data (`signature`,
@@ -29,20 +31,26 @@ goes back, in three steps:
    (larger) side for the prompt's fit. Structure (`type`, `id`, `format`) is not
    counted. The count is then an estimate (`exact` false).
 
-Reasoning *text* is never sent back: the page never puts it in `messages`, and the tag
-splitter takes inline `<think>` blocks out of the answer before it is stored.
+Reasoning *text* is never sent back: the page never puts it in `messages` (and the
+fields it keeps it in, `reasoning` and `reasoning_ms`, are taken off here all the same:
+vLLM reads an input message's `reasoning`, vllm#38488), and the tag splitter takes
+inline `<think>` blocks out of the answer before it is stored.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["FIELD", "ITEMS", "OPAQUE", "MAX_ITEMS", "replay_chars", "replay_tokens", "take_replay"]
+__all__ = ["CHAT_FIELDS", "FIELD", "ITEMS", "OPAQUE", "MAX_ITEMS", "replay_chars", "replay_tokens", "take_replay"]
 
 #: The page's field on an assistant message (`chat.done.replay`, as stored).
 FIELD = "replay"
 #: Where kept items ride on a message inside the core (never sent as is).
 ITEMS = "x_firsttoken_replay"
+#: The message fields Chat Completions replay items set (OpenRouter, DeepSeek).
+CHAT_FIELDS = ("reasoning_details", "reasoning_content")
+#: Fields of a stored answer that are the page's, never a model's input.
+_PAGE_FIELDS = ("reasoning", "reasoning_ms")
 #: Fields whose strings are opaque data, not text the encoder can count.
 OPAQUE = frozenset({"signature", "encrypted_content", "data"})
 #: Fields that are structure, not content.
@@ -50,6 +58,7 @@ _STRUCTURE = frozenset({"type", "id", "format", "index", "status"})
 #: Most items taken from one message (an answer has a few; a bound all the same).
 MAX_ITEMS = 256
 _CHARS_PER_TOKEN = 4
+_TAKEN = (FIELD, ITEMS, *_PAGE_FIELDS)
 
 
 def take_replay(messages: Sequence[Mapping[str, Any]], api: str, model: str) -> list[dict[str, Any]]:
@@ -58,13 +67,16 @@ def take_replay(messages: Sequence[Mapping[str, Any]], api: str, model: str) -> 
     through unchanged (the same objects), so a conversation without it costs nothing."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        if FIELD not in message and ITEMS not in message:
+        if not any(key in message for key in _TAKEN):
             out.append(message)  # type: ignore[arg-type]
             continue
         replay = message.get(FIELD)
-        clean = {k: v for k, v in message.items() if k not in (FIELD, ITEMS)}
+        clean = {k: v for k, v in message.items() if k not in _TAKEN}
         items = _items(replay, api, model) if message.get("role") == "assistant" else []
-        if items:
+        if api == "chat_completions":
+            for item in items:
+                clean.update((key, item[key]) for key in CHAT_FIELDS if key in item)
+        elif items:
             clean[ITEMS] = items
         out.append(clean)
     return out

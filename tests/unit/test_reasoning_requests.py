@@ -394,3 +394,15 @@ def test_pacing_merges_reasoning_as_it_merges_text() -> None:
     assert [(d.seq, d.text, d.reasoning, d.t) for d in sent] == [(1, "", "Let", 1.0), (4, "Yes", " me see.", 2.0)]
     # A reasoning-only delta keeps its empty text on the wire: the page paints reasoning from it.
     assert sent[0].to_dict()["text"] == "" and sent[0].to_dict()["reasoning"] == "Let"
+
+
+def test_the_pages_own_fields_never_go_to_a_model() -> None:
+    stored = {"role": "assistant", "content": "Yes.", "reasoning": "Let me see.", "reasoning_ms": 1200}
+    for api in (CHAT, RESPONSES, MESSAGES):
+        assert "Let me see." not in json.dumps(body(api, "o4-mini", [*USER, stored, *USER]))
+
+
+def test_chat_completions_replay_becomes_plain_message_fields_in_the_prepared_conversation() -> None:
+    # What the gateway's early prepare (gateway/prepare.py) sends on as it comes out.
+    messages = take_replay(conversation(CHAT, "deepseek-v4-pro", [{"reasoning_content": "r"}]), CHAT, "deepseek-v4-pro")
+    assert messages[1] == {"role": "assistant", "content": "Yes.", "reasoning_content": "r"}

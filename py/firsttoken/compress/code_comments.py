@@ -36,9 +36,9 @@ from the comment's own text (`classify_comments`), in this order:
 4. anything else stays `PLAIN`: a remark, removed at ``balanced``.
 
 A licence header (the leading comment group that mentions a copyright or licence,
-`code.classify_leading_license`) stays `LICENSE`, except a line of it that is
-intent and mentions no licence itself: a ``# TODO:`` pasted under a copyright line is
-the user's, not the lawyer's.
+`code.classify_leading_license`) stays `LICENSE`, except a comment of it that
+mentions no licence itself and is intent or code: a ``# TODO:`` pasted under a
+copyright line is the user's, not the lawyer's.
 
 Every decision reads only the comment (and, for Python code, its comment
 neighbours), never the compressed output's layout, so the lexers' second look in the
@@ -288,8 +288,13 @@ def classify_comments(text: str, spans: list[Span], family: str) -> None:
         body = text[sp.start : sp.end]
         words = comment_text(body)
         if sp.cat == LICENSE:
-            if is_intent(words) and not _LICENSE_WORDS.search(words):
-                sp.cat = INTENT
+            if not _LICENSE_WORDS.search(words):
+                if has_marker(words):
+                    sp.cat = INTENT
+                elif looks_like_code(words, family):
+                    sp.cat = CODE
+                elif asks(words):
+                    sp.cat = INTENT
             continue
         if has_marker(words):
             sp.cat = INTENT

@@ -58,7 +58,7 @@ references of its leading system messages (`firsttoken.cache.refs`). The decisio
   where the API wants them: Messages, its blocks first in that assistant turn's
   content; Responses, its reasoning items as input items just before the message's
   own item (and its function calls); Chat Completions, its fields
-  (`reasoning_details`, `reasoning_content`) on the message.
+  (`reasoning_details`, `reasoning_content`) on the message, set there already.
 * **Resumable streams** are every dialect's: a firsttoken gateway numbers the events of
   any stream it relays, and `answer.AnswerStream` takes each once, whatever they say;
   the resume itself carries the same credentials (`credentials`).
@@ -290,7 +290,7 @@ def request_body(
     if api == CHAT:
         body: dict[str, Any] = {
             "model": settings.model,
-            "messages": [_as_ref(m, refs[i]) if i in refs else _chat_message(m) for i, m in enumerate(messages)],
+            "messages": [_as_ref(m, refs[i]) if i in refs else m for i, m in enumerate(messages)],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -395,19 +395,6 @@ def _text(message: Message) -> str:
 def _replay_items(message: Message) -> list[dict[str, Any]]:
     items = message.get(REPLAY_ITEMS)
     return items if isinstance(items, list) else []
-
-
-def _chat_message(message: Message) -> Message:
-    """A message as Chat Completions takes it: its replay items become its fields
-    (`reasoning_details`, `reasoning_content`), as the server gave them."""
-    if REPLAY_ITEMS not in message:
-        return message
-    out = {k: v for k, v in message.items() if k != REPLAY_ITEMS}
-    for item in _replay_items(message):
-        for key in ("reasoning_details", "reasoning_content"):
-            if key in item:
-                out[key] = item[key]
-    return out
 
 
 def _function(call: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Protocol, Sequence
 
 from firsttoken.errors import InvalidImage
+from firsttoken.replay import CHAT_FIELDS as REPLAY_CHAT_FIELDS
 from firsttoken.replay import ITEMS as REPLAY_ITEMS
 from firsttoken.replay import replay_chars
 from firsttoken.tokens.chat import _part_text, count_chat
@@ -129,6 +130,6 @@ def rough_count_chat(messages: Sequence[Mapping[str, Any]], model: str = "") -> 
                 images += image.tokens if image is not None else 0
         else:
             chars = 0
-        chars += replay_chars(message.get(REPLAY_ITEMS))
+        chars += replay_chars({k: message.get(k) for k in (REPLAY_ITEMS, *REPLAY_CHAT_FIELDS) if k in message})
         total += _PER_MESSAGE + -(-chars // _CHARS_PER_TOKEN) + images
     return total

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from firsttoken.replay import CHAT_FIELDS as REPLAY_CHAT_FIELDS
 from firsttoken.replay import ITEMS as REPLAY_ITEMS
 from firsttoken.replay import replay_tokens
 from firsttoken.tokens.encoders import Encoder, _count_with, get_encoder
@@ -155,11 +156,11 @@ class _Counter:
                 n += sum(self.tool_call(c) for c in value)
             elif key == "function_call":
                 n += self.tool_call(value)
-            elif key == REPLAY_ITEMS:
+            elif key == REPLAY_ITEMS or key in REPLAY_CHAT_FIELDS:
                 # What goes back of the reasoning (firsttoken.replay): text by the
                 # encoder, opaque data at 4 characters a token.
                 self.note("reasoning sent back: opaque parts estimated")
-                n += replay_tokens(value, self.text)
+                n += replay_tokens({key: value}, self.text)
             elif isinstance(value, str):
                 # The cookbook's rule encodes every string field; for fields like
                 # tool_call_id the server's real rendering is unknown.
