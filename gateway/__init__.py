@@ -8,10 +8,12 @@ Pieces, each one idea, composed in `app.create_app` (the middleware from the out
 - `conditional` ETags and 304s (RFC 9110 §13) for every body the gateway builds
 - `headers`     COOP/COEP/CSP and friends on every response (an ASGI middleware)
 - `boundary`    anything that escapes: one log line and a JSON 500
+- `keepalive`   `: keep-alive` comments on every event stream that falls silent
 - `guard`       who may ask from a browser: Host, Origin and Content-Type checks
 - `access`      the gateway's key, and who the client is, decided once per request
 - `chat_body`   a request's body read, parsed and its references expanded, once per request
-- `dialects`    each API dialect defined once: its request, refusals, wire format, usage
+- `dialects`    each API dialect defined once: its request, refusals, wire format, usage;
+                `dialects.reasoning`: the built-in model's thinking (effort, length, seals)
 - `validation`  reading request bodies (bounded, strict JSON), what every dialect's checks share
 - `cache_refs`  system texts sent once, then named by hash (memory or Redis)
 - `limits`      rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
@@ -19,7 +21,7 @@ Pieces, each one idea, composed in `app.create_app` (the middleware from the out
 - `simulator`   the built-in deterministic model, with pacing and fault injection
 - `upstream`    a proxy to a real API (OpenAI's, or Anthropic's for `/v1/messages`)
 - `redact`      secrets cut out of whatever an upstream sends back
-- `streams`     resumable streams: a firsttoken client's answer outlives its connection
+- `streams`     resumable streams: a firsttoken client's answer (any dialect) outlives its connection
 - `errors`      error objects, in OpenAI's shape or Anthropic's
 - `shared`      the Redis connection gateway processes share (`--redis`)
 - `offload`     CPU work off the event loop (bounded threads, one worker process)
