@@ -15,6 +15,8 @@
    full when the gateway lost a reference; at once without the reasoning parameters
    when a 400 named one (the refusal remembered for that base URL and model for the
    core's life, with a `notice`: one retry, never a loop, and a 400 bills nothing);
+   at once without the earlier turns' reasoning when a 400 refused what went back
+   (`firsttoken.replay`, once, with a `notice`);
    else after the governor's backoff
    (`chat.retry`), an HTTP error or an error event that stands for one (Anthropic's
    in-stream `overloaded_error`) alike; never one that failed `offline` (the device
@@ -77,7 +79,8 @@ from .protocol import (
     ChatStreamed,
     ChatWait,
 )
-from .notices import ReasoningRefused
+from .notices import ReasoningRefused, ReplayDropped
+from .replay import about_replay, without_replay
 from .stall import Stalled, StallWatch, TimedOut
 from .stream.client import (
     AbortSignal,
@@ -238,7 +241,7 @@ class ChatRequest:
         self, request: HTTPRequest, messages: list[dict[str, Any]], lead: list[Entry], estimate: int
     ) -> tuple[Completion, HTTPRequest]:
         """Send until an attempt answers; returns the answer and the request that got it."""
-        resent = False
+        resent = replay_dropped = False
         while True:
             # Wait out an exhausted window here rather than in the server's queue.
             wait = self.governor.wait_before(estimate, self._now())
@@ -279,6 +282,18 @@ class ChatRequest:
                     # without them, at once (a 400 bills nothing), and never again.
                     request = await self._request(messages, lead)
                     continue
+                if not replay_dropped and isinstance(exc, HTTPStatusError) and exc.status == 400 \
+                        and about_replay(exc.error):
+                    # What went back of earlier reasoning was refused (a signature from
+                    # another key): once without it, so that the conversation goes on.
+                    without = without_replay(messages)
+                    if without is not None:
+                        messages, replay_dropped = without, True
+                        self.session.post_event(ReplayDropped(message=(
+                            "The earlier answers' reasoning was refused by the server and was left out"
+                            f" ({exc.message})")).to_event(self.id))
+                        request = await self._request(messages, lead)
+                        continue
                 if self.plan is not None and self.plan.refs and not resent and is_unknown_ref(exc):
                     # The gateway lost what we referred to (a restart, an eviction): send
                     # the text once, which it stores again. No backoff: nothing is

@@ -4,8 +4,8 @@ Three sources report them, each with a type of its own: the prompt cache falling
 memory (`CacheDegraded`, from `firsttoken.cache`'s `on_notice`), counts that are
 estimates (`TokensEstimated`): the page's tokenizer could not load (`counting_notice`),
 or the model has no public tokenizer (Claude: `firsttoken.prepare.preparer`), and a
-server refusing the reasoning parameters (`ReasoningRefused`: `firsttoken.chat` sends it
-at once, with the request it retries). They can happen at any moment (a background write failing), but
+server refusing the reasoning parameters or the reasoning sent back (`ReasoningRefused`,
+`ReplayDropped`: `firsttoken.chat` sends them at once, with the request it retries). They can happen at any moment (a background write failing), but
 the page shows each beside a request, so they are collected here and go out once each,
 as `notice` events (`firsttoken.protocol.Notice`), with the request during which they
 happened (`firsttoken.chat`: after `chat.prepared`, and before the request's end).
@@ -19,7 +19,8 @@ from typing import ClassVar, Union
 from .errors import FirstTokenError
 from .protocol import Notice
 
-__all__ = ["CacheDegraded", "ReasoningRefused", "TokensEstimated", "UserNotice", "Notices", "counting_notice"]
+__all__ = ["CacheDegraded", "ReasoningRefused", "ReplayDropped", "TokensEstimated", "UserNotice", "Notices",
+           "counting_notice"]
 
 #: Notices kept while no request takes them; more are dropped (each source reports a
 #: condition once per session, so this is only a bound).
@@ -70,7 +71,20 @@ class ReasoningRefused:
         return Notice(id=request_id, code=self.code, reason=self.reason, message=self.message)
 
 
-UserNotice = Union[CacheDegraded, ReasoningRefused, TokensEstimated]
+@dataclass(frozen=True, slots=True)
+class ReplayDropped:
+    """The server refused the reasoning sent back from earlier answers with a 400; the
+    request was sent once more without it (`firsttoken.replay`)."""
+
+    code: ClassVar[str] = "reasoning_replay_dropped"
+
+    message: str
+
+    def to_event(self, request_id: str) -> Notice:
+        return Notice(id=request_id, code=self.code, message=self.message)
+
+
+UserNotice = Union[CacheDegraded, ReasoningRefused, ReplayDropped, TokensEstimated]
 
 
 class Notices:

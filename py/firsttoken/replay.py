@@ -31,6 +31,12 @@ goes back, in three steps:
    (larger) side for the prompt's fit. Structure (`type`, `id`, `format`) is not
    counted. The count is then an estimate (`exact` false).
 
+4. **Refused.** A server may still refuse what went back with a 400 (a signature
+   from another account or key, encrypted content it cannot read: `about_replay`).
+   The conversation must not be stuck on it: `firsttoken.chat` sends the request once
+   more without any replay (`without_replay`), which every API takes (earlier turns'
+   reasoning is then lost to the model, as after a model switch).
+
 Reasoning *text* is never sent back: the page never puts it in `messages` (and the
 fields it keeps it in, `reasoning` and `reasoning_ms`, are taken off here all the same:
 vLLM reads an input message's `reasoning`, vllm#38488), and the tag splitter takes
@@ -41,7 +47,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["CHAT_FIELDS", "FIELD", "ITEMS", "OPAQUE", "MAX_ITEMS", "replay_chars", "replay_tokens", "take_replay"]
+__all__ = [
+    "CHAT_FIELDS",
+    "FIELD",
+    "ITEMS",
+    "MAX_ITEMS",
+    "OPAQUE",
+    "about_replay",
+    "replay_chars",
+    "replay_tokens",
+    "take_replay",
+    "without_replay",
+]
 
 #: The page's field on an assistant message (`chat.done.replay`, as stored).
 FIELD = "replay"
@@ -119,3 +136,27 @@ def replay_chars(items: Any) -> int:
     if isinstance(items, list):
         return sum(replay_chars(v) for v in items)
     return 0
+
+
+#: Words of a 400's error that is about reasoning sent back, not a parameter:
+#: Anthropic "Invalid `signature` in `thinking` block"; OpenAI's encrypted content
+#: "could not be verified/decrypted" and "Item 'rs_…' of type 'reasoning' was provided
+#: without its required following item"; DeepSeek's `reasoning_content` "must be
+#: passed back".
+_REPLAY_WORDS = ("signature", "encrypted", "redacted_thinking", "reasoning_content", "reasoning_details",
+                 "of type 'reasoning'", "reasoning item", "thinking block", "passed back")
+
+
+def about_replay(error: Mapping[str, Any]) -> bool:
+    """Whether an error object is about the reasoning a request sent back."""
+    text = f"{error.get('param') or ''} {error.get('message') or ''}".lower()
+    return any(word in text for word in _REPLAY_WORDS)
+
+
+def without_replay(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """`messages` with nothing of earlier reasoning sent back, or None if they had none."""
+    dropped = (ITEMS, *CHAT_FIELDS)
+    if not any(key in m for m in messages for key in dropped):
+        return None
+    return [{k: v for k, v in m.items() if k not in dropped} if any(key in m for key in dropped) else m
+            for m in messages]

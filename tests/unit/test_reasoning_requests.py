@@ -406,3 +406,20 @@ def test_chat_completions_replay_becomes_plain_message_fields_in_the_prepared_co
     # What the gateway's early prepare (gateway/prepare.py) sends on as it comes out.
     messages = take_replay(conversation(CHAT, "deepseek-v4-pro", [{"reasoning_content": "r"}]), CHAT, "deepseek-v4-pro")
     assert messages[1] == {"role": "assistant", "content": "Yes.", "reasoning_content": "r"}
+
+
+def test_reasoning_sent_back_and_refused_is_left_out_once() -> None:
+    model = "claude-sonnet-4-5"
+    error = json.dumps({"type": "error", "error": {
+        "type": "invalid_request_error", "message": "messages.1.content.0: Invalid `signature` in `thinking` block"}})
+    turn = conversation(MESSAGES, model, THINKING)
+    transport = CannedTransport(Canned(400, JSON, error.encode()), Canned(200, SSE, anthropic_thinking_body()))
+    _, events = run_core(transport, FakeTime(), send(model, turn))
+    first, second = (sent_json(r) for r in transport.sent)
+    assert "signature" in json.dumps(first["messages"]) and "signature" not in json.dumps(second["messages"])
+    assert [e["code"] for e in events if e["type"] == "notice" and e["code"].startswith("reasoning")] \
+        == ["reasoning_replay_dropped"]
+    assert events[-1]["type"] == "chat.done"
+    again = CannedTransport(Canned(400, JSON, error.encode()), Canned(400, JSON, error.encode()))
+    _, events = run_core(again, FakeTime(), send(model, turn))
+    assert len(again.sent) == 2 and events[-1]["type"] == "chat.error"  # once, never a loop

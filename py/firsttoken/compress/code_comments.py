@@ -80,11 +80,16 @@ def comment_text(body: str) -> str:
 
 _MARKER = re.compile(
     r"(?<![\w@\\])(?:TODO|FIXME|XXX|HACK|BUG|NOTE)(?!\w)"
-    r"|(?<![\w@\\])(?i:todo|fixme|hack|bug|note|xxx)(?:\([^)\n]{0,40}\))?[ \t]*:"
+    r"|(?<![\w@\\])(?i:todo|fixme|hack|bug|note|xxx)[ \t]*(?:\([^)\n]{0,40}\)[ \t]*)?:"
     r"|[@\\](?i:todo|fixme|bug|note|hack)\b"
 )
 _URL = re.compile(r"\S+://\S+")
-_QUESTION = re.compile(r"[^\W_][?？]+(?=[\s)\]\"'`’”.,;:*]|\Z)|[\"'`’”)\]][?？]+(?=\s|\Z)|？|¿|\A\?+\Z")
+_QUESTION = re.compile(
+    r"[^\W_][?？]+(?=[\s)\]\"'`’”*]|[.,](?:\s|\Z)|\Z)"  # why? / why?) / why?, — not x?.y, name?: T
+    r"|[\"'`’”)\]][?？]+(?=\s|\Z)"  # "me.jpg"? / (or is it)?
+    r"|\s[?？]+\s*\Z"  # is this right ?
+    r"|？|¿|\A\?+\Z"
+)
 
 
 def has_marker(text: str) -> bool:
@@ -189,7 +194,8 @@ _C_LINE = re.compile(
     r"|(?:if|for|while|switch|catch|foreach|elif)\s*\(.*\)\s*\{?"
     r"|(?:import|export)\s.*\bfrom\s+['\"].*|import\s+[\w.*]+;?|import\s+\"[^\"]+\""
     r"|(?:func|fn)\s+\w+\s*[(<].*|function\s*\w*\s*\(.*"
-    r"|return(?:\s+[\w.$()\[\]&*!-]+(?:\s*,\s*[\w.$()\[\]&*!-]+)*)?"
+    r"|return(?:\s+(?:nil|null|true|false|None|\d[\w.]*|[\w.$]*[.()\[\]&*!][\w.$()\[\]&*!-]*)"
+    r"(?:\s*,\s*[\w.$()\[\]&*!-]+)*|\s+[\w.$()\[\]&*!-]+(?:\s*,\s*[\w.$()\[\]&*!-]+)+)?"
     r")\Z"
 )
 _CSS_LINE = re.compile(r"\A(?:[\w-]+\s*:\s*[^;]+;|.*[{}])\Z")

@@ -71,6 +71,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..cache.refs import REF_FIELD
 from ..replay import ITEMS as REPLAY_ITEMS
+from ..replay import about_replay
 from ..settings import APIS, ChatSettings
 from ..tokens.budget import THINKING_RESERVE, reply_reserve, thinking_reserve
 from ..tokens.models import EFFORTS, api_of_model, opens_thinking_implicitly, reasoning_model, thinking_effort
@@ -266,9 +267,7 @@ def reasoning_refused(error: Mapping[str, Any], api: str, body_fields: Mapping[s
     if isinstance(param, str) and param:
         return any(param == name or param.startswith(name + ".") or param.startswith(name + "[") for name in sent)
     message = str(error.get("message") or "")
-    lowered = message.lower()
-    if any(word in lowered for word in ("signature", "encrypted", "messages.", "input[", "reasoning_content",
-                                        "passed back")):
+    if about_replay(error) or any(path in message for path in ("messages.", "input[")):
         return False
     return any(name in message for name in sent)
 
