@@ -142,6 +142,8 @@ function checkMessages(messages, fail) {
  * Host settings: every field optional; `null` clears a field set earlier. Unknown
  * fields are ignored (forward compatible), a known one of the wrong type is refused.
  */
+const REASONING_LEVELS = new Set(['auto', 'off', 'low', 'medium', 'high']);
+
 function checkSettings(settings, fail) {
   if (!isObject(settings)) fail("'settings' must be an object");
   const out = {};
@@ -165,6 +167,18 @@ function checkSettings(settings, fail) {
   if (typeof out.api === 'string' && !APIS.includes(out.api)) fail(`settings.api must be one of ${APIS.join(', ')}`);
   if (typeof out.compress === 'string' && !COMPRESS_LEVELS.has(out.compress)) {
     fail(`settings.compress must be one of ${[...COMPRESS_LEVELS].join(', ')}`);
+  }
+  // The Thinking level (the composer's control: js/page/thinking-control.js) and
+  // whether reasoning comes summarized: bridge/PROTOCOL.md, "Settings".
+  if ('reasoning' in settings) {
+    const level = settings.reasoning;
+    if (level !== null && !REASONING_LEVELS.has(level)) fail(`settings.reasoning must be one of ${[...REASONING_LEVELS].join(', ')}, or null`);
+    out.reasoning = level;
+  }
+  if ('reasoning_summary' in settings) {
+    const on = settings.reasoning_summary;
+    if (on !== null && typeof on !== 'boolean') fail('settings.reasoning_summary must be a boolean or null');
+    out.reasoning_summary = on;
   }
   if ('max_tokens' in settings) {
     const n = settings.max_tokens;

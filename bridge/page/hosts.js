@@ -303,7 +303,11 @@ export function attachHosts(link, options = {}) {
       const messages = hostSettings.system !== undefined
         ? withSystem(msg.messages.filter((m, i) => !(i === 0 && m.role === 'system')), hostSettings.system)
         : msg.messages;
-      msg = { ...msg, messages, settings: coreSettings(msg.settings ?? {}, hostSettings) };
+      const settings = coreSettings(msg.settings ?? {}, hostSettings);
+      // The host's Thinking level is the default; the person's choice for the
+      // conversation (the composer's control, sent only when not Auto) wins over it.
+      if (msg.settings?.reasoning) settings.reasoning = msg.settings.reasoning;
+      msg = { ...msg, messages, settings };
     }
     return send(msg);
   };

@@ -140,6 +140,9 @@ export class ConversationStore extends EventTarget {
       if (entry.content.length < (into.content ?? '').length) continue;
       into.content = entry.content;
       into.state = entry.state;
+      // The reasoning and its time go with the text (the same paint wrote them).
+      if (typeof entry.reasoning === 'string') into.reasoning = entry.reasoning;
+      if (Number.isFinite(entry.reasoning_ms)) into.reasoning_ms = entry.reasoning_ms;
       // The stream and its last painted event go with the text they describe.
       const { stream } = entry;
       if (stream && typeof stream.id === 'string' && typeof stream.base_url === 'string' && Number.isSafeInteger(stream.after)) {
@@ -302,6 +305,16 @@ export class ConversationStore extends EventTarget {
     this.tellOpen('');
     this.emit('switch');
     this.emit('list');
+  }
+
+  /** The Thinking level of the open conversation (thinking-control.js), kept with it:
+   * written now if it is listed, else with its first prompt. Auto is kept as none. */
+  setReasoning(level) {
+    const c = this.active;
+    if ((c.reasoning ?? 'auto') === level) return;
+    if (level === 'auto') delete c.reasoning;
+    else c.reasoning = level;
+    if (this.conversations.has(c.id)) this.persist(c);
   }
 
   rename(id, title) {

@@ -22,9 +22,20 @@
 // next prompt as two user turns in a row. Which turns go to the model is then decided
 // here, by turn, not by looking at neighbouring roles.
 //
+// An answer's reasoning (`reasoning`, `reasoning_ms`: what the model thought, shown in
+// its thinking row) is never sent back: it is the model's scratch work, and re-sent it
+// costs context on every later turn and teaches models to imitate it (hermes-agent
+// PR#9306: 55% of assistant messages began with `<think>` once it went back). What some
+// APIs demand back (Anthropic's signed thinking blocks, Responses' encrypted reasoning
+// items, DeepSeek's and OpenRouter's fields) is `replay`, opaque, as `chat.done.replay`
+// gave it: it rides on its assistant message, and the core puts it where that API wants
+// it, or drops it when the API or the model changed (bridge/PROTOCOL.md).
+//
 // The system prompt comes from Settings (a setting, not part of the conversation:
 // changing it applies from the next message on). The core prepares it once and keeps it
 // by hash, so a long one costs nothing to count or compress again.
+
+import { validReplay } from './store/records.js';
 
 /** Answer states that end a reply (the others are still on their way). */
 export const SETTLED = new Set(['done', 'error', 'stopped', 'interrupted']);
@@ -62,7 +73,11 @@ export function conversation(system, entries, extra = [], urlOf = undefined) {
 
 // A user message's images (attachments.js) go as Chat Completions content parts after its
 // text; the core turns them into each API's own image part (firsttoken.stream.dialects).
-const turnOf = ({ role, content, images }, urlOf) => (images?.length ? { role, content: withImages(content, images, urlOf) } : { role, content });
+const turnOf = ({ role, content, images, replay }, urlOf) => {
+  const message = images?.length ? { role, content: withImages(content, images, urlOf) } : { role, content };
+  if (role === 'assistant' && validReplay(replay)) message.replay = replay;
+  return message;
+};
 
 /** `text` and `images` as content parts: the text part (when there is text), then one
  * `image_url` part an image; its URL is `urlOf(image)` (the live count sends headers

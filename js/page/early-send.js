@@ -36,6 +36,9 @@ const now = () => performance.timeOrigin + performance.now();
  * that served this page, in Chat Completions. */
 export function sendsEarly(settings, origin = globalThis.location?.origin) {
   if (apiFor(settings.api ?? '', settings.model ?? '') !== 'chat_completions') return false;
+  // A Thinking level or an output limit is the core's to map and to retry without
+  // (a model that refuses the parameter): such a prompt waits for Python.
+  if (settings.reasoning || settings.max_tokens) return false;
   try {
     return new URL(settings.base_url).origin === origin;
   } catch {
@@ -130,6 +133,7 @@ class ChatStream {
     Object.assign(this, { id, emit, timings });
     this.text = ''; // every piece of the answer so far (a `chat.error`'s `partial`)
     this.pending = ''; // arrived, not yet sent as a delta
+    this.pendingReasoning = ''; // reasoning arrived, not yet sent as a delta
     this.seq = 0;
     this.ended = false; // `data: [DONE]` came
     this.finish = null;
@@ -183,18 +187,26 @@ class ChatStream {
       const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c?.index ?? 0) === 0) : null;
       const piece = choice?.delta?.content;
       if (typeof piece === 'string') this.pending += piece;
+      // Reasoning, as the core reads it from Chat Completions (DeepSeek's and vLLM's
+      // `reasoning_content`, OpenRouter's and Ollama's `reasoning`): shown in the
+      // answer's thinking row here too.
+      const thought = choice?.delta?.reasoning_content ?? choice?.delta?.reasoning;
+      if (typeof thought === 'string') this.pendingReasoning += thought;
       if (choice?.finish_reason) this.finish = choice.finish_reason;
     }
   }
 
   /** What arrived since the last one, as a `chat.delta`. */
   flush() {
-    if (!this.pending) return;
+    if (!this.pending && !this.pendingReasoning) return;
     this.timings.first_delta ??= now();
     this.text += this.pending;
     this.seq += 1;
-    this.emit({ type: 'chat.delta', id: this.id, seq: this.seq, text: this.pending, t: now() });
+    const delta = { type: 'chat.delta', id: this.id, seq: this.seq, text: this.pending, t: now() };
+    if (this.pendingReasoning) delta.reasoning = this.pendingReasoning;
+    this.emit(delta);
     this.pending = '';
+    this.pendingReasoning = '';
   }
 }
 

@@ -16,6 +16,12 @@ export function toMarkdown(c) {
     // A message's images as Markdown images of their data URLs: the file keeps them
     // whole, with no other file beside it (the JSON has them as kept, in `images`).
     for (const image of m.images ?? []) if (isImageUrl(image?.url)) parts.push(`![Image, ${image.width}×${image.height}](${image.url})`, '');
+    // What an answer's model thought, before its answer, quoted: the file keeps what the
+    // page showed (the JSON keeps it as kept, in `reasoning`).
+    if (m.role === 'assistant' && typeof m.reasoning === 'string' && m.reasoning.trim()) {
+      const s = Number.isFinite(m.reasoning_ms) ? ` for ${Math.max(1, Math.round(m.reasoning_ms / 1000))} s` : '';
+      parts.push(`> *Thought${s}:*`, '>', ...m.reasoning.trimEnd().split('\n').map((line) => (line ? `> ${line}` : '>')), '');
+    }
     parts.push(m.content.trimEnd(), '');
     if (m.incomplete) parts.push('*(This answer was interrupted.)*', '');
   }

@@ -13,6 +13,20 @@ import { copied, detailsAction, editInPlace, note, removeNote, setActions } from
 import { describeError } from './status-text.js';
 
 const WAITING = 'Waiting for a connection…';
+const CUT = 'The model spent its whole budget thinking, and had no room left to answer.';
+
+// How much room "Continue with more room" asks for: twice what the cut answer spent
+// (its `completion_tokens`, which reached the limit; else the limit it was given, else
+// the core's default reply reserve, py/firsttoken/tokens/budget.py). The same turn at
+// the same effort thinks about as long again, so the new limit must hold that much
+// thinking and an answer after it: doubling gives the answer as much room as the
+// thinking took, the smallest step that surely fits a thought as long as the last; a
+// second cut doubles again. The core still fits prompt and reply in the window.
+const DEFAULT_REPLY_RESERVE = 4096;
+export function moreRoom(entry) {
+  const spent = entry.cut?.tokens ?? entry.max_tokens ?? DEFAULT_REPLY_RESERVE;
+  return 2 * Math.max(spent, entry.max_tokens ?? 0, 1);
+}
 
 export class MessageActions {
   /** `replies`: the page's Replies (replies.js), whose conversation shown these act on. */
@@ -29,6 +43,13 @@ export class MessageActions {
     if (entry.content) actions.push(this.copyAction(entry));
     if (entry.state === 'queued') {
       note(li, 'outbox', WAITING);
+    } else if (entry.state === 'done' && entry.cut && !entry.content) {
+      // Cut while thinking: never an empty bubble. Its thinking row (above) holds what
+      // it thought; this says why there is no answer, and one tap asks again, once,
+      // with more room.
+      note(li, 'error', CUT).classList.add('cut');
+      const room = moreRoom(entry);
+      actions.push({ name: 'Continue with more room', sends: true, run: () => this.again(entry, { maxTokens: room }) });
     } else if (entry.state === 'done') {
       actions.push({ name: 'Regenerate', sends: true, run: () => this.again(entry) });
     } else if (SETTLED.has(entry.state)) {
@@ -57,14 +78,14 @@ export class MessageActions {
 
   /** Regenerate or Retry the answer `entry`: the same turn goes out again as a new
    * answer in its place; what follows stays. Only ever on the user's word. */
-  again(entry) {
+  again(entry, { maxTokens = entry.max_tokens ?? null } = {}) {
     const { replies } = this;
     if (replies.busy) return;
     const userEntry = promptOf(replies.store.entries, entry);
     if (!userEntry) return;
     const li = replies.elements.get(entry);
     this.forget(entry, { keepElement: true });
-    replies.answer(userEntry, replies.elements.get(userEntry), li);
+    replies.answer(userEntry, replies.elements.get(userEntry), li, { maxTokens });
   }
 
   /** Edit the user's message `userEntry` to `text` and send it again: everything after

@@ -137,7 +137,7 @@ export function setActions(li, actions, { busy = false } = {}) {
   for (const { name, run, sends = false, controls = null } of actions) {
     const button = document.createElement('button');
     button.type = 'button';
-    button.className = name.toLowerCase();
+    button.className = name.toLowerCase().replace(/\s+/g, '-');
     button.textContent = name;
     if (sends) {
       button.dataset.sends = '';

@@ -24,6 +24,7 @@ import { Settings } from './settings.js';
 import { SettingsSheet } from './settings-sheet.js';
 import { StorageNotice } from './storage.js';
 import { Theme } from './theme.js';
+import { ThinkingControl } from './thinking-control.js';
 import { Warmer } from './warm.js';
 import { early as storedConversations } from './store/db.js';
 
@@ -45,7 +46,10 @@ export function startPage({ answers, link = pageLink } = {}) {
   const settings = new Settings({
     baseUrl: $('base-url'), baseUrlError: $('base-url-error'), model: $('model'), system: $('system'),
     api: $('api'), apiHint: $('api-help'), compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
+    reasoningSummary: $('reasoning-summary'),
   });
+  // The Thinking level, per conversation (thinking-control.js).
+  if ($('thinking')) new ThinkingControl({ button: $('thinking'), menu: $('thinking-menu') }, store);
   const sheet = new SettingsSheet({
     dialog: $('settings'), form: $('settings-form'), open: $('open-settings'), test: $('test-connection'), result: $('connection-result'),
     models: $('models'), help: $('help'), openHelp: $('open-help'),
@@ -83,6 +87,9 @@ export function startPage({ answers, link = pageLink } = {}) {
   const warmer = new Warmer(() => replies.target());
   const replies = new Replies({
     link, view, store, settings, header: els, onRequest: () => warmer.used(),
+    // Screen readers hear "Thinking" once per answer, as its row appears; the row's
+    // seconds are hidden from them (thinking.js).
+    onThinking: () => announce('Thinking'),
     connection: new Connection({ before: els.chat }),
     onBusy: (busy) => showSendOrStop(els, busy),
     onSettled: (li, state, msg) => {

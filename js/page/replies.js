@@ -35,6 +35,8 @@ import { applyEvent } from './reply-events.js';
 import { followLifecycle } from './reply-lifecycle.js';
 import { ReplyPainter } from './reply-painter.js';
 import { apiFor } from './settings.js';
+import { ThinkingRow } from './thinking.js';
+import { levelOf } from './thinking-control.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -44,9 +46,10 @@ export class Replies {
    * `header`: the {metrics, quota} lines; `connection`: offline.js's (`online`, and an
    * `online` event); `outbox`: outbox.js's; `onBusy(busy)`: whether the conversation
    * shown has an answer on its way changed; `onSettled()`: after each reply ends. */
-  constructor({ link, view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, onRequest = () => {}, win = window }) {
+  constructor({ link, view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, onRequest = () => {}, onThinking = () => {}, win = window }) {
     // onRequest: a chat request is about to go to the API (warm.js: the connection is in use).
-    Object.assign(this, { link, view, store, settings, outbox, onBusy, onSettled, onRequest });
+    // onThinking: an answer's thinking row appeared (said once to screen readers).
+    Object.assign(this, { link, view, store, settings, outbox, onBusy, onSettled, onRequest, onThinking });
     // request id → {reply, li, userLi, userEntry, stream, metrics, store, conversation,
     // target, interrupted?}
     this.live = new Map();
@@ -120,6 +123,10 @@ export class Replies {
       }
       const li = this.view.add(entry.role, entry.content, null, entry.images);
       this.elements.set(entry, li);
+      if (entry.role === 'assistant' && entry.reasoning) {
+        // What it thought, collapsed: "Thought for N s", the panel rendered on a tap.
+        new ThinkingRow(li, this.view.answers, { phase: 'done', reasoning: entry.reasoning, ms: entry.reasoning_ms });
+      }
       if (entry.role === 'assistant') this.actions.showEnding(entry, li);
       else if (entry.role === 'user') this.actions.showPromptActions(entry, li);
     }
@@ -156,10 +163,12 @@ export class Replies {
 
   /** Answer `userEntry` (the turn to answer) in a new answer entry, shown in place of
    * `replacing` when given: sent now, or queued while offline (or while earlier prompts
-   * of this conversation still wait: they go first). */
-  answer(userEntry, userLi, replacing = null) {
+   * of this conversation still wait: they go first). `maxTokens`: the output limit to
+   * ask for ("Continue with more room", message-actions.js), kept with the answer. */
+  answer(userEntry, userLi, replacing = null, { maxTokens = null } = {}) {
     const entry = this.store.insertAfter(userEntry, 'assistant', '');
     entry.id = newEntryId();
+    if (maxTokens) entry.max_tokens = maxTokens;
     if (!this.outboxSender.mustWait()) {
       this.start(entry, userEntry, userLi, replacing);
       return;
@@ -178,19 +187,23 @@ export class Replies {
     const id = this.newRequestId();
     const store = this.store;
     const messages = conversation(this.settings.system, store.upTo(userEntry));
-    const settings = this.settings.forRequest();
+    const settings = this.requestSettings(entry);
     const early = this.sendsEarly(settings);
     entry.state = 'streaming';
     entry.content = '';
-    delete entry.error;
+    for (const field of ['error', 'reasoning', 'reasoning_ms', 'replay', 'cut']) delete entry[field];
     store.save();
     const { li, stream } = this.view.addStreaming(id, replacing);
     this.elements.set(entry, li);
+    // "Thinking… N s" from this frame on, before any byte, for any model.
+    const sent = now();
+    const thinking = new ThinkingRow(li, this.view.answers, { since: sent });
+    this.onThinking(li);
     if (!this.link.ready && !early) note(li, 'note', 'Waiting for Python to start…');
-    const metrics = new ReplyMetrics(id, now());
+    const metrics = new ReplyMetrics(id, sent);
     this.live.set(id, {
       reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, store, conversation: this.shown,
-      target: this.target(), early,
+      target: this.target(), early, thinking, thinkingSince: sent,
     });
     this.busyChanged();
     // (An answer sent early finishes on that path, also once Python is ready.)
@@ -226,20 +239,43 @@ export class Replies {
     this.elements.set(entry, li);
     const reply = new Reply(id, entry);
     if (entry.content) stream.append(entry.content);
+    // Its thinking as it was: still thinking (the stored reasoning, continued by what
+    // the stream brings after `stream.after`), or thought, or, with no answer and no
+    // reasoning yet, waiting. The time goes on from what was stored.
+    const thinkingSince = now() - (Number.isFinite(entry.reasoning_ms) ? entry.reasoning_ms : 0);
+    let thinking = null;
+    if (!entry.content) {
+      thinking = new ThinkingRow(li, this.view.answers, {
+        since: thinkingSince, phase: entry.reasoning ? 'reasoning' : 'waiting', reasoning: entry.reasoning ?? '',
+      });
+    } else if (entry.reasoning) {
+      thinking = new ThinkingRow(li, this.view.answers, { phase: 'done', reasoning: entry.reasoning, ms: entry.reasoning_ms, live: true });
+    }
     li.dataset.resumed = 'true';
     note(li, 'note', 'Reconnecting…');
     const metrics = new ReplyMetrics(id, now());
     this.live.set(id, {
       reply, li, userLi: this.elements.get(userEntry), userEntry, stream, metrics, store: this.store,
-      conversation: this.shown, target: this.target(),
+      conversation: this.shown, target: this.target(), thinking, thinkingSince,
     });
     const messages = conversation(this.settings.system, this.store.upTo(userEntry ?? entry));
     const { id: streamId, after } = entry.stream;
     this.onRequest();
     this.link.send({
       type: 'chat.send', id, messages: messages.length ? messages : [{ role: 'user', content: '' }],
-      settings: this.settings.forRequest(), resume: { stream: streamId, after, text: entry.content },
+      settings: this.requestSettings(entry), resume: { stream: streamId, after, text: entry.content },
     });
+  }
+
+  /** The `settings` of a request answered in `entry`: the page's, with the Thinking
+   * level of the conversation shown (thinking-control.js; Auto sends none) and the
+   * output limit the answer was given ("Continue with more room"). */
+  requestSettings(entry) {
+    const settings = this.settings.forRequest();
+    const level = levelOf(this.shown);
+    if (level !== 'auto') settings.reasoning = level;
+    if (Number.isSafeInteger(entry?.max_tokens) && entry.max_tokens > 0) settings.max_tokens = entry.max_tokens;
+    return settings;
   }
 
   newRequestId() {

@@ -4,6 +4,7 @@
 
 import { showCompressionNote } from '../render/compression-note.js';
 import { note, removeNote } from './messages.js';
+import { thoughtFor } from './reply-painter.js';
 import { preparedText, reconnectingText, retryText, stallText, waitText } from './status-text.js';
 
 /** A protocol event about one of `replies`' replies (others are ignored). */
@@ -14,7 +15,7 @@ export function applyEvent(replies, msg) {
     case 'chat.delta':
       removeNote(r.li, 'note');
       removeNote(r.li, 'stall');
-      r.reply.take(msg.text, msg.event);
+      r.reply.take(msg.text, msg.event, msg.reasoning);
       r.metrics.arrived(msg);
       replies.painter.request();
       break;
@@ -80,6 +81,25 @@ function finish(replies, r, state, msg) {
   r.reply.reconcile(msg.error?.partial);
   replies.painter.paint(false);
   r.stream.end(); // the open block is final now
+  const entry = r.reply.entry;
+  // The thinking row: "Thought for N s" if the model reasoned and no answer came to
+  // say so, else gone (an answer of no text with no reasoning ends as it always did).
+  if (entry.reasoning && !entry.content) entry.reasoning_ms = thoughtFor(r);
+  r.thinking?.end(entry.reasoning_ms);
+  // What must go back to this API and model on later turns (signatures, encrypted
+  // reasoning: bridge/PROTOCOL.md, `chat.done.replay`), kept as the core gave it; the
+  // reasoning text itself never goes back (conversation.js).
+  if (state === 'done' && isReplay(msg.replay)) entry.replay = msg.replay;
+  else delete entry.replay;
+  // Cut while thinking: the output limit went to reasoning, no answer came. Kept, so
+  // that after a reload it still says so and offers "Continue with more room"
+  // (message-actions.js), with what it spent.
+  if (state === 'done' && msg.finish_reason === 'length' && !entry.content) {
+    const spent = msg.usage?.completion_tokens;
+    entry.cut = { tokens: Number.isSafeInteger(spent) && spent > 0 ? spent : null };
+  } else {
+    delete entry.cut;
+  }
   // Its latency line is there from now on (hidden, behind Details among the actions),
   // its figures once the last paint is measured: nothing under the answer moves then.
   note(r.li, 'reply-metrics', 'Measuring…');
@@ -87,7 +107,6 @@ function finish(replies, r, state, msg) {
   replies.live.delete(r.reply.id);
   removeNote(r.li, 'note');
   removeNote(r.li, 'stall');
-  const entry = r.reply.entry;
   const offline = state === 'error' && msg.error?.code === 'offline' && !entry.content;
   if (offline) {
     replies.outboxSender.wentOffline(r); // the prompt waits for the connection instead
@@ -111,4 +130,10 @@ function storedError(error) {
   if (!error) return { code: 'error', message: '' };
   const { code, message, status, timeout_s: timeoutS } = error;
   return { code, message, ...(status != null && { status }), ...(timeoutS != null && { timeout_s: timeoutS }) };
+}
+
+/** A `chat.done.replay` as the core sends it: `{api, model, items: [...]}`. */
+export function isReplay(replay) {
+  return Boolean(replay) && typeof replay === 'object' && typeof replay.api === 'string'
+    && typeof replay.model === 'string' && Array.isArray(replay.items) && replay.items.length > 0;
 }

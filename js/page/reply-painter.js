@@ -1,6 +1,10 @@
 // What the replies put on screen as they stream: text at most once per animation frame,
 // and, once a reply is over, its latency and the quota in the header. The stream
 // re-renders the open block only, so a frame's cost does not grow with the answer.
+//
+// Reasoning is painted in the same frame as answer text, by the reply's thinking row
+// (thinking.js): its one-line preview, and its panel only while the user has it open.
+// A reasoning paint is a paint (reply-metrics.js counts it, apart from the answer's).
 
 import { describeMetrics } from '../render/reply-metrics.js';
 import { FramePacer, note } from './messages.js';
@@ -24,10 +28,22 @@ export class ReplyPainter {
    * animation frame, for the metrics). */
   paint(inFrame) {
     for (const r of this.live.values()) {
-      if (!r.reply.pending) continue;
-      r.stream.append(r.reply.flush());
+      if (!r.reply.waiting) continue;
+      const { text, reasoning } = r.reply.flush();
+      const { entry } = r.reply;
+      if (reasoning) {
+        r.thinking?.reason(entry.reasoning);
+        if (!entry.content) entry.reasoning_ms = thoughtFor(r);
+      }
+      if (text) {
+        // The answer begins: "Thought for N s", or the row goes and the answer takes
+        // its place, in this very frame (nothing shifts between the two).
+        if (r.thinking?.phase !== 'done' && entry.reasoning) entry.reasoning_ms = thoughtFor(r);
+        r.thinking?.answerBegins(entry.reasoning_ms);
+        r.stream.append(text);
+      }
       r.li.dataset.paints = String(+(r.li.dataset.paints || 0) + 1);
-      r.metrics.painted(inFrame);
+      r.metrics.painted(inFrame, { reasoning: Boolean(reasoning), answer: Boolean(text) });
     }
     this.view.follow();
   }
@@ -47,4 +63,10 @@ export class ReplyPainter {
     const text = quotaText(quota);
     if (text !== null) this.header.quota.textContent = text;
   }
+}
+
+/** How long reply `r` has thought so far: from its Send (for a resumed answer, the
+ * moment the stored time says it began), ms. */
+export function thoughtFor(r) {
+  return Math.round(performance.timeOrigin + performance.now() - r.thinkingSince);
 }

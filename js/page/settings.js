@@ -4,10 +4,14 @@
 // the `settings` of a protocol request (bridge/PROTOCOL.md). Each field applies when it
 // changes; the sheet that holds them is settings-sheet.js.
 //
+// The Thinking level is not here: it is the conversation's (thinking-control.js);
+// whether reasoning comes summarized is (`reasoning_summary`, a switch in the sheet).
+//
 // Advanced, with no UI: `headers` in the stored settings adds request headers (set by an
 // embedding host, or by tests to steer the built-in model: {"x-firsttoken-sim": "tps=20"}),
-// and `stall_notice_s` / `stall_timeout_s` (seconds: when a silent server is shown as
-// such, and when the request gives up; the core's defaults are 10 and 60).
+// `stall_notice_s` / `stall_timeout_s` (seconds: when a silent server is shown as
+// such, and when the request gives up; the core's defaults are 10 and 60), and
+// `max_tokens` (the output limit; the core's default is its reply reserve).
 
 import { APIS, MODEL_APIS } from '../link/protocol.js';
 import { webStorage } from './storage.js';
@@ -115,6 +119,16 @@ export class Settings extends EventTarget {
       this.hint();
       this.dispatchEvent(new Event('compress'));
     });
+    // Reasoning summaries (on by default): what lets a reasoning model show its thinking
+    // at once over Responses and the newest Claude models at all, for 0.5-2 s more
+    // before the first answer token (issue 48); a person who would rather have the
+    // answer sooner turns them off. Kept as `reasoning_summary: false` only.
+    if (fields.reasoningSummary) {
+      fields.reasoningSummary.checked = this.reasoningSummary;
+      fields.reasoningSummary.addEventListener('change', () => {
+        this.keep('reasoning_summary', fields.reasoningSummary.checked ? undefined : false);
+      });
+    }
     fields.apiKey.value = session.getItem(API_KEY) || '';
     fields.apiKey.addEventListener('change', () => {
       try {
@@ -189,6 +203,11 @@ export class Settings extends EventTarget {
     return apiFor(this.api, this.model);
   }
 
+  /** Whether reasoning models are asked for a summary of their thinking. */
+  get reasoningSummary() {
+    return this.stored.reasoning_summary !== false;
+  }
+
   /** The API key, or '' for none. */
   get apiKey() {
     return this.fields.apiKey.value;
@@ -201,10 +220,12 @@ export class Settings extends EventTarget {
     if (this.api) s.api = this.api;
     if (this.apiKey) s.api_key = this.apiKey;
     s.compress = this.level;
+    if (!this.reasoningSummary) s.reasoning_summary = false;
     if (stored.headers && typeof stored.headers === 'object') s.headers = stored.headers;
     for (const name of ['stall_notice_s', 'stall_timeout_s']) {
       if (typeof stored[name] === 'number' && stored[name] > 0) s[name] = stored[name];
     }
+    if (Number.isSafeInteger(stored.max_tokens) && stored.max_tokens > 0) s.max_tokens = stored.max_tokens;
     return s;
   }
 

@@ -7,6 +7,12 @@
 // `stamp=1`); all are epoch milliseconds, as is `timeOrigin + now()` here, so the
 // clocks of the page, the worker and a local gateway agree.
 //
+// A reasoning model's reply paints twice over: its reasoning (the thinking row's
+// preview, js/page/thinking.js), then its answer. Both are paints (every chunk's
+// latency is in `chunk_to_paint_ms`, reasoning's too), and the first of each is timed
+// apart: `send_to_first_reasoning_paint_ms` is the first sign of thought,
+// `send_to_first_answer_paint_ms` the first answer token on screen.
+//
 // Paint time is when the browser has painted, not when we changed the DOM: a message
 // posted from an animation-frame callback runs once that frame's style, layout and
 // paint are done (they run after the callbacks, in the same task).
@@ -53,6 +59,8 @@ export class ReplyMetrics {
     this.id = id;
     this.sent = sent;
     this.firstPaint = null;
+    this.firstReasoningPaint = null;
+    this.firstAnswerPaint = null;
     this.clock = null; // 'server': gateway send stamps; 'core': the worker's parse time
     this.waiting = []; // [sent (or parsed), parsed, arrived] of each chunk not yet painted
     this.samples = []; // chunk-to-paint, ms
@@ -77,13 +85,16 @@ export class ReplyMetrics {
     }
   }
 
-  /** Everything that arrived is in the DOM now. */
-  painted(inFrame) {
+  /** Everything that arrived is in the DOM now; `kinds`: whether it held reasoning,
+   * answer text, or both (unknown: answer). */
+  painted(inFrame, { reasoning = false, answer = !reasoning } = {}) {
     const batch = this.waiting;
     this.waiting = [];
     this.inflight += 1;
     afterPaint((t) => {
       if (this.firstPaint === null) this.firstPaint = t;
+      if (reasoning && this.firstReasoningPaint === null) this.firstReasoningPaint = t;
+      if (answer && this.firstAnswerPaint === null) this.firstAnswerPaint = t;
       for (const [sent, parsed, at] of batch) {
         this.samples.push(t - sent);
         this.legs.core.push(parsed - sent); // network and the core's parsing (0 without server stamps)
@@ -119,6 +130,8 @@ export class ReplyMetrics {
       send_to_first_byte_ms: span(this.sent, t.first_byte),
       send_to_first_delta_ms: span(this.sent, t.first_delta),
       send_to_first_paint_ms: span(this.sent, this.firstPaint),
+      send_to_first_reasoning_paint_ms: span(this.sent, this.firstReasoningPaint),
+      send_to_first_answer_paint_ms: span(this.sent, this.firstAnswerPaint),
       first_byte_to_first_paint_ms: span(t.first_byte, this.firstPaint),
       completion_tokens: tokens ?? null,
       tokens_per_s: tokens && t.first_delta != null && t.done > t.first_delta
@@ -152,6 +165,10 @@ export function describeMetrics(m) {
     `parsed ${ms(m.send_to_first_delta_ms)}`,
     `painted ${ms(m.send_to_first_paint_ms)} ms`,
   ];
+  // A reply that reasoned: when its thinking showed, and when its answer did.
+  if (m.send_to_first_reasoning_paint_ms != null) {
+    parts.push(`reasoning ${ms(m.send_to_first_reasoning_paint_ms)} ms`, `answer ${ms(m.send_to_first_answer_paint_ms)} ms`);
+  }
   if (m.tokens_per_s != null) parts.push(`${Math.round(m.tokens_per_s)} tok/s`);
   if (m.chunks) {
     parts.push(`chunk→paint p50 ${ms(m.chunk_to_paint_ms.p50)} / p95 ${ms(m.chunk_to_paint_ms.p95)} ms`);

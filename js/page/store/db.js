@@ -2,7 +2,7 @@
 //
 // Three object stores, so that the list reads small and the open conversation's
 // messages are read alone:
-//   conversations  {id, title, created, updated, renamed?}       (records.js validMeta)
+//   conversations  {id, title, created, updated, renamed?, reasoning?} (records.js validMeta)
 //   messages       {id, messages: [{role, content, ...}, ...]}   (records.js validMessages)
 //   state          'open' → the id of the conversation last open ('' for a new chat)
 //

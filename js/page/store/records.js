@@ -16,11 +16,36 @@ export function validMeta(r) {
 }
 
 /** The messages of a conversation, oldest first: entries that are not
- * `{role: string, content: string, ...}` are left out; `null` if `r` is no list. */
+ * `{role: string, content: string, ...}` are left out; `null` if `r` is no list. An
+ * answer's reasoning fields that are not what this build writes are dropped from it
+ * (the answer stays): `reasoning` (text), `reasoning_ms` (a duration), `replay` (what
+ * goes back to the API: `{api, model, items: [...]}`, sent to the core as kept, so
+ * never a shape the core would refuse), `cut` and `max_tokens`. */
 export function validMessages(r) {
   const list = Array.isArray(r) ? r : Array.isArray(r?.messages) ? r.messages : null;
   if (!list) return null;
-  return list.filter((m) => m && typeof m === 'object' && typeof m.role === 'string' && typeof m.content === 'string');
+  return list.filter((m) => m && typeof m === 'object' && typeof m.role === 'string' && typeof m.content === 'string')
+    .map(validReasoning);
+}
+
+function validReasoning(m) {
+  if (!('reasoning' in m || 'reasoning_ms' in m || 'replay' in m || 'cut' in m || 'max_tokens' in m)) return m;
+  const out = { ...m };
+  if ('reasoning' in out && typeof out.reasoning !== 'string') delete out.reasoning;
+  if ('reasoning_ms' in out && !(Number.isFinite(out.reasoning_ms) && out.reasoning_ms >= 0)) delete out.reasoning_ms;
+  if ('replay' in out && !validReplay(out.replay)) delete out.replay;
+  if ('cut' in out && !(out.cut && typeof out.cut === 'object' && (out.cut.tokens === null || (Number.isSafeInteger(out.cut.tokens) && out.cut.tokens > 0)))) delete out.cut;
+  if ('max_tokens' in out && !(Number.isSafeInteger(out.max_tokens) && out.max_tokens > 0)) delete out.max_tokens;
+  if (out.role !== 'assistant') for (const k of ['reasoning', 'reasoning_ms', 'replay', 'cut', 'max_tokens']) delete out[k];
+  return out;
+}
+
+/** `chat.done.replay` as kept: `{api, model, items}`, items plain objects. */
+export function validReplay(replay) {
+  return Boolean(replay) && typeof replay === 'object' && !Array.isArray(replay)
+    && typeof replay.api === 'string' && typeof replay.model === 'string'
+    && Array.isArray(replay.items) && replay.items.length > 0
+    && replay.items.every((i) => i && typeof i === 'object' && !Array.isArray(i));
 }
 
 const TITLE_MAX = 60;
