@@ -141,10 +141,12 @@ def replay_chars(items: Any) -> int:
 #: Words of a 400's error that is about reasoning sent back, not a parameter:
 #: Anthropic "Invalid `signature` in `thinking` block"; OpenAI's encrypted content
 #: "could not be verified/decrypted" and "Item 'rs_…' of type 'reasoning' was provided
-#: without its required following item"; DeepSeek's `reasoning_content` "must be
-#: passed back".
+#: without its required following item", and for an item without its encrypted
+#: content "Items are not persisted when `store` is set to false" (anomalyco/opencode
+#: PR#2480); DeepSeek's `reasoning_content` "must be passed back".
 _REPLAY_WORDS = ("signature", "encrypted", "redacted_thinking", "reasoning_content", "reasoning_details",
-                 "of type 'reasoning'", "reasoning item", "thinking block", "passed back")
+                 "of type 'reasoning'", "reasoning item", "thinking block", "passed back",
+                 "not persisted when `store` is set to false")
 
 
 def about_replay(error: Mapping[str, Any]) -> bool:
