@@ -423,3 +423,14 @@ def test_reasoning_sent_back_and_refused_is_left_out_once() -> None:
     again = CannedTransport(Canned(400, JSON, error.encode()), Canned(400, JSON, error.encode()))
     _, events = run_core(again, FakeTime(), send(model, turn))
     assert len(again.sent) == 2 and events[-1]["type"] == "chat.error"  # once, never a loop
+
+
+def test_timings_tell_the_first_reasoning_from_the_first_answer() -> None:
+    model = "claude-sonnet-4-5"
+    answer = anthropic_thinking_body()
+    cut = answer.index(b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1")
+    time_ = FakeTime()
+    _, events = run_core(CannedTransport(Chunked(answer, cut)), time_, send(model))
+    timings = events[-1]["timings"]
+    assert timings["first_delta"] is not None and timings["first_text"] is not None
+    assert timings["first_delta"] <= timings["first_text"] <= timings["done"]

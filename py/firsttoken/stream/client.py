@@ -147,12 +147,15 @@ class Timings:
     send: float | None = None
     headers: float | None = None
     first_byte: float | None = None
+    #: The first text parsed, reasoning or answer (the first sign of thought).
     first_delta: float | None = None
+    #: The first answer text parsed (after a reasoning model's thinking).
+    first_text: float | None = None
     done: float | None = None
     bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("send", "headers", "first_byte", "first_delta", "done", "bytes")}
+        return {k: getattr(self, k) for k in ("send", "headers", "first_byte", "first_delta", "first_text", "done", "bytes")}
 
 
 async def _status_error(response: HTTPResponse, now: float) -> HTTPStatusError:
@@ -241,9 +244,12 @@ def _text_of(
             reasoning.append(update.text)
     if not (content or reasoning):
         return None
+    text = "".join(content)
     if timings.first_delta is None:
         timings.first_delta = clock()
-    return Text("".join(content), "".join(reasoning), stamps, event)
+    if text and timings.first_text is None:
+        timings.first_text = timings.first_delta if not reasoning else clock()
+    return Text(text, "".join(reasoning), stamps, event)
 
 
 async def stream_chat(
@@ -286,6 +292,8 @@ async def stream_chat(
             body = await response.read(MAX_JSON_BODY)
             timings.first_byte = timings.first_delta = clock()
             completion = stream.parse_body(body)
+            if completion.content:
+                timings.first_text = timings.first_delta
             if completion.content or completion.reasoning:
                 yield Text(completion.content, completion.reasoning or "", [], 0)
             timings.done = clock()
