@@ -457,7 +457,7 @@ class Simulator:
             phases.append((answer.pieces, framing.delta, True))
         for pieces, encode, answering in phases:
             if answering and outcome.thinks:
-                if getattr(framing, "summary", False) and params.summary_ms:
+                if framing.summary and params.summary_ms:
                     # A summary asked for delays the answer (bolna-ai/bolna PR#891).
                     if batch:
                         yield b"".join(batch)

@@ -52,6 +52,9 @@ class Framing(Protocol):
 
     #: Response headers of this answer (Anthropic's `request-id`).
     headers: dict[str, str]
+    #: Whether its thinking streams as a summary the client asked for (the built-in
+    #: model then charges the summary's first-answer delay, `summary_ms`).
+    summary: bool
 
     def opening(self) -> bytes:
         """The events before the first piece of text."""

@@ -230,6 +230,8 @@ class ChatFraming:
         self.req, self.outcome, self.stamp = req, outcome, stamp
         #: Response headers of this answer: none beyond the usual.
         self.headers: dict[str, str] = {}
+        #: Chat Completions has no summary: its reasoning is the thinking itself.
+        self.summary = False
         self.id = new_id("chatcmpl-")
         self.created = int(time.time())
         self._base = json.dumps({

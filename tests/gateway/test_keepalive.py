@@ -136,3 +136,17 @@ def test_the_redactor_releases_every_line_end_at_once() -> None:
     assert redactor.feed(b"data: sk-upstream-0123") == b""
     assert redactor.feed(b"456789abcdef\n\n") == b"data: " + REDACTED + b"\n\n"
     assert redactor.feed(b"data: x") == b"" and redactor.flush() == b"data: x"
+
+
+def test_a_resumable_stream_carries_the_comments_between_its_numbered_events() -> None:
+    from firsttoken.stream.sse import SSEDecoder
+    from tests.gateway.stream_client import me
+
+    config = GatewayConfig(sim=SimParams(ttft_ms=0, tps=100, tokens=3, think_tokens=30), keepalive_s=INTERVAL_S)
+    with serve_app(create_app(config)) as url:
+        r = httpx.post(url + "/v1/responses", json={"model": "firsttoken-sim-think", "input": "x", "stream": True},
+                       headers=me(), timeout=60)
+    assert r.headers["x-firsttoken-stream"] and r.content.count(BOUNDARY_COMMENT) >= 3
+    events = [e for e in SSEDecoder().feed(r.content) if e.data]
+    assert [int(e.id) for e in events] == list(range(1, len(events) + 1))
+    assert json.loads(events[-1].data)["type"] == "response.completed"
