@@ -258,3 +258,81 @@ def test_a_summary_costs_summary_ms_before_the_answer_and_hidden_thinking_still_
     body = {"model": THINK, "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": USER}]}
     slept, _ = _paced("messages", body, params)
     assert pytest.approx(906 / 1000) in slept
+
+
+# ---- every length, every limit, every API (no socket) ---------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _events(raw: bytes) -> list[dict[str, Any]]:
+    import json
+
+    from firsttoken.stream.sse import SSEDecoder
+
+    return [json.loads(e.data) for e in SSEDecoder().feed(raw) if e.data and e.data != "[DONE]"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(think=st.integers(0, 30), tokens=st.integers(1, 20), limit=st.one_of(st.none(), st.integers(16, 60)),
+       summary=st.booleans(), chunk=st.integers(1, 4))
+def test_each_api_frames_any_thinking_and_any_limit_consistently(think: int, tokens: int, limit: int | None,
+                                                                 summary: bool, chunk: int) -> None:
+    from gateway.simulator import SimParams
+
+    params = SimParams(ttft_ms=0, prefill_tps=0, tps=1e6, tokens=tokens, think_tokens=think, chunk=chunk, summary_ms=0)
+    spent_thinking = min(think, limit) if limit is not None else think
+    answer_room = tokens if limit is None else max(0, min(tokens, limit - think))
+    cut = limit is not None and limit < think + tokens
+
+    body: dict[str, Any] = {"model": THINK, "input": USER, "stream": True, "include": ["reasoning.encrypted_content"]}
+    if summary:
+        body["reasoning"] = {"summary": "auto"}
+    if limit is not None:
+        body["max_output_tokens"] = limit
+    _, chunks = _paced("responses", body, params)
+    events = _events(b"".join(chunks))
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    final = events[-1]["response"]
+    assert final["usage"]["output_tokens_details"]["reasoning_tokens"] == spent_thinking
+    assert final["usage"]["output_tokens"] == spent_thinking + answer_room
+    assert final["status"] == ("incomplete" if cut else "completed")
+    kinds = [item["type"] for item in final["output"]]
+    assert kinds == (["reasoning"] if spent_thinking else []) + ([] if spent_thinking and limit is not None
+                                                                   and limit <= think else ["message"])
+    if spent_thinking:
+        assert bool(final["output"][0]["summary"]) == summary and final["output"][0]["encrypted_content"]
+
+    body = {"model": THINK, "max_tokens": limit or 4096, "stream": True, "messages": [{"role": "user", "content": USER}]}
+    _, chunks = _paced("messages", body, params)
+    events = _events(b"".join(chunks))
+    starts = [e["index"] for e in events if e["type"] == "content_block_start"]
+    stops = [e["index"] for e in events if e["type"] == "content_block_stop"]
+    assert starts == stops == list(range(len(starts)))  # blocks open and close in order, once each
+    signatures = [i for i, e in enumerate(events) if e["type"] == "content_block_delta"
+                  and e["delta"]["type"] == "signature_delta"]
+    assert len(signatures) == (1 if spent_thinking else 0)
+    if signatures:
+        assert events[signatures[0] + 1] == {"type": "content_block_stop", "index": 0}
+    delta = next(e for e in events if e["type"] == "message_delta")
+    assert delta["usage"]["output_tokens"] == spent_thinking + answer_room
+    assert delta["delta"]["stop_reason"] == ("max_tokens" if cut else "end_turn")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40), forged=st.text(max_size=80))
+def test_seals_verify_only_what_they_sealed_and_never_raise(text: str, forged: str) -> None:
+    from gateway.dialects.reasoning import Signer, item_seal_valid, seal_item, signature_valid
+
+    signer = Signer()
+    signer.update(text)
+    signature = signer.signature()
+    assert signature_valid(text, signature)
+    assert not signature_valid(text + "x", signature)
+    assert not signature_valid(text, forged)
+    token = seal_item("rs_1", text, 3)
+    assert item_seal_valid({"id": "rs_1", "encrypted_content": token})
+    assert not item_seal_valid({"id": "rs_2", "encrypted_content": token})
+    assert not item_seal_valid({"id": "rs_1", "encrypted_content": forged})
+    assert not item_seal_valid({"id": "rs_1", "encrypted_content": "ftk1." + forged + "." + forged})

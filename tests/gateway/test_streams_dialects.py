@@ -146,3 +146,21 @@ def test_the_gateways_own_error_events_speak_each_api(api: str, shape: Callable[
     assert shape(json.loads(event.data)) and event_facts(block, api).error
     if api != "chat":
         assert event.event == "error"
+
+
+@pytest.mark.parametrize("api, block, facts", [
+    ("responses", b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"abc"}', (3, None, False)),
+    ("responses", b'event: response.reasoning_summary_text.delta\ndata: {"type":"response.reasoning_summary_text.delta","delta":"abc"}', (0, None, False)),
+    ("responses", b'event: response.completed\ndata: {"type":"response.completed","response":{}}', (0, "stop", False)),
+    ("responses", b'event: response.incomplete\ndata: {"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}}', (0, "length", False)),
+    ("responses", b'event: response.failed\ndata: {"type":"response.failed","response":{}}', (0, None, True)),
+    ("messages", b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ab"}}', (2, None, False)),
+    ("messages", b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"ab"}}', (0, None, False)),
+    ("messages", b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"max_tokens"}}', (0, "length", False)),
+    ("messages", b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}', (0, "stop", False)),
+    ("messages", b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}', (0, None, True)),
+    ("messages", b"event: ping\ndata: [1]", (0, None, False)),
+])
+def test_a_streams_status_reads_each_apis_own_events(api: str, block: bytes, facts: tuple) -> None:
+    got = event_facts(block, api)
+    assert (got.characters, got.finish_reason, got.error) == facts
