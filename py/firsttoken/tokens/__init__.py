@@ -93,7 +93,8 @@ tokens cut from each truncated message, and the final count.
 Budget (`budget_for`, `estimate_tokens`, `rough_count_chat`)
 ------------------------------------------------------------
 The budget a prompt is fitted to is the context window less a reply reserve. Without
-an encoder, a prompt is estimated at ~4 characters a token plus the chat overhead
+an encoder, a prompt is estimated at ~4 characters a token, each Chinese or Japanese
+character at ~0.75 of a token in o200k (Korean ~0.55), plus the chat overhead
 (`rough_count_chat`, also the gateway's built-in model's count when it has no data).
 """
 
