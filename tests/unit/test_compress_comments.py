@@ -239,6 +239,7 @@ def test_commented_out_code(family: str, text: str) -> None:
     [
         ("python", "not sure"), ("python", "TCP/IP"), ("python", "Returns"), ("python", "YYYY-Www (8)"),
         ("python", "see foo() for why"), ("python", "Usage: foo"), ("python", "print(x)?"),
+        ("python", "os.posix_spawn() is not available"),
         ("c", "Front = least recently used, back = most recently used."), ("c", "return early"),
         ("c", "see (above)"), ("c", "does this work (for x)?"),
         ("shell", "cd into the folder"), ("shell", "make sure this runs first"),
@@ -260,10 +261,12 @@ def test_a_question_or_marker_keeps_its_whole_sentence() -> None:
         "x = 1\n# XXX\n# This may well be wrong.  Which RFC is it defined in, if any (for\n#  the purposes of RFC 2965)?\n"
         "# An unrelated remark.\ny = 2\n# NOTE: no leading \\b because floats can start with a point\n"
         "# and we don't want to mishandle `fn(.5)`\n# Another remark.\n"
+        "# Does it refer to a_type in a\n# ClassVar?  Say, when the annotation is a\n# ClassVar.\n# Unrelated.\nz = 3\n"
     )
     assert run("python", body) == (
         "x = 1\n# XXX\n# This may well be wrong.  Which RFC is it defined in, if any (for\n#  the purposes of RFC 2965)?\n"
         "y = 2\n# NOTE: no leading \\b because floats can start with a point\n# and we don't want to mishandle `fn(.5)`\n"
+        "# Does it refer to a_type in a\n# ClassVar?  Say, when the annotation is a\n# ClassVar.\nz = 3\n"
     )
 
 

@@ -10,8 +10,9 @@ from the comment's own text (`classify_comments`), in this order:
    ``?`` (or ``？``, or a ``¿``) right after a word, a closing quote or bracket and
    before a space, closing punctuation or the end: ``collisions? two users``,
    ``why "me.jpg"?``. What is not: ``a ? b : c`` and ``x?.y`` (code), ``colou?r`` and
-   ``.*?`` (a regular expression), ``$?`` (an exit status), the query of a URL. Only
-   ``max`` removes intent;
+   ``.*?`` (a regular expression), ``$?`` (an exit status), the query of a URL. A
+   marker or a question keeps the whole sentence it is in when that sentence runs
+   over several comment lines (`_paragraphs`). Only ``max`` removes intent;
 2. commented-out code (`CODE`), unless it ends in a question mark. Python: the text
    parses (`ast.parse`) into something only code is: a call, an assignment, an
    import, a definition, a control statement, a subscript, a comparison with ``==``
@@ -156,7 +157,15 @@ def _python_tree(text: str) -> ast.Module | None:
             return None
 
 
+_PROSE_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
 def _python_code_tree(tree: ast.Module, source: str) -> bool:
+    body = tree.body
+    if len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Compare):
+        cmp = body[0].value
+        if all(isinstance(op, _PROSE_OPS) for op in cmp.ops) and any(isinstance(c, ast.Name) for c in cmp.comparators):
+            return False  # `os.posix_spawn() is not available`: a sentence
     lines = source.split("\n")
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign):
@@ -339,7 +348,8 @@ def _paragraphs(text: str, run: list[Span]) -> None:
     # the line before: the sentence it is in is intent, however many lines it takes.
     # Line i+1 goes on with line i's sentence when line i is a bare marker or ends
     # in a colon, or when line i does not end a sentence and line i+1 starts in lower
-    # case and is not a link. Block comments are whole already, and a line of
+    # case and is not a link, or line i ends on a word that cannot end a sentence
+    # ("the", "of", "and"...). Block comments are whole already, and a line of
     # another kind (code, a rule, a directive) ends the chain.
     words = [comment_text(text[sp.start : sp.end]) for sp in run]
     chain: list[int] = []
@@ -363,10 +373,16 @@ _BARE_MARKER = re.compile(r"\A[@\\]?(?:TODO|FIXME|XXX|HACK|BUG|NOTE)\b[^\w]*\Z|:
 _GOES_ON = re.compile(r"\A(?:[a-z(\"'`‘“]|\d+\))(?![a-z]+://)")
 
 
+_OPEN_WORD = re.compile(
+    r"(?i)(?:^|\s)(?:a|an|the|of|to|in|on|at|for|with|and|or|but|nor|is|are|be|that|which|if|when|than|as|by|from"
+    r"|into|not)\Z"
+)
+
+
 def _goes_on(before: str, after: str) -> bool:
     if not before or not after:
         return False
-    if _BARE_MARKER.search(before):
+    if _BARE_MARKER.search(before) or _OPEN_WORD.search(before):
         return True
     return not before.endswith((".", "!", "?", "？", ";")) and _GOES_ON.match(after) is not None
 
