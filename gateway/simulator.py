@@ -392,6 +392,7 @@ class Simulator:
         think = self.thinking(req, params)
         # Thinking counts against the output limit, first (every API says so: OpenAI's
         # usage docstring, Anthropic's `max_tokens`): cut while thinking, no answer.
+        room: int | None
         if req.max_tokens is not None and think >= req.max_tokens:
             think, room = req.max_tokens, 0
         else:

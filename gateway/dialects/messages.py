@@ -297,7 +297,8 @@ class MessagesFraming:
         self.req, self.outcome, self.stamp = req, outcome, stamp
         self.headers = {"request-id": new_request_id()}
         self.id = new_id("msg_")
-        thinking = req.raw.get("thinking") if isinstance(req.raw.get("thinking"), dict) else {}
+        given = req.raw.get("thinking")
+        thinking: dict[str, Any] = given if isinstance(given, dict) else {}
         #: Whether the thinking is shown (the simulator charges a summary's delay for it).
         self.summary = outcome.thinks and thinking.get("display") != "omitted"
         self._text_index = 1 if outcome.thinks else 0

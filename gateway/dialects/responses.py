@@ -259,7 +259,8 @@ class ResponsesFraming:
         self._sequence = 0
         self._texts: list[str] = []
         self._thoughts: list[str] = []
-        asked = req.raw.get("reasoning") if isinstance(req.raw.get("reasoning"), dict) else {}
+        given = req.raw.get("reasoning")
+        asked: dict[str, Any] = given if isinstance(given, dict) else {}
         self._summary_kind = asked.get("summary")
         #: Whether the thinking streams as a summary (the simulator then charges the
         #: summary's delay before the answer).

@@ -244,6 +244,7 @@ def error_event(code: str, message: str, *, type: str = "server_error", api: str
     """An in-stream error in `api`'s own shape, as an event block (to be stamped): an
     `{"error": …}` chunk (Chat Completions), an `error` event (Responses: its `code`
     and `message`; Messages: an error object, `api_error` as Anthropic's 500s)."""
+    payload: dict[str, Any]
     if api == "responses":
         payload = {"type": "error", "code": code, "message": message, "param": None}
         return b"event: error\ndata: " + json.dumps(payload, separators=(",", ":")).encode()
