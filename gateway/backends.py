@@ -34,7 +34,7 @@ from .chat_body import ChatBody
 from .errors import ANTHROPIC, APIError
 from .offload import Offload
 from .prefill import DEFAULT_CACHE_ENTRIES
-from .simulator import FIRST_TOKEN_HEADER, MODEL_IDS, SIM_HEADER, SimParams, Simulator, render_ids, wall_clock_ms
+from .simulator import FIRST_ANSWER_HEADER, FIRST_TOKEN_HEADER, MODEL_IDS, SIM_HEADER, SimParams, Simulator, render_ids, wall_clock_ms
 from .upstream import Upstream
 
 if TYPE_CHECKING:  # types only
@@ -78,7 +78,8 @@ class SimulatedBackend:
         answer = await self.offload.run(simulator.prepare, chat, params, client_of(request.scope).account,
                                         read.dialect.cache_breakpoints(chat))
         framing = read.dialect.framing(chat, answer.outcome, stamp=wall_clock_ms if params.stamp else None)
-        headers = {**framing.headers, FIRST_TOKEN_HEADER: f"{answer.first_token_ms:.3f}"}
+        headers = {**framing.headers, FIRST_TOKEN_HEADER: f"{answer.first_token_ms:.3f}",
+                   FIRST_ANSWER_HEADER: f"{simulator.first_answer_ms(answer, params, framing.summary):.3f}"}
         if not chat.stream:
             content = await self.offload.run(_whole, framing, answer.pieces, answer.thinking)
             return Response(content, media_type="application/json", headers=headers)

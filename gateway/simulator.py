@@ -18,7 +18,9 @@ Responses, Anthropic's `cache_control` on Messages, per API key and model:
     cache_min_tokens=N  the shortest prefix cached (default 1024)
     cache_step=N        automatic hits grow in steps of N tokens (default 128)
     cache_idle_s=S      a prefix unused this long is gone (default 300)
-The delay decided comes back in the `x-firsttoken-sim-first-token-ms` response header,
+The delay decided comes back in the `x-firsttoken-sim-first-token-ms` response header
+(and when the first answer token is due, after any thinking, in
+`x-firsttoken-sim-first-answer-ms`),
 and the tokens read from the cache in the usage, as the real APIs report them.
 
 Faults, by the same header:
@@ -78,6 +80,9 @@ SIM_HEADER = "x-firsttoken-sim"
 #: The response header saying how long the built-in model waited before its first token
 #: (ms): what tests assert instead of timing a noisy machine.
 FIRST_TOKEN_HEADER = "x-firsttoken-sim-first-token-ms"
+#: ... and before its first answer token (ms): after the thinking and a summary's delay
+#: (the same as the first token's for an answer that does not think).
+FIRST_ANSWER_HEADER = "x-firsttoken-sim-first-answer-ms"
 MODEL_IDS = ("firsttoken-sim", "firsttoken-sim-mini", THINKING_MODEL)
 
 
@@ -422,6 +427,18 @@ class Simulator:
                           think_tags=params.think_tags)
         delay = first_token_ms(params.ttft_ms, prompt_tokens, cached, params.prefill_tps)
         return Answer(pieces, outcome, delay, iter_thinking(req.messages, think) if think else iter(()))
+
+    @staticmethod
+    def first_answer_ms(answer: Answer, params: SimParams, summary: bool) -> float:
+        """When the answer's first piece is due (ms from the request), by the schedule
+        `stream` keeps: after the first token's delay, the thinking's chunks at
+        `chunk / tps` each, and a requested summary's `summary_ms` (no stalls)."""
+        think = answer.outcome.reasoning_tokens
+        if not think:
+            return answer.first_token_ms
+        chunks = -(-think // params.chunk)
+        return (answer.first_token_ms + chunks * params.chunk / params.tps * 1000.0
+                + (params.summary_ms if summary else 0.0))
 
     def thinking(self, req: ChatRequest, params: SimParams) -> int:
         """The tokens this answer thinks (gateway/dialects/reasoning.py): none for a model

@@ -336,3 +336,44 @@ def test_seals_verify_only_what_they_sealed_and_never_raise(text: str, forged: s
     assert not item_seal_valid({"id": "rs_2", "encrypted_content": token})
     assert not item_seal_valid({"id": "rs_1", "encrypted_content": forged})
     assert not item_seal_valid({"id": "rs_1", "encrypted_content": "ftk1." + forged + "." + forged})
+
+
+@pytest.mark.parametrize("summary", [True, False])
+def test_the_first_answer_header_is_when_the_stream_sends_the_first_answer_text(summary: bool) -> None:
+    import asyncio
+    import json
+
+    from gateway.dialects import RESPONSES
+    from gateway.simulator import SimParams, Simulator
+
+    now = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    params = SimParams(ttft_ms=200, prefill_tps=0, tps=50, tokens=5, think_tokens=7, chunk=2, summary_ms=906)
+    sim = Simulator(params, sleep=sleep, clock=lambda: now[0])
+    body = {"model": THINK, "input": USER, "stream": True, **({"reasoning": {"summary": "auto"}} if summary else {})}
+    req = RESPONSES.parse(json.dumps(body).encode())
+    answer = sim.prepare(req, params, "k")
+    framing = RESPONSES.framing(req, answer.outcome)
+
+    async def first_answer_at() -> float:
+        async for chunk in sim.stream(framing, params, answer):
+            if b"response.output_text.delta" in chunk:
+                return now[0]
+        raise AssertionError("no answer text")
+
+    expected = sim.first_answer_ms(answer, params, framing.summary)
+    assert expected == pytest.approx(200 + 4 * 2 / 50 * 1000 + (906 if summary else 0))
+    assert asyncio.run(first_answer_at()) * 1000 == pytest.approx(expected)
+
+
+def test_the_gateway_says_when_the_first_answer_token_is_due(gateway_url: str) -> None:
+    import httpx
+
+    r = httpx.post(gateway_url + "/v1/chat/completions", timeout=30,
+                   headers={SIM: "ttft_ms=0,prefill_tps=0,tps=100000,tokens=2,think_tokens=100"},
+                   json={"model": THINK, "messages": [{"role": "user", "content": USER}]})
+    assert float(r.headers["x-firsttoken-sim-first-answer-ms"]) == pytest.approx(1.0)
+    assert float(r.headers["x-firsttoken-sim-first-token-ms"]) == 0
