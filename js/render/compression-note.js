@@ -7,12 +7,41 @@
 const PASS_WORDS = {
   json: 'pretty JSON written compactly',
   code: 'comments and blank lines dropped from code',
-  docs: 'long docstrings shortened',
+  docs: 'docstrings and the remaining comments dropped',
   tables: 'table padding removed',
   whitespace: 'runs of spaces and blank lines squeezed',
   repeats: 'text pasted again kept once',
 };
 const number = (n) => Math.round(n).toLocaleString('en');
+
+// The report's `removed.comment_kinds` (py/firsttoken/compress/report.py), one and many.
+const COMMENT_KINDS = {
+  remark: ['remark', 'remarks'],
+  license: ['licence header', 'licence headers'],
+  commented_out_code: ['block of commented-out code', 'blocks of commented-out code'],
+  decorative: ['rule or banner', 'rules or banners'],
+  intent: ['TODO or question', 'TODOs or questions'],
+};
+const counted = (n, [one, many]) => `${number(n)} ${n === 1 ? one : many}`;
+
+/** What kind of text compression took out of code, with the counts, from the
+ * report's `removed` ("12 comments (7 remarks, 1 licence header, ...), 2 docstrings
+ * and 5 blank lines"), or '' when it took none or the report predates the counts. */
+export function removedSummary(report) {
+  const removed = report?.removed;
+  if (!removed) return '';
+  const parts = [];
+  if (removed.comments > 0) {
+    const kinds = Object.entries(removed.comment_kinds ?? {})
+      .filter(([kind, n]) => n > 0 && COMMENT_KINDS[kind])
+      .map(([kind, n]) => counted(n, COMMENT_KINDS[kind]));
+    parts.push(counted(removed.comments, ['comment', 'comments']) + (kinds.length ? ` (${kinds.join(', ')})` : ''));
+  }
+  if (removed.docstrings > 0) parts.push(counted(removed.docstrings, ['docstring', 'docstrings']));
+  if (removed.blank_lines > 0) parts.push(counted(removed.blank_lines, ['blank line', 'blank lines']));
+  if (!parts.length) return '';
+  return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}`;
+}
 
 /** The figures of the note: `{sent, instead, unit, percent, estimated}`, or null when
  * nothing was saved. `estimated`: token counts the core did not call exact. */
@@ -62,12 +91,16 @@ export function showCompressionNote(li, msg) {
     .filter((p) => (p.chars > 0 || p.tokens > 0) && PASS_WORDS[p.name])
     .map((p) => PASS_WORDS[p.name]);
   const text = document.createElement('p');
+  const removed = removedSummary(msg.compression);
+  const kept = msg.compression?.level !== 'max' && msg.compression?.removed?.comments > 0;
   text.textContent = [
     `Before sending, the conversation was compressed${how.length ? `: ${how.join(', ')}` : ''}.`,
+    removed ? `Taken out of code: ${removed}.` : '',
+    kept ? 'Comments with a TODO, FIXME, NOTE or a question were kept.' : '',
     'The model reads the same meaning for fewer tokens, which costs less and leaves more room in its context.',
     'What you typed is kept as you typed it, here and in the history.',
     'Settings has the switch to turn compression off.',
-  ].join(' ');
+  ].filter(Boolean).join(' ');
   details.append(summary, text);
   li.append(details);
   return details;
