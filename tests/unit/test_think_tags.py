@@ -172,3 +172,15 @@ def test_reasoning_in_a_field_turns_the_implicit_start_off() -> None:
     stream.feed(body)
     completion = stream.close()
     assert (completion.reasoning, completion.content) == ("Hmm", "Answer")
+
+
+def test_the_request_stream_knows_which_models_open_their_reasoning_unseen() -> None:
+    from firsttoken.stream.dialects import stream_for
+
+    body = _body(["Hmm</think>", "Yes"])
+    r1 = stream_for("chat_completions", "deepseek/deepseek-r1")
+    r1.feed(body)
+    plain = stream_for("chat_completions", "gpt-4o")
+    plain.feed(body)
+    assert (r1.close().reasoning, r1.close().content) == ("Hmm", "Yes")
+    assert plain.close().content == "Hmm</think>Yes"

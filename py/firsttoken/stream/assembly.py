@@ -151,6 +151,11 @@ class Answer:
             call = calls[index] = ToolCallState()
         return call
 
+    def charge(self, n: int) -> None:
+        """Count `n` more characters against `max_chars` (text kept beside the answer's
+        own: a replay part growing by fragments)."""
+        self._count(n)
+
     def add_replay(self, item: dict[str, Any], size: int) -> None:
         """Keep one replay part; `size`: its characters (signatures and encrypted
         content are large), counted against `max_chars` like text."""

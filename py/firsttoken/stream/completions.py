@@ -145,14 +145,14 @@ class _Reasoning:
         last = self.details[-1] if self.details else None
         size = sum(len(v) for v in item.values() if isinstance(v, str))
         if last is not None and last.get("type") == item.get("type") and last.get("index") == item.get("index"):
-            answer._count(size)
+            answer.charge(size)
             for key, value in item.items():
                 if key in _DETAIL_TEXTS and isinstance(value, str) and isinstance(last.get(key), str):
                     last[key] += value
                 elif value is not None:
                     last[key] = value
         elif len(self.details) < MAX_DETAILS:
-            answer._count(size + 1)
+            answer.charge(size + 1)
             self.details.append(dict(item))
 
     def finish(self, answer: Answer, index: int, reason: str | None, out: list[Update]) -> None:

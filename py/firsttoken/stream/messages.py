@@ -216,7 +216,7 @@ class MessagesStream(TypedEventStream):
             signature = required_str(delta, "signature", "signature_delta")
             block = self._thinking.get(index)
             if block is not None and signature:
-                self._answer._count(len(signature))
+                self._answer.charge(len(signature))
                 block.signature += signature
         elif kind == "input_json_delta":
             text = required_str(delta, "partial_json", "input_json_delta")
