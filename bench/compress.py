@@ -138,7 +138,7 @@ def load_public() -> tuple[list[Doc], list[str]]:
     docs: list[Doc] = []
     missing: list[str] = []
     for p in manifest["prompts"]:
-        parts = []
+        parts: list[str] = []
         for ex in p["excerpts"]:
             path = ROOTS[ex["root"]] / ex["path"]
             try:
