@@ -204,3 +204,10 @@ def test_messages_omitted_thinking_is_kept_by_its_signature_and_an_unsigned_bloc
     _, completion = assemble(MessagesStream, body)
     assert completion.replay == ({"type": "thinking", "thinking": "", "signature": "sig"},)
     assert (completion.content, completion.finish_reason) == ("", "length")
+
+
+def test_responses_deltas_without_an_output_index_are_not_shown_again_from_the_item() -> None:
+    body = responses({"type": "response.reasoning_summary_text.delta", "summary_index": 0, "delta": "**Plan** it."},
+                     {"type": "response.output_item.done", "output_index": 0, "item": ITEM})
+    updates, completion = assemble(ResponsesStream, body)
+    assert texts(updates) == [("reasoning", "**Plan** it.")] and completion.replay == (ITEM,)

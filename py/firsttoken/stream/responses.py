@@ -251,7 +251,8 @@ class ResponsesStream(TypedEventStream):
         if item.get("type") != "reasoning":
             return
         output_index = optional_int(payload.get("output_index"))
-        if output_index not in self._reasoned and len(self._reasoned) < MAX_PARTS:
+        # Deltas that named no output item may have been this one's: never shown twice.
+        if output_index not in self._reasoned and None not in self._reasoned and len(self._reasoned) < MAX_PARTS:
             # No delta of it came: its summary parts (else its reasoning text) now.
             for field, kind in (("summary", "summary_text"), ("content", "reasoning_text")):
                 parts = item.get(field)
