@@ -258,15 +258,16 @@ def test_python_block_commented_out_is_code_together() -> None:
 
 def test_a_question_or_marker_keeps_its_whole_sentence() -> None:
     body = (
-        "x = 1\n# XXX\n# This may well be wrong.  Which RFC is it defined in, if any (for\n#  the purposes of RFC 2965)?\n"
-        "# An unrelated remark.\ny = 2\n# NOTE: no leading \\b because floats can start with a point\n"
-        "# and we don't want to mishandle `fn(.5)`\n# Another remark.\n"
-        "# Does it refer to a_type in a\n# ClassVar?  Say, when the annotation is a\n# ClassVar.\n# Unrelated.\nz = 3\n"
+        "x = 1\n# XXX\n# The cache key ignores the locale.  Which header sets it, if any (for\n"
+        "#  requests without cookies)?\n# An unrelated remark.\ny = 2\n"
+        "# NOTE: the retry waits twice as long each time\n# and gives up after the fifth try\n# Another remark.\n"
+        "# Should the timeout apply to the\n# handshake?  Today it covers only the\n# body.\n# Unrelated.\nz = 3\n"
     )
     assert run("python", body) == (
-        "x = 1\n# XXX\n# This may well be wrong.  Which RFC is it defined in, if any (for\n#  the purposes of RFC 2965)?\n"
-        "y = 2\n# NOTE: no leading \\b because floats can start with a point\n# and we don't want to mishandle `fn(.5)`\n"
-        "# Does it refer to a_type in a\n# ClassVar?  Say, when the annotation is a\n# ClassVar.\nz = 3\n"
+        "x = 1\n# XXX\n# The cache key ignores the locale.  Which header sets it, if any (for\n"
+        "#  requests without cookies)?\ny = 2\n"
+        "# NOTE: the retry waits twice as long each time\n# and gives up after the fifth try\n"
+        "# Should the timeout apply to the\n# handshake?  Today it covers only the\n# body.\nz = 3\n"
     )
 
 
