@@ -16,13 +16,16 @@ from the comment's own text (`classify_comments`), in this order:
 2. commented-out code (`CODE`), unless it ends in a question mark. Python: the text
    parses (`ast.parse`) into something only code is: a call, an assignment, an
    import, a definition, a control statement, a subscript, a comparison with ``==``
-   or ``<``... (``# not sure`` and ``# TCP/IP`` parse too, as an operator on names:
-   they are prose). Consecutive comment lines that parse only together (``# for x in
+   or ``<``, a call written ``f(x)``... (``# not sure`` and ``# TCP/IP`` parse too, as
+   an operator on names, ``# YYYY-Www (8)`` as a call with a space before its
+   parenthesis and ``# f() is not available`` as a comparison by ``is``: they are
+   prose). Consecutive comment lines that parse only together (``# for x in
    xs:`` then ``#     print(x)``) are code together. Other languages have no parser
    here, so a line is code when its shape is one only code has (`_CODE_SHAPES`):
    C-like, a line ending in ``;`` or ``{``, starting with ``}``, a preprocessor line,
    a whole-line call ``f(x)``, an assignment ``x = 1`` or ``x := 1``, a ``for (…)``
-   header; shell, an assignment ``A=b``, a keyword line (``fi``, ``done``, ``if [``)
+   header, unless a line not ending in ``;``, ``{`` or ``}`` reads as a sentence (it
+   ends in a full stop, or holds four words in a row); shell, an assignment ``A=b``, a keyword line (``fi``, ``done``, ``if [``)
    or a known command with shell syntax after it (``rm -rf build``, not ``cd into
    the folder``); Dockerfile, an instruction (``RUN …``); SQL, an upper-case clause
    (``SELECT …``) or a statement ending in ``;``; YAML, ``key: value`` with a short
@@ -41,9 +44,10 @@ A licence header (the leading comment group that mentions a copyright or licence
 mentions no licence itself and is intent or code: a ``# TODO:`` pasted under a
 copyright line is the user's, not the lawyer's.
 
-Every decision reads only the comment (and, for Python code, its comment
-neighbours), never the compressed output's layout, so the lexers' second look in the
-self-check and a second compression see the same categories.
+Every decision reads only the comment and the whole-line comments next to it (a
+sentence, a Python block), never the code's layout, which compression changes: the
+lexers' second look in the self-check and a second compression see the same
+categories (tests/unit/test_compress_comments.py checks idempotence on random mixes).
 """
 
 from __future__ import annotations
