@@ -307,6 +307,10 @@ export function attachHosts(link, options = {}) {
       // The host's Thinking level is the default; the person's choice for the
       // conversation (the composer's control, sent only when not Auto) wins over it.
       if (msg.settings?.reasoning) settings.reasoning = msg.settings.reasoning;
+      // "Continue with more room" asks for more than the limit it was cut at, which may
+      // be the host's: the larger limit goes, or the retry would be cut the same way.
+      const own = msg.settings?.max_tokens;
+      if (Number.isSafeInteger(own) && own > (settings.max_tokens ?? 0)) settings.max_tokens = own;
       msg = { ...msg, messages, settings };
     }
     return send(msg);

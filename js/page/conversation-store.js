@@ -317,6 +317,23 @@ export class ConversationStore extends EventTarget {
     if (this.conversations.has(c.id)) this.persist(c);
   }
 
+  /** A conversation from a file (export.js `fromJson`: `{title, entries, reasoning?}`),
+   * listed, written and opened as a new one (a new id: the file may come back twice). */
+  importConversation({ title, entries, reasoning }) {
+    const c = this.fresh();
+    c.title = title;
+    c.entries = entries;
+    if (reasoning && reasoning !== 'auto') c.reasoning = reasoning;
+    this.own(c);
+    this.conversations.set(c.id, c);
+    this.persist(c);
+    this.active = c;
+    this.tellOpen(c.id);
+    this.emit('switch');
+    this.emit('list');
+    return c;
+  }
+
   rename(id, title) {
     const c = this.conversations.get(id);
     const name = titleFrom(title ?? '');

@@ -5,7 +5,7 @@
 // conversation on screen is repainted by page.js on the store's 'switch' event. The open conversation's title goes into the header
 // (`#conversation-title`) and the document's title.
 
-import { exportConversation } from './export.js';
+import { exportConversation, fromJson } from './export.js';
 import { UNTITLED } from './conversation-store.js';
 
 const WIDE = '(min-width: 60rem)';
@@ -88,9 +88,26 @@ export class ConversationList {
     store.className = 'conv-store';
     store.setAttribute('role', 'status');
     store.hidden = true;
-    panel.replaceChildren(search, list, empty, store);
+    // Import: a conversation exported as JSON (here or on another device), back as it
+    // was, reasoning included (export.js `fromJson`).
+    const importFile = document.createElement('input');
+    importFile.type = 'file';
+    importFile.accept = '.json,application/json';
+    importFile.hidden = true;
+    importFile.className = 'conv-import-file';
+    const importButton = button('Import a conversation', 'conv-import');
+    importButton.addEventListener('click', () => importFile.click());
+    const importNote = document.createElement('p');
+    importNote.className = 'conv-store conv-import-note';
+    importNote.setAttribute('role', 'status');
+    importFile.addEventListener('change', () => {
+      const [file] = importFile.files;
+      importFile.value = '';
+      if (file) this.importFile(file);
+    });
+    panel.replaceChildren(search, list, empty, store, importButton, importFile, importNote);
     panel.dataset.pending = '0';
-    this.els = { search, list, empty, store };
+    this.els = { search, list, empty, store, importNote };
 
     const backdrop = document.createElement('div');
     backdrop.className = 'conv-backdrop';
@@ -239,6 +256,19 @@ export class ConversationList {
     this.settle();
     const loaded = await this.store.load(c.id);
     if (loaded) exportConversation(loaded, format);
+  }
+
+  /** Import `file` (JSON, as exported): opened as a new conversation, or a line says
+   * why not. */
+  async importFile(file) {
+    this.settle();
+    try {
+      const c = this.store.importConversation(fromJson(await file.text()));
+      this.els.importNote.textContent = `Imported “${c.title || UNTITLED}”.`;
+      this.afterChoice();
+    } catch (e) {
+      this.els.importNote.textContent = `Could not import ${file.name}: ${e.message}`;
+    }
   }
 
   delete(c) {

@@ -134,6 +134,7 @@ class ChatStream {
     this.text = ''; // every piece of the answer so far (a `chat.error`'s `partial`)
     this.pending = ''; // arrived, not yet sent as a delta
     this.pendingReasoning = ''; // reasoning arrived, not yet sent as a delta
+    this.tags = new ThinkTags();
     this.seq = 0;
     this.ended = false; // `data: [DONE]` came
     this.finish = null;
@@ -173,6 +174,12 @@ class ChatStream {
     if (event !== undefined && event !== 'message') return;
     if (data === '[DONE]') {
       this.ended = true;
+      if (!this.tagsDone) { // no finish_reason came: what the splitter holds is the answer's
+        this.tagsDone = true;
+        const { reasoning, text } = this.tags.finish(false);
+        this.pending += text;
+        this.pendingReasoning += reasoning;
+      }
       return;
     }
     const chunk = parseJSON(data);
@@ -186,13 +193,23 @@ class ChatStream {
       if (chunk.usage) this.usage = chunk.usage;
       const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c?.index ?? 0) === 0) : null;
       const piece = choice?.delta?.content;
-      if (typeof piece === 'string') this.pending += piece;
+      if (typeof piece === 'string') {
+        const { reasoning, text } = this.tags.feed(piece);
+        this.pending += text;
+        this.pendingReasoning += reasoning;
+      }
       // Reasoning, as the core reads it from Chat Completions (DeepSeek's and vLLM's
       // `reasoning_content`, OpenRouter's and Ollama's `reasoning`): shown in the
       // answer's thinking row here too.
       const thought = choice?.delta?.reasoning_content ?? choice?.delta?.reasoning;
       if (typeof thought === 'string') this.pendingReasoning += thought;
       if (choice?.finish_reason) this.finish = choice.finish_reason;
+      if (choice?.finish_reason && !this.tagsDone) {
+        this.tagsDone = true;
+        const { reasoning, text } = this.tags.finish(this.finish === 'length');
+        this.pending += text;
+        this.pendingReasoning += reasoning;
+      }
     }
   }
 
@@ -209,6 +226,80 @@ class ChatStream {
     this.pendingReasoning = '';
   }
 }
+
+/** Inline `<think>…</think>` at the start of the content (servers without a reasoning
+ * parser: Ollama, vLLM, the built-in model's `think_tags=1`), split from the answer as
+ * it streams, cut anywhere. The rules are the core's (py/firsttoken/stream/think_tags.py,
+ * which says why and knows every tag form): only at the very start, after whitespace;
+ * whitespace after the closing tag dropped; unclosed at a `stop`, the reasoning was the
+ * answer too; unclosed at a cut, it stays reasoning. This path lives only until Python
+ * is ready, so it takes the one tag those servers send, not the core's whole list. */
+export class ThinkTags {
+  constructor() {
+    this.state = 'start'; // 'start' (undecided), 'think', 'after' (dropping whitespace), 'answer'
+    this.held = '';
+    this.reasoning = ''; // all of it, for an unclosed tag at a stop
+  }
+
+  feed(piece) {
+    let out = { reasoning: '', text: '' };
+    this.held += piece;
+    for (;;) {
+      if (this.state === 'answer') return { ...out, text: out.text + this.take(this.held.length) };
+      if (this.state === 'start') {
+        const lead = this.held.length - this.held.trimStart().length;
+        const rest = this.held.slice(lead);
+        if (rest.startsWith(OPEN)) {
+          this.held = rest.slice(OPEN.length);
+          this.state = 'think';
+        } else if (OPEN.startsWith(rest) && lead <= 256) {
+          return out; // may still become the tag
+        } else {
+          this.state = 'answer';
+        }
+      } else if (this.state === 'think') {
+        const at = this.held.indexOf(CLOSE);
+        if (at < 0) {
+          // All but what may be the start of the closing tag.
+          let keep = Math.min(CLOSE.length - 1, this.held.length);
+          while (keep > 0 && !CLOSE.startsWith(this.held.slice(-keep))) keep -= 1;
+          const thought = this.take(this.held.length - keep);
+          this.reasoning += thought;
+          return { ...out, reasoning: out.reasoning + thought };
+        }
+        const thought = this.take(at);
+        this.reasoning += thought;
+        out = { ...out, reasoning: out.reasoning + thought };
+        this.held = this.held.slice(CLOSE.length);
+        this.state = 'after';
+      } else { // after the closing tag: whitespace before the answer is not the answer
+        const trimmed = this.held.trimStart();
+        this.held = trimmed;
+        if (!trimmed) return out;
+        this.state = 'answer';
+      }
+    }
+  }
+
+  /** The stream ended (`cut`: at its output limit): what is still held. */
+  finish(cut) {
+    const held = this.take(this.held.length);
+    if (this.state === 'think') {
+      // Unclosed: cut, it stays reasoning; stopped, the reasoning was the answer too.
+      return cut ? { reasoning: held, text: '' } : { reasoning: held, text: this.reasoning + held };
+    }
+    if (this.state === 'start') this.state = 'answer';
+    return { reasoning: '', text: this.state === 'answer' ? held : '' };
+  }
+
+  take(n) {
+    const out = this.held.slice(0, n);
+    this.held = this.held.slice(n);
+    return out;
+  }
+}
+const OPEN = '<think>';
+const CLOSE = '</think>';
 
 function parseJSON(text) {
   try {

@@ -1,8 +1,12 @@
-// A conversation as a file the user keeps: Markdown to read, JSON to load elsewhere.
+// A conversation as a file the user keeps: Markdown to read, JSON to load elsewhere
+// (and to import again: `fromJson`, every message field back as it was, an answer's
+// reasoning included).
 // Downloaded from a Blob (no server round trip, works offline and under the page's
 // CSP), named after the conversation's title.
 
 import { isImageUrl } from './attachments.js';
+import { newEntryId } from './conversation.js';
+import { titleFrom, validMessages } from './store/records.js';
 
 const ROLE_NAMES = { user: 'You', assistant: 'Assistant', system: 'System' };
 
@@ -30,12 +34,42 @@ export function toMarkdown(c) {
 
 /** JSON: the conversation as kept, every message field included. */
 export function toJson(c) {
-  const { id, title, created, updated } = c;
+  const { id, title, created, updated, reasoning } = c;
   return `${JSON.stringify({
     format: 'firsttoken.conversation', version: 1, id, title,
     created: new Date(created).toISOString(), updated: new Date(updated).toISOString(),
+    ...(reasoning && { reasoning }), // its Thinking level (thinking-control.js)
     messages: c.entries ?? [],
   }, null, 2)}\n`;
+}
+
+/** A conversation from a file `toJson` wrote (here or on another device), checked as
+ * a stored one is (store/records.js: a message that does not pass is left out, an
+ * answer's reasoning fields that are not what this build writes are dropped):
+ * `{title, entries, reasoning?}`. What belonged to the other page is not taken: an
+ * answer's resumable stream (that device's), and its outbox ids (fresh ones here).
+ * Throws an Error saying why a file is not one. */
+export function fromJson(text) {
+  let data;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw new Error('This file is not JSON.');
+  }
+  if (data?.format !== 'firsttoken.conversation' || data.version !== 1) {
+    throw new Error('This file is not a conversation exported from firsttoken.');
+  }
+  const entries = (validMessages(data.messages) ?? []).map((m) => {
+    const { stream: _stream, id: _id, ...entry } = m;
+    if (entry.role === 'assistant' || entry.role === 'user') entry.id = newEntryId();
+    return entry;
+  });
+  if (!entries.length) throw new Error('This conversation has no messages to import.');
+  const first = entries.find((m) => m.role === 'user');
+  const title = typeof data.title === 'string' && data.title.trim() ? titleFrom(data.title) : titleFrom(first?.content ?? '');
+  const out = { title, entries };
+  if (typeof data.reasoning === 'string') out.reasoning = data.reasoning;
+  return out;
 }
 
 /** A file name from a title: characters file systems refuse, and control characters,

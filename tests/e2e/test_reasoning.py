@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, ask, chat_bodies, send, steer, wait_ready
+from tests.e2e.conftest import ANSWER, Console, ask, chat_bodies, request_json, send, steer, wait_ready, watched_page
+from tests.e2e.test_early_send import HeldRuntime
 from tests.e2e.stored import store, stored_messages
 
 pytestmark = [pytest.mark.e2e]
@@ -158,7 +160,8 @@ def test_reasoning_streams_collapsed_opens_on_a_tap_and_is_kept_exported_and_nev
     page.get_by_role("button", name="Actions for think first").click()
     with page.expect_download() as got:
         page.get_by_role("button", name="Export as JSON").click()
-    exported = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
+    exported_path = Path(got.value.path())
+    exported = json.loads(exported_path.read_text(encoding="utf-8"))
     assert exported["messages"][1]["reasoning"] == ref["reasoning_content"]
     page.get_by_role("button", name="Actions for think first").click()
     page.get_by_role("button", name="Actions for think first").click()
@@ -167,7 +170,16 @@ def test_reasoning_streams_collapsed_opens_on_a_tap_and_is_kept_exported_and_nev
     md = Path(got.value.path()).read_text(encoding="utf-8")
     assert "> *Thought for" in md and ref["reasoning_content"][:60] in md
 
-    # The next turn's request holds no reasoning text.
+    # Imported back, it comes back whole: a new conversation, its thinking row and all.
+    page.locator(".conv-import-file").set_input_files(str(exported_path))
+    expect(page.locator(".conv-import-note")).to_contain_text("Imported")
+    expect(page.locator(ANSWER).first.locator(".thinking")).to_have_attribute("data-phase", "done")
+    kept_store = store(page)
+    assert len(kept_store["metas"]) == 2
+    imported = next(r for r in kept_store["messages"] if r["id"] == kept_store["open"])["messages"]
+    assert imported[1]["reasoning"] == ref["reasoning_content"] and imported[1]["content"] == ref["content"]
+
+    # The next turn (in the imported conversation) holds no reasoning text.
     ask(page, "and now?")
     assert len(bodies) == 2
     sent = json.dumps(bodies[1])
@@ -184,10 +196,15 @@ def test_reasoning_streams_collapsed_opens_on_a_tap_and_is_kept_exported_and_nev
     expect(first.locator(".thinking-body")).to_contain_text("Let me think about")
 
 
-def test_a_reload_mid_reasoning_resumes_with_the_reasoning_intact(page: Page, gateway_url: str) -> None:
+CHATS = re.compile(r"/v1/(chat/completions|responses|messages)$")
+
+
+@pytest.mark.parametrize("api", ["chat_completions", "responses", "anthropic_messages"])
+def test_a_reload_mid_reasoning_resumes_with_the_reasoning_intact(page: Page, gateway_url: str, api: str) -> None:
     sim = "think_tokens=400,tps=40,tokens=20"
-    steer(page, sim, model=THINK)
-    bodies = chat_bodies(page)
+    steer(page, sim, model=THINK, api=api)
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(request_json(r)) if r.method == "POST" and CHATS.search(r.url) else None)
     resumed: list[str] = []
     page.on("request", lambda r: resumed.append(r.url) if "/v1/streams/" in r.url and "/events" in r.url else None)
     page.goto(gateway_url + "/")
@@ -201,7 +218,6 @@ def test_a_reload_mid_reasoning_resumes_with_the_reasoning_intact(page: Page, ga
     expect(body).to_contain_text("Let me think about")
     expect(answer(page)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
     assert answer(page).get_attribute("data-state") == "streaming"
-    assert len(body.inner_text()) > len("Let me think about")
     page.reload()
     # The reasoning so far is there at once, and the rest continues it.
     expect(answer(page)).to_have_attribute("data-resumed", "true")
@@ -214,11 +230,15 @@ def test_a_reload_mid_reasoning_resumes_with_the_reasoning_intact(page: Page, ga
     expect(row).to_have_attribute("data-phase", "done")
     expect(row.locator(".thinking-body")).to_be_visible()
     assert len(bodies) == 1 and len(resumed) == 1, "resumed, not sent again"
-    ref = reference(gateway_url, bodies[0], sim)
     kept = [m for m in stored_messages(page) if m["role"] == "assistant"]
-    assert len(kept) == 1
-    assert kept[0]["reasoning"] == ref["reasoning_content"], "nothing lost or doubled"
-    assert kept[0]["content"] == ref["content"]
+    assert len(kept) == 1 and kept[0]["content"]
+    reasoning = kept[0]["reasoning"]
+    assert reasoning.startswith("Let me think about") and reasoning.count("Let me think about") == 1
+    if api == "chat_completions":
+        # The built-in model is deterministic: exactly its uninterrupted reasoning.
+        ref = reference(gateway_url, bodies[0], sim)
+        assert reasoning == ref["reasoning_content"], "nothing lost or doubled"
+        assert kept[0]["content"] == ref["content"]
 
 
 def test_an_answer_cut_while_thinking_offers_continue_with_more_room_which_works_in_one_request(
@@ -272,3 +292,26 @@ def test_the_thinking_control_is_one_tap_to_open_one_to_choose_and_kept_per_conv
     wait_ready(page)
     page.get_by_role("button", name=re.compile("^think hard")).first.click()
     expect(page.locator("#thinking")).to_have_attribute("aria-label", "Thinking: High")
+
+
+@pytest.fixture
+def first_visit(browser: Browser, console: Console) -> Iterator[Page]:
+    # A first visit: no service worker, which would answer the runtime past the route.
+    yield from watched_page(browser, console, fresh=True)
+
+
+@pytest.mark.parametrize("sim", ["think_tokens=60,tps=60,tokens=8", "think_tokens=60,tps=60,tokens=8,think_tags=1"])
+def test_a_prompt_sent_before_python_is_ready_shows_its_reasoning_too(first_visit: Page, gateway_url: str, sim: str) -> None:
+    page = first_visit
+    steer(page, sim, model=THINK)
+    runtime = HeldRuntime(page)
+    page.goto(gateway_url + "/")
+    send(page, "think early")
+    expect(page.locator(ROW)).to_have_attribute("data-phase", "reasoning", timeout=30_000)
+    expect(answer(page)).to_have_attribute("data-state", "done", timeout=30_000)
+    assert page.get_attribute("html", "data-python") == "loading" and runtime.held  # the gateway's path
+    expect(page.locator(ROW)).to_have_attribute("data-phase", "done")
+    [kept] = [m for m in stored_messages(page) if m["role"] == "assistant"]
+    # `<think>` tags (think_tags=1) never leak into the answer: split as the core does.
+    assert kept["reasoning"].startswith("Let me think about") and "<think>" not in kept["content"]
+    assert "</think>" not in kept["content"] and kept["content"].startswith("You said:")
