@@ -53,6 +53,7 @@ categories (tests/unit/test_compress_comments.py checks idempotence on random mi
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
 import warnings
@@ -189,10 +190,15 @@ def _python_code_tree(tree: ast.Module, source: str) -> bool:
     return False
 
 
-def _python_line(text: str) -> bool:
-    source = text.strip()
+@functools.lru_cache(maxsize=4096)
+def _python_alone(source: str) -> tuple[bool, bool]:
+    """(parses, is code) for one comment line's text (each line is asked twice)."""
     tree = _python_tree(source)
-    return tree is not None and _python_code_tree(tree, source)
+    return tree is not None, tree is not None and _python_code_tree(tree, source)
+
+
+def _python_line(text: str) -> bool:
+    return _python_alone(text.strip())[1]
 
 
 _CALL = r"(?:(?:await|return|new|yield|throw|defer|go|void)\s+)?[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)*(?:<[\w\s,<>]*>)?!?\(.*\)\??"
@@ -301,11 +307,12 @@ def looks_like_code(text: str, family: str) -> bool:
 def classify_comments(text: str, spans: list[Span], family: str) -> None:
     """Sort the plain comments of `text` (and intent inside a licence header) into
     `INTENT`, `CODE`, `DECOR` and `PLAIN` (see the module docstring)."""
+    said: dict[int, str] = {}  # span start -> comment_text, for `_paragraphs`
     for sp in spans:
         if sp.kind != "c" or sp.cat not in (PLAIN, LICENSE):
             continue
         body = text[sp.start : sp.end]
-        words = comment_text(body)
+        words = said[sp.start] = comment_text(body)
         if sp.cat == LICENSE:
             if not _LICENSE_WORDS.search(words):
                 if has_marker(words):
@@ -325,10 +332,11 @@ def classify_comments(text: str, spans: list[Span], family: str) -> None:
             sp.cat = DECOR
     runs = _runs(text, spans)
     if family == "python":
+        budget = [_WINDOW_BUDGET]
         for run in runs:
-            _python_run(text, run)
+            _python_run(text, run, budget)
     for run in runs:
-        _paragraphs(text, run)
+        _paragraphs(text, run, said)
 
 
 def _runs(text: str, spans: list[Span]) -> list[list[Span]]:
@@ -347,7 +355,7 @@ def _runs(text: str, spans: list[Span]) -> list[list[Span]]:
     return runs
 
 
-def _paragraphs(text: str, run: list[Span]) -> None:
+def _paragraphs(text: str, run: list[Span], said: dict[int, str]) -> None:
     # A TODO or a question often goes on over the next comment lines, or starts on
     # the line before: the sentence it is in is intent, however many lines it takes.
     # Line i+1 goes on with line i's sentence when line i is a bare marker or ends
@@ -355,7 +363,7 @@ def _paragraphs(text: str, run: list[Span]) -> None:
     # case and is not a link, or line i ends on a word that cannot end a sentence
     # ("the", "of", "and"...). Block comments are whole already, and a line of
     # another kind (code, a rule, a directive) ends the chain.
-    words = [comment_text(text[sp.start : sp.end]) for sp in run]
+    words = [said.get(sp.start, "") for sp in run]
     chain: list[int] = []
     for i, sp in enumerate(run):
         single = sp.cat in (PLAIN, INTENT) and "\n" not in text[sp.start : sp.end]
@@ -404,27 +412,38 @@ def _next_line(text: str, a: Span, b: Span) -> bool:
 _OPENER = re.compile(r"[:(\[{,\\]\Z")
 
 
-def _python_run(text: str, run: list[Span]) -> None:
+#: window parses allowed for one text (`_python_run`): a pathological paste of many
+#: comment lines ending in ":" would otherwise cost 30 parses a line; past the budget
+#: lines keep what they were alone (which only moves a count in the report)
+_WINDOW_BUDGET = 512
+
+
+def _python_run(text: str, run: list[Span], budget: list[int]) -> None:
     # A block statement commented out parses only whole (`for x in xs:` alone does
     # not), so a run that starts with a line that fails alone is tried with the lines
-    # after it, longest first.
+    # after it, longest first. A window never holds a line of another kind nor a line
+    # of prose that parses alone (`# Returns`).
     lines = [text[sp.start + 1 : sp.end].rstrip("\r") for sp in run]
+    blocked = []
+    for sp, ln in zip(run, lines):
+        parses, code = _python_alone(ln.strip()) if sp.cat in (PLAIN, DECOR, CODE) else (False, False)
+        blocked.append(sp.cat not in (PLAIN, DECOR, CODE) or (parses and not code))
     i = 0
     while i < len(run) - 1:
-        if run[i].cat not in (PLAIN, DECOR) or not _OPENER.search(lines[i].rstrip()):
+        if run[i].cat not in (PLAIN, DECOR) or blocked[i] or not _OPENER.search(lines[i].rstrip()):
             i += 1
             continue
-        for j in range(min(len(run), i + 30), i + 1, -1):
-            window = run[i:j]
-            if any(sp.cat not in (PLAIN, DECOR, CODE) for sp in window):
-                continue
-            alone = [(_python_tree(ln.strip()), ln.strip()) for ln in lines[i:j]]
-            if any(t is not None and not _python_code_tree(t, ln) for t, ln in alone):
-                continue  # a line of prose that parses alone (`# Returns`)
+        end = i + 1
+        while end < min(len(run), i + 30) and not blocked[end]:
+            end += 1
+        for j in range(end, i + 1, -1):
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
             source = textwrap.dedent("\n".join(lines[i:j]))
             tree = _python_tree(source)
             if tree is not None and _python_code_tree(tree, source):
-                for sp in window:
+                for sp in run[i:j]:
                     sp.cat = CODE
                 i = j - 1
                 break
