@@ -362,3 +362,12 @@ def test_comment_mixes_are_idempotent_and_keep_the_invariants(text: str, level: 
     if level == "balanced" and not once.report.untouched:
         for marker in ("TODO: x?", "why?", "why not y?", "HACK", "NOTE: n", "b? */"):
             assert text.count(marker) == once.text.count(marker)
+
+
+def test_many_comment_lines_ending_in_a_colon_stay_cheap() -> None:
+    # Each could open a commented-out block: the window search has a budget per text.
+    body = "".join(f"# step {i} of the plan:\n" for i in range(3000)) + "x = 1\n"
+    text = f"```python\n{body}```"
+    once = compress_text(text)
+    assert once.text == "```python\nx = 1\n```"
+    assert compress_text(once.text).text == once.text
