@@ -315,3 +315,55 @@ def test_a_prompt_sent_before_python_is_ready_shows_its_reasoning_too(first_visi
     # `<think>` tags (think_tags=1) never leak into the answer: split as the core does.
     assert kept["reasoning"].startswith("Let me think about") and "<think>" not in kept["content"]
     assert "</think>" not in kept["content"] and kept["content"].startswith("You said:")
+
+
+def test_what_anthropic_demands_back_goes_back_from_the_stored_replay_and_nothing_else(page: Page, gateway_url: str) -> None:
+    # Messages: the signed thinking block is the answer's `replay` (chat.done.replay),
+    # kept in IndexedDB; the next turn carries it where Anthropic wants it (the built-in
+    # model answers 400 to a turn without its signature, as Anthropic does).
+    steer(page, "think_tokens=20,tokens=6", model=THINK, api="anthropic_messages")
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(request_json(r)) if r.method == "POST" and r.url.endswith("/v1/messages") else None)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    ask(page, "first turn")
+    [kept] = [m for m in stored_messages(page) if m["role"] == "assistant"]
+    assert kept["replay"]["api"] == "anthropic_messages" and kept["replay"]["model"] == THINK
+    assert [i["type"] for i in kept["replay"]["items"]] == ["thinking"] and kept["replay"]["items"][0]["signature"]
+    ask(page, "second turn")
+    assert len(bodies) == 2
+    [assistant] = [m for m in bodies[1]["messages"] if m["role"] == "assistant"]
+    blocks = assistant["content"] if isinstance(assistant["content"], list) else []
+    assert blocks and blocks[0] == kept["replay"]["items"][0], assistant
+    # The reasoning text goes back only inside the signed block the API demands.
+    assert json.dumps(bodies[1]).count(kept["reasoning"][:40]) <= 1
+    assert page.locator(ANSWER).last.get_attribute("data-state") == "done"
+
+
+def test_the_early_paths_think_tag_split_is_the_same_wherever_the_stream_is_cut(page: Page, gateway_url: str) -> None:
+    # js/page/early-send.js ThinkTags, in the page's own engine: every cut into three
+    # pieces gives what the whole gives, and an unclosed tag never loses the answer.
+    page.goto(gateway_url + "/")
+    out = page.evaluate("""async () => {
+      const { ThinkTags } = await import('/js/page/early-send.js');
+      const run = (pieces, cut = false) => {
+        const t = new ThinkTags(); let r = '', a = '';
+        for (const p of pieces) { const o = t.feed(p); r += o.reasoning; a += o.text; }
+        const f = t.finish(cut);
+        return [r + f.reasoning, a + f.text];
+      };
+      const whole = '  <think>I ponder </thi and </think think.</think>\\n\\nThe answer <think> stays.';
+      const ref = run([whole]);
+      for (let i = 0; i <= whole.length; i++) for (let j = i; j <= whole.length; j++) {
+        const got = run([whole.slice(0, i), whole.slice(i, j), whole.slice(j)]);
+        if (JSON.stringify(got) !== JSON.stringify(ref)) return { cut: [i, j], got, ref };
+      }
+      return { ref, plain: run(['a plain answer']), stop: run(['<think>unclosed']), cut: run(['<think>unclosed'], true),
+               late: run(['Hi <think>x</think>']), near: run(['<thin', 'g>x']) };
+    }""")
+    assert out["ref"] == ["I ponder </thi and </think think.", "The answer <think> stays."], out
+    assert out["plain"] == ["", "a plain answer"]
+    assert out["stop"] == ["unclosed", "unclosed"]  # a stop: the reasoning was the answer too
+    assert out["cut"] == ["unclosed", ""]  # cut at its limit: it stays reasoning
+    assert out["late"] == ["", "Hi <think>x</think>"]  # only at the start
+    assert out["near"] == ["", "<thing>x"]
