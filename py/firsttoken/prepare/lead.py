@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..cache import Cache, Entry, cache_key, text_digest
-from ..compress import COMPRESSION_VERSION, PassSaving, RepeatState, Report, compress_messages
+from ..compress import COMPRESSION_VERSION, RepeatState, Report, compress_messages
 from ..errors import LocalProtocolError
 
 __all__ = ["LEAD_ROLES", "Lead", "leading_system_count", "compression_id", "cache_keys", "cached", "entry_for"]
@@ -61,16 +61,9 @@ def cache_keys(messages: Sequence[Mapping[str, Any]], encoding: str, level: str)
 
 
 def _report_from(data: Mapping[str, Any]) -> Report:
-    return Report(
-        level=data["level"],
-        passes=tuple(PassSaving(p["name"], p["chars"], p.get("tokens")) for p in data["passes"]),
-        chars_before=data["chars_before"],
-        chars_after=data["chars_after"],
-        tokens_before=data.get("tokens_before"),
-        tokens_after=data.get("tokens_after"),
-        untouched=tuple(data.get("untouched") or ()),
-        version=data.get("version", ""),
-    )
+    # One reader for the stored form: `removed` (what kind of text went) must survive
+    # the cache, or a prepared conversation would report less than the whole does.
+    return Report.from_dict(data)
 
 
 def _report_data(report: Report) -> dict[str, Any]:
@@ -83,6 +76,7 @@ def _report_data(report: Report) -> dict[str, Any]:
         "tokens_after": report.tokens_after,
         "untouched": list(report.untouched),
         "version": report.version,
+        "removed": report.removed_dict(),
     }
 
 
