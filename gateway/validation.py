@@ -1,7 +1,7 @@
 """Reading request bodies, and what every dialect's validation shares.
 
 The body is read with a hard bound (so a client cannot make us buffer without end),
-decoded as strict JSON, and checked for lone surrogates; each dialect
+decoded as strict JSON no deeper than `MAX_DEPTH`, and checked for lone surrogates; each dialect
 (gateway/dialects) then checks its own fields into one `ChatRequest`. Every failure
 becomes an `APIError` naming the offending `param`, never an exception escaping to the
 server.
@@ -22,7 +22,7 @@ from firsttoken.tokens.images import part_image
 
 from .errors import APIError, invalid
 
-__all__ = ["ChatRequest", "bad_image", "check_object", "decode_body", "decode_content", "message_text", "read_body", "replay_body"]
+__all__ = ["MAX_DEPTH", "ChatRequest", "bad_image", "check_object", "decode_body", "decode_content", "message_text", "read_body", "replay_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +110,58 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+#: The deepest a body may nest, counting its object as level 1 (a chat message's
+#: content part is at level 5, a tool's JSON schema rarely 20 levels below its tool).
+#:
+#: Every step after the parser must be able to serialise or walk what the parser
+#: accepted, and each runs deeper in the stack than it: CPython stops at
+#: `sys.getrecursionlimit()` (1,000) frames, its C JSON encoder and decoder spend one a
+#: level, and a Python walker of JSON values one to three (`copy.deepcopy`: two). The
+#: prefix cache's `json.dumps` of a content part (gateway/prefill.py) runs about 12
+#: frames deep in a pool thread, and overflowed at a body about 984 levels deep; a step
+#: on the event loop starts about 40 frames deep. At 256 levels, a walker at three
+#: frames a level from the event loop still has a margin of about 200 frames (3 × 256
+#: + 40 = 808), and the parser itself, which gives up near 990, never decides.
+MAX_DEPTH = 256
+
+
 def decode_body(body: bytes) -> Any:
-    """The JSON of a body (RFC 8259, strictly: no NaN or Infinity), or a 400."""
+    """The JSON of a body (RFC 8259, strictly: no NaN or Infinity) nested at most
+    `MAX_DEPTH` levels, or a 400."""
     try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+        data = json.loads(body, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError:
         raise invalid(
             "We could not parse the JSON body of your request. "
             "(HINT: This likely means you aren't using your HTTP library correctly.)"
         ) from None
+    # Each level opens a bracket: fewer brackets than the bound (counted in C, the
+    # usual case) need no walk.
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _deeper_than(data, MAX_DEPTH):
+        raise _too_deep()
+    return data
+
+
+def _too_deep() -> APIError:
+    return invalid(f"The request body is nested too deeply: at most {MAX_DEPTH} levels of arrays and objects.")
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether `data` nests arrays and objects more than `limit` levels deep. Iterative
+    (a recursive walk is what the bound protects), and over containers only."""
+    if not isinstance(data, (dict, list)):
+        return False
+    stack: list[tuple[dict[str, Any] | list[Any], int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, (dict, list)):
+                stack.append((item, depth + 1))
+    return False
 
 
 def check_object(data: Any, body: bytes) -> dict[str, Any]:
@@ -128,10 +171,7 @@ def check_object(data: Any, body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise invalid("The request body must be a JSON object.")
     if _SURROGATE_ESCAPE.search(body):
-        try:
-            _check_unicode(data, "")
-        except RecursionError:
-            raise invalid("The request body is nested too deeply.") from None
+        _check_unicode(data, "")  # recursive: `decode_body` bounded the depth
     return data
 
 
