@@ -28,13 +28,12 @@ from .errors import APIError
 from .guard import RequestGuard
 from .headers import SecurityHeaders, content_security_policy
 from .keepalive import KeepAlive
-from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets
+from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets, StreamsPerClient
 from .offload import Offload
 from .prefill import DEFAULT_CACHE_ENTRIES
 from .precompressed import Precompressed
 from .prepare import PrepareChat, lead_with_prepared
 from .report import report_routes
-from .server import StreamsPerClient
 from .shared import SharedState
 from .simulator import DropConnection, SimParams
 from .streams import ResumeLimits, Streams, stream_routes
@@ -66,7 +65,7 @@ class GatewayConfig:
     allowed_hosts: tuple[str, ...] = ()
     #: Web origins other than the gateway's own that may call /v1/ (with CORS).
     allow_origins: tuple[str, ...] = ()
-    #: Concurrent answers (every dialect) per client (API key, else address): gateway/server.py.
+    #: Concurrent answers (every dialect) per client (API key, else address): gateway/limits/concurrency.py.
     streams_per_client: int = 256
     frame_ancestors: str = "'self'"
     #: COOP/COEP on every response (cross-origin isolation). Off only to see the page as

@@ -3,7 +3,7 @@
 uvicorn serves the app (why uvicorn: README, "Security"). Its own options give the idle
 keep-alive timeout (`timeout_keep_alive`) and a bound on a request's head
 (`h11_max_incomplete_event_size`); what it lacks is added here, in a subclass of its
-h11 protocol (`LimitedH11Protocol`), and an ASGI middleware (`StreamsPerClient`):
+h11 protocol (`LimitedH11Protocol`):
 
 - a **header timeout**: a connection must deliver a request's whole head within
   `header_timeout_s` of its first byte (or of opening), else it is closed. This is what
@@ -13,9 +13,10 @@ h11 protocol (`LimitedH11Protocol`), and an ASGI middleware (`StreamsPerClient`)
 - a **connection limit**: past `max_connections` open connections, a new one is closed
   at once, so the process stays well clear of its descriptor limit (where accept()
   fails and asyncio logs an error for each attempt). Refusals are logged at most once
-  every 10 s;
-- **concurrent answers per client** (`StreamsPerClient`, on every dialect's route):
-  past the limit, a 429 with `retry-after`.
+  every 10 s.
+
+Concurrent answers per client are bounded in the app, by API key rather than by
+connection (`StreamsPerClient`, gateway/limits/concurrency.py).
 
 `GatewayServer` tells the app when shutting down begins (`begin_shutdown`): uvicorn
 waits for every running request before the ASGI lifespan hears "shutdown", and a
@@ -42,14 +43,10 @@ from typing import Any, Callable
 
 import h11
 import uvicorn
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .access import client_of
-from .dialects import DIALECTS, error_response
-from .errors import APIError
-
-__all__ = ["GatewayServer", "ServerLimits", "LimitedH11Protocol", "StreamsPerClient", "uvicorn_config", "raise_fd_limit"]
+__all__ = ["GatewayServer", "ServerLimits", "LimitedH11Protocol", "uvicorn_config", "raise_fd_limit"]
 
 log = logging.getLogger("firsttoken.gateway.server")
 
@@ -192,39 +189,3 @@ def raise_fd_limit(wanted: int) -> int:
         except (ValueError, OSError):
             pass
     return soft
-
-
-class StreamsPerClient:
-    """ASGI middleware: at most `limit` answers (chat completions, responses, messages
-    together) in flight per client (its `Client.account`, gateway/access.py: its key,
-    else its address, which a client cannot shed by naming itself anew); past it, 429
-    with `retry-after`."""
-
-    def __init__(self, app: ASGIApp, *, limit: int, paths: frozenset[str] = frozenset(d.path for d in DIALECTS)) -> None:
-        self.app = app
-        self.limit = limit
-        self.paths = paths
-        self._open: dict[str, int] = {}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in self.paths:
-            await self.app(scope, receive, send)
-            return
-        key = client_of(scope).account
-        if self._open.get(key, 0) >= self.limit:
-            error = APIError(
-                429, f"Too many concurrent requests: at most {self.limit} at a time per client.",
-                type="requests", code="too_many_concurrent_requests",
-                headers={"retry-after": "1", "retry-after-ms": "1000"},
-            )
-            await error_response(error, scope)(scope, receive, send)
-            return
-        self._open[key] = self._open.get(key, 0) + 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            left = self._open[key] - 1
-            if left:
-                self._open[key] = left
-            else:
-                del self._open[key]

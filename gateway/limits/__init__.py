@@ -9,10 +9,12 @@ Each decision lives in one module:
 - `usage`: what an answer really cost, read as it passes, pure;
 - `answers`: OpenAI's rate-limit headers and 429s;
 - `dryrun`: `?dry_run=true`, the count and the outlook without spending;
+- `concurrency`: answers in flight per client (`StreamsPerClient`), apart from rates;
 - `middleware`: the ASGI piece composed in `gateway/app.py`.
 """
 
 from .buckets import MemoryBuckets, RedisBuckets
+from .concurrency import StreamsPerClient
 from .middleware import Flow, FlowControl, FlowLimits
 
-__all__ = ["Flow", "FlowControl", "FlowLimits", "MemoryBuckets", "RedisBuckets"]
+__all__ = ["Flow", "FlowControl", "FlowLimits", "MemoryBuckets", "RedisBuckets", "StreamsPerClient"]

@@ -367,3 +367,22 @@ def test_the_early_paths_think_tag_split_is_the_same_wherever_the_stream_is_cut(
     assert out["cut"] == ["unclosed", ""]  # cut at its limit: it stays reasoning
     assert out["late"] == ["", "Hi <think>x</think>"]  # only at the start
     assert out["near"] == ["", "<thing>x"]
+
+
+def test_the_summary_switch_in_settings_asks_for_reasoning_summaries_or_none(page: Page, gateway_url: str) -> None:
+    steer(page, "think_tokens=10,tokens=5", model=THINK, api="responses")
+    bodies: list[dict] = []
+    page.on("request", lambda r: bodies.append(request_json(r)) if r.method == "POST" and r.url.endswith("/v1/responses") else None)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    ask(page, "summarize your thinking")
+    assert bodies[0]["reasoning"]["summary"] == "auto"  # on by default
+    expect(page.locator(ANSWER).first.locator(".thinking")).to_have_attribute("data-phase", "done")
+    page.get_by_role("button", name="Settings").click()
+    switch = page.get_by_role("checkbox", name="Summaries of the model's thinking")
+    expect(switch).to_be_checked()
+    switch.uncheck()
+    page.keyboard.press("Escape")
+    ask(page, "now without")
+    assert "summary" not in bodies[1].get("reasoning", {}), bodies[1].get("reasoning")
+    assert json.loads(page.evaluate("localStorage.getItem('firsttoken.settings.v1')"))["reasoning_summary"] is False

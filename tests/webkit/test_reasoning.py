@@ -7,11 +7,13 @@ answer cut while thinking offers "Continue with more room", which works."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.webkit.conftest import READ, of, reply, saved, wait
-from tests.webkit_host import WebKitHost
+from tests.webkit.conftest import READ, assert_clean_console, boot, of, reply, saved, wait
+from tests.webkit_host import WebKitHost, Xvfb
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(30)]
 
@@ -90,3 +92,44 @@ def test_an_answer_cut_while_thinking_offers_continue_with_more_room(host: WebKi
     assert wait(host, f"{ANSWER}.dataset.state === 'done' && {ANSWER}.querySelector('.content').textContent.trim().length > 0", ms=60_000)
     assert host.eval(f"{ANSWER}.querySelector('.error') === null")
     set_settings(host, "c2", model=None, max_tokens=None, headers=None)
+
+
+@pytest.mark.parametrize("api", ["chat_completions", "responses", "anthropic_messages"])
+def test_a_web_view_killed_mid_reasoning_resumes_it_intact_in_the_next_one(
+        xvfb: Xvfb, gateway_url: str, tmp_path: Path, api: str) -> None:
+    sim = "think_tokens=400,tps=40,tokens=10"
+    settings = json.dumps({"model": THINK, "api": api, "headers": {"x-firsttoken-sim": sim}})
+    profile = tmp_path / "profile"
+    with WebKitHost(gateway_url + "/", display=xvfb.display, profile=profile) as first:
+        boot(first)
+        first.eval(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)})")
+        seen = len(first.messages)
+        first.load(gateway_url + "/")
+        first.wait_for(lambda m: m.get("type") == "ready", 120, start=seen)
+        assert saved(first)
+        send(first, "a long thought")
+        # Mid-reasoning, kept in IndexedDB with its stream: then the OS kills the app.
+        assert wait(first, f"{ROW}?.dataset.phase === 'reasoning' && +({ANSWER}.dataset.paints || 0) >= 3")
+        assert saved(first)
+        [kept] = [m for c in first.eval(READ)["messages"] for m in c["messages"] if m["role"] == "assistant"]
+        assert kept["state"] == "streaming" and kept.get("reasoning") and not kept["content"], kept
+        first.proc.kill()
+        first.proc.wait()
+
+    with WebKitHost(gateway_url + "/", display=xvfb.display, profile=profile) as second:
+        boot(second)
+        assert wait(second, f"{ANSWER}?.dataset.resumed === 'true'", ms=40_000)
+        # What it thought so far is there at once, still thinking; then it goes on.
+        assert second.eval(f"{ROW}.dataset.phase") in ("reasoning", "done")
+        assert wait(second, f"{ANSWER}.dataset.state === 'done'", ms=60_000)
+        assert second.eval(f"{ROW}.dataset.phase") == "done"
+        saved(second)
+        [done] = [m for c in second.eval(READ)["messages"] for m in c["messages"] if m["role"] == "assistant"]
+        assert done["reasoning"].startswith(kept["reasoning"]), "the stored reasoning, continued"
+        assert done["reasoning"].count("Let me think about") == 1 and done["content"]
+        if api == "chat_completions":  # deterministic: exactly the uninterrupted message
+            body = {"model": THINK, "messages": [{"role": "user", "content": "a long thought"}], "stream": False}
+            full = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": sim}, json=body, timeout=60)
+            message = full.json()["choices"][0]["message"]
+            assert (done["reasoning"], done["content"]) == (message["reasoning_content"], message["content"])
+        assert_clean_console(second)
