@@ -23,6 +23,7 @@ from .backends import Backend, SimulatedBackend, UpstreamBackend
 from .boundary import ErrorBoundary
 from .cache_refs import AdvertiseRefs, RefLimits, RefStore, SharedRefStore
 from .chat_body import ReadChat, chat_of
+from .counting import PromptCounter
 from .dialects import DIALECTS, error_response
 from .errors import APIError
 from .guard import RequestGuard
@@ -99,11 +100,13 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         # Fail closed: an empty key compared with hmac would admit "Bearer " from anyone.
         raise ValueError("client_key is empty; give a real key, or None to accept any client")
     offload = Offload()
+    # Probed once; flow control counts each prompt, and the built-in model bills that count.
+    counter = PromptCounter.load()
     backend: Backend = (
         UpstreamBackend(Upstream(config.upstream, config.upstream_key, anthropic_key=config.anthropic_key,
                                  forward_client_auth=config.client_key is None, secrets=(config.client_key,),
                                  timeout=config.upstream_read_timeout_s))
-        if config.upstream else SimulatedBackend(config.sim, offload, config.sim_cache_entries)
+        if config.upstream else SimulatedBackend(config.sim, offload, config.sim_cache_entries, counter)
     )
     shared = SharedState(config.redis) if config.redis else None
     refs: RefStore | SharedRefStore | None = None
@@ -112,7 +115,8 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     limits = config.limits
     if limits.fail_open is None:
         limits = replace(limits, fail_open=backend.fail_open)
-    flow = Flow(limits=limits, buckets=RedisBuckets(shared) if shared else MemoryBuckets(), run=offload.run, shared=shared)
+    flow = Flow(limits=limits, buckets=RedisBuckets(shared) if shared else MemoryBuckets(), counter=counter,
+                run=offload.run, shared=shared)
     streams = (
         Streams(config.resume, fail_open=bool(limits.fail_open), shared=shared, redis_url=config.redis)
         if config.resume is not None else None

@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .access import client_of
 from .chat_body import ChatBody
+from .counting import PromptCounter
 from .errors import ANTHROPIC, APIError
 from .offload import Offload
 from .prefill import DEFAULT_CACHE_ENTRIES
@@ -64,19 +65,23 @@ class SimulatedBackend:
     name = "simulator"
     fail_open = True
 
-    def __init__(self, params: SimParams, offload: Offload, cache_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
+    def __init__(self, params: SimParams, offload: Offload, cache_entries: int = DEFAULT_CACHE_ENTRIES,
+                 counter: PromptCounter | None = None) -> None:
         self.offload = offload
-        counter = _exact_counter(offload)
+        counter = counter or PromptCounter.load()
+        # Exact counts when firsttoken.tokens loads, else the simulator's rough one.
+        exact = {"count_tokens": _counting_off_loop(offload, counter)} if counter.exact else {}
         self.simulator = Simulator(params, sleep=asyncio.sleep, render=_render_off_loop(offload),
-                                   cache_entries=cache_entries, **({"count_tokens": counter} if counter else {}))
+                                   cache_entries=cache_entries, **exact)
 
     async def answer(self, request: Request, read: ChatBody) -> Response:
         simulator, chat = self.simulator, read.chat
         params = simulator.params(request.headers.get(SIM_HEADER))
         simulator.check_status(params)
         read.dialect.check_supported(chat)
+        # The prompt's count, when flow control made one (gateway/counting.py).
         answer = await self.offload.run(simulator.prepare, chat, params, client_of(request.scope).account,
-                                        read.dialect.cache_breakpoints(chat))
+                                        read.dialect.cache_breakpoints(chat), read.prompt_tokens)
         framing = read.dialect.framing(chat, answer.outcome, stamp=wall_clock_ms if params.stamp else None)
         headers = {**framing.headers, FIRST_TOKEN_HEADER: f"{answer.first_token_ms:.3f}",
                    FIRST_ANSWER_HEADER: f"{simulator.first_answer_ms(answer, params, framing.summary):.3f}"}
@@ -153,19 +158,12 @@ def _render_off_loop(offload: Offload):
     return render
 
 
-def _exact_counter(offload: Offload):
-    """Exact prompt counts when firsttoken.tokens can load its data, else None (the
-    simulator's rough count)."""
-    try:
-        from firsttoken import tokens  # type: ignore[import-not-found]
-
-        tokens.count_chat([{"role": "user", "content": "probe"}], "gpt-4o")
-    except Exception:  # noqa: BLE001 - any failure means: fall back to the rough count
-        return None
+def _counting_off_loop(offload: Offload, counter: PromptCounter):
+    """The exact prompt count, a large prompt's in the worker process."""
 
     def count(messages: list, model: str) -> int:
         if _large(messages):
-            return offload.in_process(tokens.count_chat, messages, model)
-        return tokens.count_chat(messages, model)
+            return offload.in_process(counter.chat, messages, model)
+        return counter.chat(messages, model)
 
     return count

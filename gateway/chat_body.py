@@ -51,6 +51,9 @@ class ChatBody:
     dialect: Dialect
     chat: ChatRequest
     body: bytes
+    #: The prompt's exact count, when flow control made one (gateway/counting.py): the
+    #: built-in model bills it rather than counting again.
+    prompt_tokens: int | None = None
 
 
 def chat_of(scope: Scope) -> ChatBody | None:

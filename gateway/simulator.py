@@ -389,11 +389,12 @@ class Simulator:
         )
 
     def prepare(self, req: ChatRequest, params: SimParams, who: str = "",
-                breakpoints: list[Breakpoint] | None = None) -> Answer:
+                breakpoints: list[Breakpoint] | None = None, prompt_tokens: int | None = None) -> Answer:
         """Settle the answer: its length, finish reason, usage and first-token delay.
         `who` names whose prefix cache it is (an API key's hash); `breakpoints` None
-        caches automatically (OpenAI), a list only at those blocks (Anthropic). CPU work
-        over the whole prompt: the app runs it off the event loop."""
+        caches automatically (OpenAI), a list only at those blocks (Anthropic);
+        `prompt_tokens` the prompt's count when it was counted already (else counted
+        here). CPU work over the whole prompt: the app runs it off the event loop."""
         think = self.thinking(req, params)
         # Thinking counts against the output limit, first (every API says so: OpenAI's
         # usage docstring, Anthropic's `max_tokens`): cut while thinking, no answer.
@@ -418,7 +419,8 @@ class Simulator:
             pieces, count = iter_answer(req.messages, n), n
         if room == 0:
             pieces, count, finish = iter(()), 0, "length"
-        prompt_tokens = self.count_tokens(req.messages, req.model)
+        if prompt_tokens is None:
+            prompt_tokens = self.count_tokens(req.messages, req.model)
         use = cache_use(self.cache, lambda: self.render(req.messages, req.model), req.model, prompt_tokens, who,
                         breakpoints, params.cache_rules())
         cached = min(use.read, prompt_tokens)

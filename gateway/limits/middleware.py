@@ -9,7 +9,9 @@ Per request:
    over the prompt the dialect read: system text or instructions, then the turns;
    exact for OpenAI's models, an estimate with o200k_base for others, Claude's among
    them, whose tokenizer is not public), off the event loop (gateway/offload.py),
-   plus the completion reserved from its `max_tokens` (or `reserve_tokens`).
+   plus the completion reserved from its `max_tokens` (or `reserve_tokens`). An
+   exact count goes on with the request (`ChatBody.prompt_tokens`), for the built-in
+   model to bill rather than count again (gateway/counting.py).
 3. `Limiter.admit`: now, after a wait in the fair queue, or a 429 saying when to come
    back. `?dry_run=true` stops before this and answers what would happen (`dryrun`).
 4. The answer goes out with OpenAI's `x-ratelimit-*` headers from the buckets (on
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Sequence
 
 from starlette.datastructures import MutableHeaders
@@ -37,7 +39,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from firsttoken.ratelimit import parse_rate_limit_headers
 
 from ..access import client_of
-from ..chat_body import ChatBody, chat_of
+from ..chat_body import ChatBody, chat_of, set_chat
+from ..counting import PromptCounter
 from ..dialects import error_response
 from ..errors import APIError
 from ..shared import SharedState, SharedStateDown
@@ -54,9 +57,6 @@ __all__ = ["ADMITTED_HEADER", "Flow", "FlowLimits", "FlowControl"]
 log = logging.getLogger("firsttoken.gateway.limits")
 
 ADMITTED_HEADER = "x-firsttoken-admitted-at"
-
-CountChat = Callable[[list[dict[str, Any]], str, Any], int]
-CountText = Callable[[str, str], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +106,7 @@ class Claim:
 class Flow:
     """Flow control's state and work: the limiter, the counting, the settling of
     answers. One per gateway, shared by `FlowControl` (its ASGI face) and `/healthz`.
+    `counter` counts (gateway/counting.py: the gateway's one, else loaded here);
     `run(fn, *args)` runs CPU work (counting) off the event loop."""
 
     def __init__(
@@ -113,19 +114,14 @@ class Flow:
         *,
         limits: FlowLimits,
         buckets: Buckets,
-        count_chat: CountChat | None = None,
-        count_text: CountText | None = None,
-        context_window: Callable[[str], int] | None = None,
+        counter: PromptCounter | None = None,
         run: Callable[..., Awaitable[Any]],
         shared: SharedState | None = None,
         prefix: str = "/v1/",
     ) -> None:
         self.limits = limits
         self.limiter = Limiter(buckets, max_wait_s=limits.queue_wait_s, max_queue=limits.queue_max)
-        default_chat, default_text, default_window = default_counters()
-        self.count_chat = count_chat or default_chat
-        self.count_text = count_text or default_text
-        self.context_window = context_window or default_window
+        self.counter = counter or PromptCounter.load()
         self.shared = shared
         self.prefix = prefix
         # Counting is CPU-bound (a 4 MiB prompt takes seconds).
@@ -151,7 +147,7 @@ class Flow:
             if read is not None and wants_dry_run(scope):
                 await DryRun(
                     read.chat, object=read.dialect.dry_run_object, ask=claim.ask, prompt_tokens=claim.prompt_tokens,
-                    window=self.context_window(read.chat.model), outlook=self.limiter.outlook,
+                    window=self.counter.window(read.chat.model), outlook=self.limiter.outlook,
                     fail_open=self.limits.fail_open, headers=lambda views: self._headers(claim, views),
                 )(scope, receive, send)
                 return
@@ -166,12 +162,14 @@ class Flow:
         read = chat_of(scope)
         chat = read.chat if read is not None else None
         prompt = reserved = 0
-        if chat is not None:
+        if read is not None and chat is not None:
             # Counting costs CPU: only when a tokens bucket needs it, or a dry run asks.
             if self.limits.tpm or self.limits.gateway_tpm or wants_dry_run(scope):
-                prompt = await self._run(_count_prompt, self.count_chat, chat)
-                # For the app (`request.state.prompt_tokens`): a count it need not redo.
-                scope.setdefault("state", {})["prompt_tokens"] = prompt
+                prompt, counted = await self._run(_count_prompt, self.counter.chat, chat)
+                if counted and self.counter.exact:
+                    # The built-in model bills this count rather than counting again.
+                    read = replace(read, prompt_tokens=prompt)
+                    set_chat(scope, read)
             reserved = chat.max_tokens if chat.max_tokens is not None else self.limits.reserve_tokens
         ids: list[str] = []
         rates: list[Rate] = []
@@ -279,7 +277,7 @@ class Flow:
             if meter is None:
                 spent = claim.prompt_tokens
             else:
-                count = lambda text: self.count_text(text, claim.model)  # noqa: E731
+                count = lambda text: self.counter.text(text, claim.model)  # noqa: E731
                 spent = (await self._run(meter.settle, claim.prompt_tokens, count))["total_tokens"]
             ask = claim.ask
             token_buckets = [i for i, k in enumerate(claim.kinds) if k == "tokens"]
@@ -308,32 +306,14 @@ class FlowControl:
         await self.flow.serve(self.app, scope, receive, send)
 
 
-def default_counters() -> tuple[CountChat, CountText, Callable[[str], int]]:
-    """`firsttoken.tokens` (the page's own counter: exact for OpenAI models), or, when
-    its data cannot load, UTF-8 byte counts: an upper bound, as a BPE token is at least
-    one byte."""
+def _count_prompt(count_chat: Callable[..., int], chat: ChatRequest) -> tuple[int, bool]:
+    """The prompt's count (with its tools), and whether the counter made it: a count
+    that fails must not fail the request, and stands in as an upper bound (UTF-8
+    bytes: a BPE token is at least one byte)."""
     try:
-        from firsttoken import tokens
-
-        tokens.count("probe", "gpt-4o")
-        return tokens.count_chat, tokens.count, lambda model: tokens.context_window(model)[0]
-    except Exception:  # noqa: BLE001 - any failure means: fall back to byte counts
-
-        def count_chat(messages: list[dict[str, Any]], model: str, tools: Any = None) -> int:
-            return len(json.dumps(messages, ensure_ascii=False).encode("utf-8", "replace"))
-
-        def count_text(text: str, model: str) -> int:
-            return len(text.encode("utf-8", "replace"))
-
-        return count_chat, count_text, lambda model: 128_000
-
-
-def _count_prompt(count_chat: CountChat, chat: ChatRequest) -> int:
-    try:
-        return count_chat(chat.messages, chat.model, chat.tools)
-    except Exception:  # noqa: BLE001 - a count that fails must not fail the request
-        # An upper bound: a BPE token is at least one byte.
-        return len(json.dumps(chat.messages, ensure_ascii=False).encode("utf-8", "replace"))
+        return count_chat(chat.messages, chat.model, chat.tools), True
+    except Exception:  # noqa: BLE001 - see above
+        return len(json.dumps(chat.messages, ensure_ascii=False).encode("utf-8", "replace")), False
 
 
 def _exhausted_unless_told(out: MutableHeaders, ours: dict[str, str]) -> None:
