@@ -223,7 +223,8 @@ def test_the_built_in_model_refuses_tools_and_kept_state_as_each_api_would() -> 
         (RESPONSES, {"text": {"format": {"type": "json_object"}}}, "input"),  # the word json is missing
         (MESSAGES, {"tools": [{"name": "f", "input_schema": {}}]}, "tools"),
         (MESSAGES, {"tool_choice": {"type": "any"}}, "tool_choice"),
-        (MESSAGES, {"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking"),
+        # A valid thinking request (a budget below max_tokens), refused for the model alone.
+        (MESSAGES, {"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking"),
     ]
     for dialect, extra, param in refusals:
         with pytest.raises(APIError) as caught:
