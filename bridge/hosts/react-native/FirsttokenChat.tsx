@@ -10,7 +10,7 @@
 //
 // Unverified here: no React Native toolchain on the machines that build firsttoken.
 
-import React, { forwardRef, useImperativeHandle, useRef } from 'react';
+import React, { forwardRef, useCallback, useImperativeHandle, useRef, useState } from 'react';
 import { WebView, WebViewMessageEvent } from 'react-native-webview';
 
 export type FirsttokenEvent = { v: 1; type: string; id?: string; [field: string]: unknown };
@@ -18,6 +18,10 @@ export type FirsttokenEvent = { v: 1; type: string; id?: string; [field: string]
  * `settings.set` clears it, and the model decides. */
 export type FirsttokenApi = 'chat_completions' | 'responses' | 'anthropic_messages';
 export type FirsttokenHandle = { send(message: Record<string, unknown>): void };
+/** How hard a reasoning model thinks: the page's Thinking levels, set with `settings.set`
+ * (`reasoning`; `reasoning_summary` false asks for no summary of the thinking); null
+ * clears it (bridge/PROTOCOL.md, "Reasoning, for hosts"). */
+export type FirsttokenThinking = 'auto' | 'off' | 'low' | 'medium' | 'high';
 
 export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEvent(e: FirsttokenEvent): void }>(
   function FirsttokenChat({ url, onEvent }, ref) {
@@ -47,6 +51,62 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
   },
 );
 
+/** What one reply is doing (bridge/PROTOCOL.md, "Reasoning, for hosts"): `thinking`
+ * from the send until the first answer text, reasoning or not; `cut` when the output
+ * limit went on thinking and no answer came (send it again with a larger `max_tokens`). */
+export type ReplyStatus = {
+  phase: 'thinking' | 'answering' | 'done' | 'cut' | 'failed';
+  started: number; // Date.now() at the send (or at the observed chat's chat.prepared)
+  reasoning: string; // so far; empty for a model that hides it, or a plain model
+  thoughtForMs?: number; // from the send to the first answer text (or the end)
+  error?: string; // chat.error's code
+};
+
+/** The next state of a reply, given one event about it (pure: usable in a reducer). */
+export function nextReplyStatus(reply: ReplyStatus | undefined, e: FirsttokenEvent, now = Date.now()): ReplyStatus {
+  const r: ReplyStatus = reply ?? { phase: 'thinking', started: now, reasoning: '' };
+  if (e.type === 'chat.delta') {
+    const reasoning = r.reasoning + (typeof e.reasoning === 'string' ? e.reasoning : '');
+    if (r.phase === 'thinking' && typeof e.text === 'string' && e.text) {
+      return { ...r, reasoning, phase: 'answering', thoughtForMs: now - r.started };
+    }
+    return { ...r, reasoning };
+  }
+  if (e.type === 'chat.done') {
+    if (r.phase !== 'thinking') return { ...r, phase: 'done' };
+    return { ...r, phase: e.finish_reason === 'length' ? 'cut' : 'done', thoughtForMs: now - r.started };
+  }
+  if (e.type === 'chat.error') return { ...r, phase: 'failed', error: String((e.error as { code?: string })?.code ?? 'error') };
+  return r;
+}
+
+/** The line to show beside a reply: "Thinking… 3 s" until its answer begins, then
+ * "Thought for 12 s" if it reasoned; null once there is just an answer to read. */
+export function replyLabel(r: ReplyStatus, now = Date.now()): string | null {
+  if (r.phase === 'thinking') return `Thinking… ${Math.floor((now - r.started) / 1000)} s`;
+  if (r.phase === 'cut') return 'The model spent its whole budget thinking';
+  if ((r.phase === 'answering' || r.phase === 'done') && r.reasoning && r.thoughtForMs !== undefined) {
+    return `Thought for ${Math.max(1, Math.round(r.thoughtForMs / 1000))} s`;
+  }
+  return null;
+}
+
+/** Replies by request id: call `sent(id)` as the app sends a chat ("Thinking…" before any
+ * byte) and `observe(e)` with every event (the page's chats observed start at their
+ * `chat.prepared`). A label that counts seconds needs a 1 s re-render as well. */
+export function useReplyStatus() {
+  const [replies, setReplies] = useState<Record<string, ReplyStatus>>({});
+  const sent = useCallback((id: string) => {
+    setReplies((all) => ({ ...all, [id]: { phase: 'thinking', started: Date.now(), reasoning: '' } }));
+  }, []);
+  const observe = useCallback((e: FirsttokenEvent) => {
+    const id = e.id;
+    if (!id || !['chat.prepared', 'chat.delta', 'chat.done', 'chat.error'].includes(e.type)) return;
+    setReplies((all) => ({ ...all, [id]: nextReplyStatus(all[id], e) }));
+  }, []);
+  return { replies, sent, observe };
+}
+
 // Usage:
 //   const chat = useRef<FirsttokenHandle>(null);
 //   <FirsttokenChat ref={chat} url="https://chat.example.com/" onEvent={(e) => { if (e.type === 'ready') … }} />
@@ -55,3 +115,12 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
 //   const api: FirsttokenApi = 'anthropic_messages';
 //   chat.current?.send({ type: 'settings.set', id: 's', settings: { base_url: 'https://api.anthropic.com/v1', model: 'claude-sonnet-4-5', api, api_key: key } });
 //   chat.current?.send({ type: 'chat.send', id: '1', messages: [{ role: 'user', content: 'Hi' }] });
+//
+// A reasoning model, with "Thinking…" until its answer begins:
+//   const thinking: FirsttokenThinking = 'high';
+//   chat.current?.send({ type: 'settings.set', id: 't', settings: { reasoning: thinking, reasoning_summary: true } });
+//   const status = useReplyStatus();
+//   <FirsttokenChat ref={chat} url={url} onEvent={status.observe} />
+//   chat.current?.send({ type: 'chat.send', id: '2', messages }); status.sent('2');
+//   const line = status.replies['2'] && replyLabel(status.replies['2']); // "Thinking… 2 s", "Thought for 4 s", null
+//   <Text>{line}</Text> and, while thinking, <Text numberOfLines={1}>{status.replies['2'].reasoning.slice(-80)}</Text>

@@ -12,7 +12,12 @@
 //   chat.onEvent = { event in … }          // ready, chat.delta, chat.done, chat.error, notice, …
 //   chat.configure(baseURL: "https://api.example.com/v1", model: "gpt-4o")
 //   chat.configure(baseURL: "https://api.anthropic.com/v1", model: "claude-sonnet-4-5", api: .anthropicMessages)
+//   chat.setThinking(.high)                // a reasoning model's Thinking level (PROTOCOL.md)
 //   chat.send(["type": "chat.send", "id": "1", "messages": [["role": "user", "content": "Hi"]]])
+//
+// A reasoning model's reply: `chat.delta`s with `reasoning` (and empty `text`) come
+// first, then the answer's; ReplyStatus.swift turns them into "Thinking…" and
+// "Thought for N s" for the app's own status line.
 //
 // Warm-up (README "Warm-up in a WebView"): create it at app start with
 // `FirsttokenChat.warmUp(in: window)`; it stays in the window, invisible, so WebKit does
@@ -104,6 +109,23 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
         // Open the connection to that API now, while the person is still reading: the
         // first Send then pays for no DNS, TCP or TLS (PROTOCOL.md, `connection.warm`).
         send(["type": "connection.warm", "id": "warm"])
+    }
+
+    /// How hard a reasoning model thinks (bridge/PROTOCOL.md, "Reasoning, for hosts"):
+    /// the page's Thinking levels. `auto`: as the model does by default.
+    enum Thinking: String {
+        case auto, off, low, medium, high
+    }
+
+    /// Set the Thinking level for the app's chats and, as their default, the page's (the
+    /// person's choice for a conversation in the composer wins there). `summary` false
+    /// asks reasoning models for no summary of their thinking: the answer may come up to
+    /// 2 s sooner, and the reply stays at "Thinking…" until it does. nil clears either,
+    /// back to the page's own.
+    func setThinking(_ level: Thinking?, summary: Bool? = nil) {
+        var settings: [String: Any] = ["reasoning": level.map { $0.rawValue as Any } ?? NSNull()]
+        settings["reasoning_summary"] = summary.map { $0 as Any } ?? NSNull()
+        send(["type": "settings.set", "id": "thinking", "settings": settings])
     }
 
     /// Put a photo the app has (the share sheet's, its own camera's) in the composer, for

@@ -125,6 +125,25 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         send(JSONObject().put("type", "connection.warm").put("id", "warm"))
     }
 
+    /** How hard a reasoning model thinks: the page's Thinking levels (bridge/PROTOCOL.md,
+     * "Reasoning, for hosts"). AUTO: as the model does by default. */
+    enum class Thinking(val wire: String) { AUTO("auto"), OFF("off"), LOW("low"), MEDIUM("medium"), HIGH("high") }
+
+    /**
+     * Set the Thinking level for the app's chats and, as their default, the page's (the
+     * person's choice for a conversation in the composer wins there). `summary` false asks
+     * reasoning models for no summary of their thinking: the answer may come up to 2 s
+     * sooner, and the reply stays at "Thinking…" until it does. null clears either, back
+     * to the page's own. A reasoning model's reply then streams `chat.delta`s with
+     * `reasoning` (and empty `text`) before the answer's: ReplyStatus.kt shows them.
+     */
+    fun setThinking(level: Thinking?, summary: Boolean? = null) {
+        val settings = JSONObject()
+            .put("reasoning", level?.wire ?: JSONObject.NULL)
+            .put("reasoning_summary", summary ?: JSONObject.NULL)
+        send(JSONObject().put("type", "settings.set").put("id", "thinking").put("settings", settings))
+    }
+
     /**
      * Put a photo the app has (a share intent's, its own camera's) in the composer, for
      * the person to ask about (PROTOCOL.md, `composer.attach`); the page shrinks it to
