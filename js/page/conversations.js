@@ -98,7 +98,7 @@ export class ConversationList {
     const importButton = button('Import a conversation', 'conv-import');
     importButton.addEventListener('click', () => importFile.click());
     const importNote = document.createElement('p');
-    importNote.className = 'conv-store conv-import-note';
+    importNote.className = 'conv-import-note';
     importNote.setAttribute('role', 'status');
     importFile.addEventListener('change', () => {
       const [file] = importFile.files;
