@@ -56,6 +56,10 @@ const CJK_RANGES = (
 /** One CJK character (a regular-expression class, `u` flag). */
 export const CJK_CLASS = `[${CJK_RANGES}]`;
 const CJK = new RegExp(`^${CJK_CLASS}$`, 'u');
+const ANY_CJK = new RegExp(CJK_CLASS, 'u');
+
+/** Whether `text` holds a CJK character (without one, the extension changes nothing). */
+export const hasCJK = (text) => ANY_CJK.test(text);
 // Spec §2.1: an Ideographic Variation Selector before a run counts as CJK (the
 // ideograph it belongs to is one more character back).
 const IDEOGRAPHIC_VS = /^[\u{E0100}-\u{E01EF}]$/u;
@@ -202,9 +206,6 @@ function pairStars(src, masked, prevChar) {
 // segment break transformation rules).
 const UNSPACED = new RegExp(`^(?!\\p{sc=Hangul})${CJK_CLASS}$`, 'u');
 const UNSPACED_BREAK = new RegExp(`^\\n[ \\t]*(?=(?!\\p{sc=Hangul})${CJK_CLASS})`, 'u');
-// Where such a break may start in a text: a newline after an unspaced character, or one
-// at the very start (whose left side is the token before; the tokenizer looks).
-const BREAK_START = new RegExp(`(?:^|(?!\\p{sc=Hangul})${CJK_CLASS})\\n[ \\t]*(?=(?!\\p{sc=Hangul})${CJK_CLASS})`, 'u');
 
 // The last character a token shows (the end of its innermost last text).
 function lastShown(token) {
@@ -216,10 +217,14 @@ function lastShown(token) {
 const softBreak = {
   name: 'cjkSoftBreak',
   level: 'inline',
+  // Where such a break may start: a newline after an unspaced character, or one at the
+  // very start (whose left side is the token before: the tokenizer looks). marked asks
+  // at every step through a paragraph, so this looks at newlines only.
   start(src) {
-    const found = BREAK_START.exec(src);
-    if (!found) return undefined;
-    return found.index + found[0].indexOf('\n');
+    for (let at = src.indexOf('\n'); at >= 0; at = src.indexOf('\n', at + 1)) {
+      if ((at === 0 || UNSPACED.test(charBefore(src, at))) && UNSPACED_BREAK.test(src.slice(at, at + 16))) return at;
+    }
+    return undefined;
   },
   tokenizer(src, tokens) {
     if (this.lexer.options.breaks) return undefined; // typed line breaks are kept

@@ -26,7 +26,7 @@
 
 import { Lexer, Marked, Parser, Renderer } from '../../vendor/marked/marked.esm.js';
 import remend from '../../vendor/remend/index.js';
-import { cjkFriendly } from './cjk.js';
+import { cjkFriendly, hasCJK } from './cjk.js';
 import { codeBlock, decorateCode, highlightLater } from './code-blocks.js';
 import { mathExtension, typesetMath } from './math.js';
 import { safeFragment } from './sanitize.js';
@@ -56,6 +56,12 @@ const MARKED = { ...EXTENDED, gfm: true, breaks: false, async: false, renderer: 
 // A user's message: a line break typed is a line break shown (people do not write
 // hard-wrapped markdown into a text box); everything else as for answers.
 const USER_MARKED = { ...MARKED, breaks: true };
+// The same without cjk.js, for lexing a source with no CJK character in it: there its
+// rules change nothing, and they cost marked's lexer about a fifth more time (8 KB of
+// English, best of 30 in Node: 0.35 against 0.42 ms).
+const WITHOUT_CJK = new Marked({ extensions: [mathExtension] }).defaults;
+const MARKED_NO_CJK = { ...WITHOUT_CJK, gfm: true, breaks: false, async: false, renderer: MARKED.renderer };
+const USER_MARKED_NO_CJK = { ...MARKED_NO_CJK, breaks: true };
 const REMEND = { linkMode: 'text-only', images: false, katex: false, inlineKatex: false };
 const FENCE = /^ {0,3}(?:`{3,}|~{3,})/;
 const PIPE_LINES = /^(?: {0,3}\|.*(?:\n|$))+$/;
@@ -73,6 +79,7 @@ export class MarkdownStream {
   constructor(container, { user = false } = {}) {
     this.container = container;
     this.options = user ? USER_MARKED : MARKED;
+    this.optionsWithoutCJK = user ? USER_MARKED_NO_CJK : MARKED_NO_CJK;
     this.tailEl = document.createElement('div');
     this.tailEl.className = 'md-tail';
     container.replaceChildren(this.tailEl);
@@ -148,7 +155,7 @@ export class MarkdownStream {
   }
 
   lex(source) {
-    const lexer = new Lexer(this.options);
+    const lexer = new Lexer(hasCJK(source) ? this.options : this.optionsWithoutCJK);
     Object.assign(lexer.tokens.links, this.links);
     return lexer.lex(source);
   }
@@ -390,7 +397,7 @@ const WARM_UP = [
   '# Warm up\n\nSome *emphasis*, **strong**, `code`, ~~struck~~ and a [link](https://example.com/).\n\n',
   '- one\n- two\n  - nested\n\n1. first\n2. second\n\n> quoted\n\n',
   '```python\ndef f(x):\n    return x + 1\n```\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n',
-  'Raw <b>html</b> and ![image](https://example.com/x.png).\n\n---\n\nDone.',
+  'Raw <b>html</b> and ![image](https://example.com/x.png).\n\n---\n\n**注意：**中文\n第二行。\n\nDone.',
 ].join('');
 
 function warmUpStep() {
