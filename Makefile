@@ -88,7 +88,7 @@ lock:
 
 # ---- the two commands ---------------------------------------------------------
 run: deps
-	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM))
+	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM)) $(if $(REPORT),--report)
 
 # Test files run in parallel, each file whole in one worker (`--dist loadfile`: module
 # fixtures such as a booted page or a gateway are made once). Four workers on this

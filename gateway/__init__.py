@@ -14,9 +14,12 @@ Pieces, each one idea, composed in `app.create_app` (the middleware from the out
 - `chat_body`   a request's body read, parsed and its references expanded, once per request
 - `dialects`    each API dialect defined once: its request, refusals, wire format, usage;
                 `dialects.reasoning`: the built-in model's thinking (effort, length, seals)
-- `validation`  reading request bodies (bounded, strict JSON), what every dialect's checks share
+- `validation`  reading request bodies (bounded in bytes and depth, strict JSON), what every
+                dialect's checks share
 - `cache_refs`  system texts sent once, then named by hash (memory or Redis)
-- `limits`      rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs
+- `limits`      rate limits on every /v1 request: GCRA buckets, a fair queue, dry runs;
+                answers in flight per client
+- `counting`    how prompts are counted: the counter probed once, each prompt counted once
 - `backends`    what answers: the built-in model (`simulator`) or an `upstream` API
 - `simulator`   the built-in deterministic model, with pacing and fault injection
 - `upstream`    a proxy to a real API (OpenAI's, or Anthropic's for `/v1/messages`)
@@ -25,7 +28,9 @@ Pieces, each one idea, composed in `app.create_app` (the middleware from the out
 - `errors`      error objects, in OpenAI's shape or Anthropic's
 - `shared`      the Redis connection gateway processes share (`--redis`)
 - `offload`     CPU work off the event loop (bounded threads, one worker process)
-- `server`      uvicorn with header/body timeouts, a connection cap, streams per client
+- `server`      uvicorn with header/body timeouts and a connection cap
+- `options`     command-line flags declared on the configuration fields they set
+- `report`      `/report/`, the last benchmark report (`--report` only)
 - `build`       what `make` runs: the snapshot (`bake`), compressed variants (`encode`),
                 the page as one folder (`bundle`)
 """

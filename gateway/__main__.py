@@ -1,5 +1,11 @@
-"""`python -m gateway`: serve the page and the API endpoint (OpenAI's Chat Completions and
-Responses, Anthropic's Messages)."""
+"""`firsttoken-gateway` (or `python -m gateway`): serve the page and the API endpoint
+(OpenAI's Chat Completions and Responses, Anthropic's Messages).
+
+Every flag is declared on the configuration field it sets (gateway/options.py): the
+gateway's (`GatewayConfig`), the built-in model's (`SimParams`), flow control's
+(`FlowLimits`), resumable streams' (`ResumeLimits`), the server's (`ServerLimits`),
+and how this process starts (`Launch`).
+"""
 
 from __future__ import annotations
 
@@ -8,18 +14,67 @@ import logging
 import os
 import socket
 import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from . import static
 from .app import GatewayConfig, create_app
-from .limits import FlowLimits
-from .server import GatewayServer, ServerLimits, raise_fd_limit, uvicorn_config
 from .errors import APIError
+from .limits import FlowLimits
+from .options import check_bounds, option, parser, values
+from .server import GatewayServer, ServerLimits, raise_fd_limit, uvicorn_config
 from .simulator import DropConnection, SimParams, check_sim_params
 from .streams import ResumeLimits
 
-_SIM = SimParams()
-_FLOW = FlowLimits()
-_SERVER = ServerLimits()
-_RESUME = ResumeLimits()
+#: The sections of `--help`, in order: name → what they hold.
+SECTIONS = {
+    "built-in model": "what it costs (gateway/prefill.py): first token = --ttft-ms + uncached prompt tokens / "
+                      "--prefill-tps; each request may override these with the x-firsttoken-sim header "
+                      "(gateway/simulator.py)",
+    "flow control": "rate limits on every /v1 request (docs/flow-control.md); 0 = unlimited",
+    "resumable streams": "a firsttoken client's streamed answer runs on when its connection drops, to be resumed, "
+                         "polled or cancelled (gateway/streams); other clients are not affected",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How this process starts: where it listens, which environment variables hold
+    keys, which checkout it serves, what it logs."""
+
+    host: str = field(default="127.0.0.1", metadata=option("--host", "the address to listen on"))
+    port: int = field(default=8000, metadata=option("--port", "the port to listen on; 0 picks a free port"))
+    upstream_key_env: str = field(default="OPENAI_API_KEY", metadata=option(
+        "--upstream-key-env", "environment variable holding the upstream API key (never logged)"))
+    anthropic_key_env: str = field(default="ANTHROPIC_API_KEY", metadata=option(
+        "--anthropic-key-env", "environment variable holding the key for the upstream's /messages route, sent as "
+        "x-api-key (never logged); unset: the upstream key"))
+    client_key_env: str | None = field(default=None, metadata=option(
+        "--client-key-env", "environment variable holding a key that clients must present; the gateway "
+        "refuses to start if the variable is unset or empty (off without this flag)", type=str))
+    root: Path | None = field(default=None, metadata=option(
+        "--root", "the checkout whose page is served (index.html, js/, node_modules/, build/); default: the "
+        "current directory if it holds index.html, else the tree the gateway package was installed from",
+        type=Path, metavar="DIR"))
+    report: bool = field(default=False, metadata=option(
+        "--report", "serve the last benchmark report (make report: build/report/ under the root) at /report/",
+        sets=True))
+    log_level: str = field(default="warning", metadata=option(
+        "--log-level", "uvicorn's log level: critical, error, warning, info, debug or trace"))
+
+
+#: Every configuration with flags, in the order `--help` lists them.
+CONFIGS = (Launch, ServerLimits, GatewayConfig, SimParams, FlowLimits, ResumeLimits)
+
+
+def page_root(given: Path | None, cwd: Path | None = None) -> Path:
+    """The checkout to serve: `given`, else the current directory when it holds the
+    page (a checkout, as `make run` and an installed command run from one), else the
+    tree this package came from (the checkout itself when it runs from one)."""
+    if given is not None:
+        return given.resolve()
+    cwd = cwd or Path.cwd()
+    return cwd.resolve() if (cwd / "index.html").is_file() else static.ROOT
 
 
 class _QuietDrops(logging.Filter):
@@ -61,196 +116,105 @@ class _ThrottledAcceptErrors(logging.Filter):
         return True
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m gateway", description=__doc__)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
-    p.add_argument("--upstream", default=os.environ.get("FIRSTTOKEN_UPSTREAM") or None,
-                   help="base URL of a real API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1; "
-                        "each route goes to its route of the same name there")
-    p.add_argument("--upstream-key-env", default="OPENAI_API_KEY",
-                   help="environment variable holding the upstream API key (never logged)")
-    p.add_argument("--anthropic-key-env", default="ANTHROPIC_API_KEY",
-                   help="environment variable holding the key for the upstream's /messages route, sent as "
-                        "x-api-key (never logged); unset: the upstream key")
-    p.add_argument("--client-key-env", default=None,
-                   help="environment variable holding a key that clients must present; the gateway "
-                        "refuses to start if the variable is unset or empty (off without this flag)")
-    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
-                   help="a Host name the gateway answers to besides the bound host, localhost, "
-                        "127.0.0.1 and ::1 (repeatable; '*' for any); see gateway/guard.py")
-    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                   help="a web origin (scheme://host:port) other than the gateway's own whose pages "
-                        "may call /v1/ (repeatable; answered with CORS headers)")
-    p.add_argument("--header-timeout", type=float, default=_SERVER.header_timeout_s,
-                   help="seconds a connection has to send a request's head")
-    p.add_argument("--body-timeout", type=float, default=_SERVER.body_timeout_s,
-                   help="seconds a request has to send its body")
-    p.add_argument("--keep-alive", type=int, default=_SERVER.keep_alive_s,
-                   help="seconds an idle kept-alive connection stays open")
-    p.add_argument("--max-connections", type=int, default=_SERVER.max_connections)
-    p.add_argument("--streams-per-client", type=int, default=GatewayConfig.streams_per_client,
-                   help="concurrent answers (all routes together) per client (API key, else address)")
-    sim = p.add_argument_group(
-        "built-in model",
-        "what it costs (gateway/prefill.py): first token = --ttft-ms + uncached prompt tokens / --prefill-tps; "
-        "each request may override these with the x-firsttoken-sim header (gateway/simulator.py)")
-    sim.add_argument("--ttft-ms", type=float, default=_SIM.ttft_ms, help="the first token's base cost, in ms")
-    sim.add_argument("--prefill-tps", type=float, default=_SIM.prefill_tps,
-                     help="prompt tokens read per second before the first token; 0 = free")
-    sim.add_argument("--tps", type=float, default=_SIM.tps, help="answer tokens per second")
-    sim.add_argument("--chunk", type=int, default=_SIM.chunk, help="answer tokens per event")
-    sim.add_argument("--tokens", type=int, default=_SIM.tokens, help="answer length")
-    sim.add_argument("--no-prefix-cache", dest="prefix_cache", action="store_false",
-                     help="no prefix cache: every prompt token is read every time")
-    sim.add_argument("--cache-min-tokens", type=int, default=_SIM.cache_min_tokens,
-                     help="the shortest prefix cached (OpenAI: 1,024)")
-    sim.add_argument("--cache-step", type=int, default=_SIM.cache_step,
-                     help="automatic cache hits grow in steps of this many tokens (OpenAI: 128)")
-    sim.add_argument("--cache-idle-s", type=float, default=_SIM.cache_idle_s,
-                     help="seconds a cached prefix survives unused (OpenAI: 5-10 minutes)")
-    sim.add_argument("--think-budget", type=int, default=_SIM.think_budget,
-                     help="tokens firsttoken-sim-think thinks at high effort (medium: half)")
-    sim.add_argument("--summary-ms", type=float, default=_SIM.summary_ms,
-                     help="the first-answer delay a requested reasoning summary costs, in ms")
-    sim.add_argument("--cache-entries", type=int, default=GatewayConfig.sim_cache_entries,
-                     help="cached prefixes (blocks) kept in all, least recently used dropped first")
-    p.add_argument("--max-body-bytes", type=int, default=GatewayConfig.max_body_bytes)
-    p.add_argument("--keepalive-s", type=float, default=GatewayConfig.keepalive_s,
-                   help="an SSE comment ': keep-alive' after this many seconds of silence on every streamed answer "
-                        "(0: none)")
-    p.add_argument("--upstream-read-timeout-s", type=float, default=GatewayConfig.upstream_read_timeout_s,
-                   help="how long an upstream may stay silent before the gateway gives up (a reasoning model "
-                        "may think for minutes)")
-    flow = p.add_argument_group("flow control", "rate limits on every /v1 request (README, Flow control); 0 = unlimited")
-    flow.add_argument("--rpm", type=int, default=_FLOW.rpm, help="requests per minute, per client")
-    flow.add_argument("--tpm", type=int, default=_FLOW.tpm, help="tokens per minute, per client")
-    flow.add_argument("--gateway-rpm", type=int, default=_FLOW.gateway_rpm, help="requests per minute, all clients together")
-    flow.add_argument("--gateway-tpm", type=int, default=_FLOW.gateway_tpm, help="tokens per minute, all clients together")
-    flow.add_argument("--burst-s", type=float, default=_FLOW.burst_s,
-                      help="a bucket holds this many seconds of its rate (60: a whole minute at once)")
-    flow.add_argument("--queue-wait-s", type=float, default=_FLOW.queue_wait_s,
-                      help="longest wait in the gateway's queue before a 429")
-    flow.add_argument("--queue-max", type=int, default=_FLOW.queue_max, help="requests waiting at most, in all")
-    flow.add_argument("--reserve-tokens", type=int, default=_FLOW.reserve_tokens,
-                      help="completion tokens reserved for a request without max_tokens")
-    flow.add_argument("--redis", default=os.environ.get("FIRSTTOKEN_REDIS") or None,
-                      help="redis:// URL shared by gateway processes (limits, cache references); default: memory")
-    flow.add_argument("--redis-fail", choices=("open", "closed"), default=None,
-                      help="Redis down: admit without limits, or answer 503 (default: closed with --upstream, else open)")
-    resume = p.add_argument_group(
-        "resumable streams",
-        "a firsttoken client's streamed answer runs on when its connection drops, to be resumed, "
-        "polled or cancelled (gateway/streams); other clients are not affected")
-    resume.add_argument("--no-resume", dest="resume", action="store_false",
-                        help="stream every answer over its own connection only, as other clients get it")
-    resume.add_argument("--resume-ttl-s", type=float, default=_RESUME.ttl_s,
-                        help="seconds an ended stream's events are kept for a resume")
-    resume.add_argument("--resume-max-s", type=float, default=_RESUME.max_s,
-                        help="seconds a generation may run before it is stopped, as a cancel")
-    resume.add_argument("--resume-stream-bytes", type=int, default=_RESUME.stream_bytes,
-                        help="bytes of events one stream may hold; past it the answer stops and the stream "
-                             "fails with a stream_too_large error event")
-    resume.add_argument("--resume-streams-per-client", type=int, default=_RESUME.streams_per_client,
-                        help="streams kept per client, live and ended; a new one drops the oldest ended first, "
-                             "and is served without resume when all are live")
-    resume.add_argument("--resume-total-bytes", type=int, default=_RESUME.total_bytes,
-                        help="bytes all streams may hold in this process's memory (with --redis, the live ones); "
-                             "a new stream drops the oldest ended first, and is served without resume if still full")
-    p.add_argument("--connect-src", default=GatewayConfig.connect_src,
-                   help="CSP connect-src: where the page may send requests")
-    p.add_argument("--frame-ancestors", default=GatewayConfig.frame_ancestors,
-                   help="CSP frame-ancestors: who may embed the page")
-    p.add_argument("--no-isolation", dest="isolation", action="store_false",
-                   help="serve the page without COOP/COEP (not cross-origin isolated, as Android's WebView always is)")
-    p.add_argument("--no-precompressed", dest="precompressed", action="store_false",
-                   help="serve the runtime as identity only, ignoring build/encoded/ (gateway/precompressed.py)")
-    p.add_argument("--snapshot-always", dest="snapshot_measure_link", action="store_false",
-                   help="first visits fetch the install-time snapshot without timing the link (a local or LAN gateway)")
-    p.add_argument("--log-level", default="warning")
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What the command line asked for: how to start, the app's configuration, the
+    server's limits."""
+
+    launch: Launch
+    config: GatewayConfig
+    limits: ServerLimits
+
+
+def command_line() -> argparse.ArgumentParser:
+    """The parser of every flag (`--help` lists them all)."""
+    prog = "firsttoken-gateway" if Path(sys.argv[0]).name == "firsttoken-gateway" else "python -m gateway"
+    return parser(prog, (__doc__ or "").split("\n\n")[0], CONFIGS, SECTIONS)
+
+
+def configure(argv: list[str] | None = None) -> Setup:
+    """The `Setup` the flags in `argv` give; exits with status 2 and a message on a
+    flag it cannot take (as argparse does), and on a client key it was told to demand
+    and cannot find."""
+    p = command_line()
     args = p.parse_args(argv)
+    check_bounds(p, args, CONFIGS)
+    launch = Launch(**values(args, Launch))
 
     client_key = None
-    if args.client_key_env:
-        client_key = os.environ.get(args.client_key_env, "")
+    if launch.client_key_env:
+        client_key = os.environ.get(launch.client_key_env, "")
         if not client_key.strip():
             # Fail closed: a gateway told to demand a key must not quietly serve everyone.
-            p.exit(2, f"firsttoken gateway: --client-key-env {args.client_key_env}: the variable is "
+            p.exit(2, f"firsttoken gateway: --client-key-env {launch.client_key_env}: the variable is "
                       "unset or empty; set it to the key clients must present, or drop the flag.\n")
 
     try:
-        resume_limits = ResumeLimits(
-            ttl_s=args.resume_ttl_s, max_s=args.resume_max_s, stream_bytes=args.resume_stream_bytes,
-            streams_per_client=args.resume_streams_per_client, total_bytes=args.resume_total_bytes,
-        )
+        resume_limits = ResumeLimits(**values(args, ResumeLimits))
     except ValueError as exc:
         p.error(f"--resume-*: {exc}")
-
-    sim_params = SimParams(ttft_ms=args.ttft_ms, tps=args.tps, chunk=args.chunk, tokens=args.tokens,
-                           prefill_tps=args.prefill_tps, cache=args.prefix_cache, cache_min_tokens=args.cache_min_tokens,
-                           cache_step=args.cache_step, cache_idle_s=args.cache_idle_s,
-                           think_budget=args.think_budget, summary_ms=args.summary_ms)
+    sim_params = SimParams(**values(args, SimParams))
     try:
         check_sim_params(sim_params)
     except APIError as exc:
         p.error(exc.message)
-    if args.cache_entries < 1:
-        p.error("--cache-entries must be at least 1")
-    if not (0 <= args.keepalive_s <= 3600):
-        p.error("--keepalive-s must be within 0..3600")
-    if not (1 <= args.upstream_read_timeout_s <= 86_400):
-        p.error("--upstream-read-timeout-s must be within 1..86400")
+    try:
+        flow_limits = FlowLimits(**values(args, FlowLimits))
+    except ValueError as exc:
+        p.error(f"flow control: {exc}")
 
-    config = GatewayConfig(
-        sim=sim_params,
-        sim_cache_entries=args.cache_entries,
-        upstream=args.upstream,
-        upstream_key=os.environ.get(args.upstream_key_env) if args.upstream else None,
-        anthropic_key=(os.environ.get(args.anthropic_key_env) or None) if args.upstream else None,
-        max_body_bytes=args.max_body_bytes,
-        keepalive_s=args.keepalive_s,
-        upstream_read_timeout_s=args.upstream_read_timeout_s,
-        limits=FlowLimits(
-            rpm=args.rpm, tpm=args.tpm, gateway_rpm=args.gateway_rpm, gateway_tpm=args.gateway_tpm,
-            burst_s=args.burst_s, queue_wait_s=args.queue_wait_s, queue_max=args.queue_max,
-            reserve_tokens=args.reserve_tokens,
-            fail_open=None if args.redis_fail is None else args.redis_fail == "open",
-        ),
-        redis=args.redis,
-        connect_src=args.connect_src,
-        frame_ancestors=args.frame_ancestors,
-        isolation=args.isolation,
-        snapshot_measure_link=args.snapshot_measure_link,
+    root = page_root(launch.root)
+    config = GatewayConfig(sim=sim_params, limits=flow_limits, root=root, **values(args, GatewayConfig))
+    config = replace(
+        config,
+        upstream_key=os.environ.get(launch.upstream_key_env) if config.upstream else None,
+        anthropic_key=(os.environ.get(launch.anthropic_key_env) or None) if config.upstream else None,
         client_key=client_key,
-        allowed_hosts=(args.host, *args.allowed_host),
-        allow_origins=tuple(args.allow_origin),
-        streams_per_client=args.streams_per_client,
-        resume=resume_limits if args.resume else None,
-        **({} if args.precompressed else {"precompressed": None}),
+        allowed_hosts=(launch.host, *config.allowed_hosts),
+        resume=resume_limits if config.resume is not None else None,
+        # What `make` built under the root, as the checkout served.
+        precompressed=root / "build" / "encoded" if config.precompressed is not None else None,
+        report_dir=root / "build" / "report" if launch.report else None,
     )
-    limits = ServerLimits(
-        header_timeout_s=args.header_timeout,
-        body_timeout_s=args.body_timeout,
-        keep_alive_s=args.keep_alive,
-        max_connections=args.max_connections,
-    )
+    return Setup(launch, config, ServerLimits(**values(args, ServerLimits)))
+
+
+def use_tokenizer_data_of(root: Path) -> None:
+    """Point `firsttoken.tokens` at the checkout's vocabularies when it finds none of
+    its own: an installed `firsttoken` looks beside its files, where no node_modules
+    is. Set in the environment, so the counting worker process sees it too."""
+    from firsttoken.tokens.bpe_data import DATA_ENV_VAR, data_dir
+
+    vocabularies = root / "node_modules" / "tiktoken" / "encoders"
+    if not os.environ.get(DATA_ENV_VAR) and not data_dir().is_dir() and vocabularies.is_dir():
+        os.environ[DATA_ENV_VAR] = str(vocabularies)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `firsttoken-gateway` command: configure, bind, announce, serve."""
+    setup = configure(argv)
+    launch, config, limits = setup.launch, setup.config, setup.limits
+    use_tokenizer_data_of(config.root)
     # Room for every allowed connection, plus files and the upstream's sockets.
     raise_fd_limit(limits.max_connections + 256)
 
     # Bind first, then announce: the printed URL is a readiness marker (tests wait on it),
     # and port 0 gets a free port whose number we can print.
     # proto IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so (gateway/server.py).
-    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock = socket.socket(socket.AF_INET6 if ":" in launch.host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
+    sock.bind((launch.host, launch.port))
     sock.listen(1024)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
+    if not (config.root / "index.html").is_file():
+        print(f"firsttoken gateway: no page at {config.root} (no index.html): serving the API only; "
+              "run it from a checkout, or give --root", file=sys.stderr, flush=True)
     backend = f"upstream {config.upstream}" if config.upstream else "built-in model"
     print(f"firsttoken gateway ({backend}) listening on http://{shown}:{port}/", flush=True)
 
     app = create_app(config)
-    server = GatewayServer(uvicorn_config(app, limits, log_level=args.log_level), begin_shutdown=app.state.begin_shutdown)
+    server = GatewayServer(uvicorn_config(app, limits, log_level=launch.log_level), begin_shutdown=app.state.begin_shutdown)
     # After uvicorn configured logging (Config() does), so the filters stay.
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
     logging.getLogger("uvicorn.error").addFilter(_OneLinePerFailure())

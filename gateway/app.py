@@ -31,6 +31,7 @@ from .headers import SecurityHeaders, content_security_policy
 from .keepalive import KeepAlive
 from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets, StreamsPerClient
 from .offload import Offload
+from .options import option
 from .prefill import DEFAULT_CACHE_ENTRIES
 from .precompressed import Precompressed
 from .prepare import PrepareChat, lead_with_prepared
@@ -43,55 +44,88 @@ from .upstream import Upstream
 
 @dataclass
 class GatewayConfig:
+    """What a gateway is: its backend, its limits, what it serves and to whom. Fields
+    with a flag declare it (gateway/options.py; `python -m gateway --help`)."""
+
     sim: SimParams = field(default_factory=SimParams)
     #: Prefixes the built-in model's cache holds at most, in all (gateway/prefill.py).
-    sim_cache_entries: int = DEFAULT_CACHE_ENTRIES
-    upstream: str | None = None
+    sim_cache_entries: int = field(default=DEFAULT_CACHE_ENTRIES, metadata=option(
+        "--cache-entries", "cached prefixes (blocks) kept in all, least recently used dropped first",
+        section="built-in model", within=(1, None)))
+    upstream: str | None = field(default=None, metadata=option(
+        "--upstream", "base URL of a real API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1; "
+        "each route goes to its route of the same name there (default: $FIRSTTOKEN_UPSTREAM, else the built-in model)",
+        type=str, env="FIRSTTOKEN_UPSTREAM"))
     upstream_key: str | None = field(default=None, repr=False)
     #: The key for the upstream's Anthropic route (`/messages`), sent as `x-api-key`;
     #: None: `upstream_key` (gateway/upstream.py).
     anthropic_key: str | None = field(default=None, repr=False)
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = field(default=4 * 1024 * 1024, metadata=option(
+        "--max-body-bytes", "the largest request body taken, in bytes (gzipped ones as inflated); larger: 413"))
     #: Rate limits (gateway/limits): per client and for the gateway, the queue.
     limits: FlowLimits = field(default_factory=FlowLimits)
     #: Redis shared by gateway processes (rate buckets, cache references); None: memory.
-    redis: str | None = None
-    connect_src: str = "'self' https: http://localhost:* http://127.0.0.1:*"
+    redis: str | None = field(default=None, metadata=option(
+        "--redis", "redis:// URL shared by gateway processes (limits, cache references); default: $FIRSTTOKEN_REDIS, "
+        "else memory", section="flow control", type=str, env="FIRSTTOKEN_REDIS"))
+    connect_src: str = field(default="'self' https: http://localhost:* http://127.0.0.1:*", metadata=option(
+        "--connect-src", "CSP connect-src: where the page may send requests"))
     #: When set, /v1/* requires `Authorization: Bearer <client_key>` or `x-api-key:
     #: <client_key>` (a gateway of one's own; gateway/access.py).
     #: Never empty: `create_app` refuses "" (an empty key would admit everyone).
     client_key: str | None = field(default=None, repr=False)
-    #: Host names this gateway answers to, besides localhost, 127.0.0.1 and ::1 (the
-    #: bound host goes here); "*" turns the check off. See gateway/guard.py.
-    allowed_hosts: tuple[str, ...] = ()
+    #: Besides localhost, 127.0.0.1 and ::1 (`python -m gateway` adds the bound host);
+    #: "*" turns the check off. See gateway/guard.py.
+    allowed_hosts: tuple[str, ...] = field(default=(), metadata=option(
+        "--allowed-host", "a Host name the gateway answers to besides the bound host, localhost, "
+        "127.0.0.1 and ::1 (repeatable; '*' for any); see gateway/guard.py", many=True, metavar="NAME"))
     #: Web origins other than the gateway's own that may call /v1/ (with CORS).
-    allow_origins: tuple[str, ...] = ()
-    #: Concurrent answers (every dialect) per client (API key, else address): gateway/limits/concurrency.py.
-    streams_per_client: int = 256
-    frame_ancestors: str = "'self'"
+    allow_origins: tuple[str, ...] = field(default=(), metadata=option(
+        "--allow-origin", "a web origin (scheme://host:port) other than the gateway's own whose pages "
+        "may call /v1/ (repeatable; answered with CORS headers)", many=True, metavar="ORIGIN"))
+    #: Every dialect together, per API key, else address: gateway/limits/concurrency.py.
+    streams_per_client: int = field(default=256, metadata=option(
+        "--streams-per-client", "concurrent answers (all routes together) per client (API key, else address)"))
+    frame_ancestors: str = field(default="'self'", metadata=option(
+        "--frame-ancestors", "CSP frame-ancestors: who may embed the page"))
     #: COOP/COEP on every response (cross-origin isolation). Off only to see the page as
     #: Android's WebView does, which is never isolated (gateway/headers.py).
-    isolation: bool = True
+    isolation: bool = field(default=True, metadata=option(
+        "--no-isolation", "serve the page without COOP/COEP (not cross-origin isolated, as Android's WebView "
+        "always is)", sets=False))
     #: False: first visits fetch the install-time snapshot without timing the link first
     #: (gateway/snapshot.py says when that is right).
-    snapshot_measure_link: bool = True
+    snapshot_measure_link: bool = field(default=True, metadata=option(
+        "--snapshot-always", "first visits fetch the install-time snapshot without timing the link (a local or "
+        "LAN gateway)", sets=False))
     #: Cache references (gateway/cache_refs.py): system messages sent once, then by hash.
     cache_refs: bool = True
     ref_limits: RefLimits = field(default_factory=RefLimits)
-    #: Where `make` wrote the brotli/gzip variants of the runtime (gateway/build/encode.py);
-    #: None serves identity only.
-    precompressed: Path | None = static.ROOT / "build" / "encoded"
-    #: The last benchmark report (`make report`), served at /report/ (gateway/report.py); None: not served.
-    report_dir: Path | None = static.ROOT / "build" / "report"
+    #: The checkout whose page this gateway serves: index.html, js/, bridge/page/, py/,
+    #: node_modules/ and build/ (gateway/static.py; `--root`, docs/gateway.md).
+    root: Path = static.ROOT
+    #: Where `make` wrote the brotli/gzip variants of the runtime (gateway/build/encode.py),
+    #: under the root; None serves identity only.
+    precompressed: Path | None = field(default=static.ROOT / "build" / "encoded", metadata=option(
+        "--no-precompressed", "serve the runtime as identity only, ignoring build/encoded/ "
+        "(gateway/precompressed.py)", sets=None))
+    #: The last benchmark report (`make report`), served at /report/ (gateway/report.py,
+    #: `--report`); None: not served.
+    report_dir: Path | None = None
     #: Resumable streams for firsttoken clients (gateway/streams): their bounds; None: off.
-    resume: ResumeLimits | None = field(default_factory=ResumeLimits)
+    resume: ResumeLimits | None = field(default_factory=ResumeLimits, metadata=option(
+        "--no-resume", "stream every answer over its own connection only, as other clients get it",
+        section="resumable streams", sets=None))
     #: A `: keep-alive` comment after this many seconds of silence on every streamed
     #: answer (gateway/keepalive.py); 0: none.
-    keepalive_s: float = 15.0
+    keepalive_s: float = field(default=15.0, metadata=option(
+        "--keepalive-s", "an SSE comment ': keep-alive' after this many seconds of silence on every streamed "
+        "answer (0: none)", within=(0, 3600)))
     #: How long the upstream may stay silent, mid-answer or before its first byte, before
     #: the gateway gives up on it: minutes, for a reasoning model that thinks silently.
-    upstream_read_timeout_s: float = 600.0
-
+    upstream_read_timeout_s: float = field(default=600.0, metadata=option(
+        "--upstream-read-timeout-s", "how long an upstream may stay silent before the gateway gives up (a reasoning "
+        "model may think for minutes)", within=(1, 86_400)))
 
 
 def create_app(config: GatewayConfig | None = None) -> Starlette:
@@ -208,7 +242,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             *(stream_routes(streams) if streams is not None else []),
             Route("/healthz", health, methods=["GET"]),
             *(report_routes(config.report_dir) if config.report_dir is not None else []),
-            *static.routes(snapshot_measure_link=config.snapshot_measure_link, run=offload.run),
+            *static.routes(root=config.root, snapshot_measure_link=config.snapshot_measure_link, run=offload.run),
         ],
         middleware=middleware,
         exception_handlers={APIError: api_error, HTTPException: http_error},

@@ -38,13 +38,15 @@ import logging
 import resource
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import h11
 import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .options import option
 
 __all__ = ["GatewayServer", "ServerLimits", "LimitedH11Protocol", "uvicorn_config", "raise_fd_limit"]
 
@@ -53,14 +55,17 @@ log = logging.getLogger("firsttoken.gateway.server")
 
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 30.0
+    header_timeout_s: float = field(default=10.0, metadata=option(
+        "--header-timeout", "seconds a connection has to send a request's head"))
+    body_timeout_s: float = field(default=30.0, metadata=option("--body-timeout", "seconds a request has to send its body"))
     #: Idle keep-alive: nginx's default (`keepalive_timeout 75s`). A phone opens the
     #: connection before Send (js/page/warm.js) and the person may type for a minute;
     #: the 5 s uvicorn defaults to would close it first. Idle connections are bounded by
     #: `max_connections`, and one that never sends a request by the header timeout.
-    keep_alive_s: int = 75
-    max_connections: int = 4096
+    keep_alive_s: int = field(default=75, metadata=option(
+        "--keep-alive", "seconds an idle kept-alive connection stays open"))
+    max_connections: int = field(default=4096, metadata=option(
+        "--max-connections", "open connections at most; past it, new ones are closed at once"))
     max_head_bytes: int = 64 * 1024
 
 

@@ -69,6 +69,7 @@ from firsttoken.tokens import estimate_tokens
 from .dialects.reasoning import THINKING_MODEL, thinking_tokens
 from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
+from .options import option
 from .prefill import (DEFAULT_CACHE_ENTRIES, Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use,
                       first_token_ms, render_prompt, rough_encode)
 from .validation import ChatRequest, message_text
@@ -92,11 +93,10 @@ class SimParams:
     defaults are the line through OpenAI's measured time to first token by prompt
     length, and its prompt-caching rules: sources in gateway/prefill.py."""
 
-    #: The first token's base cost, before prefill (ms).
-    ttft_ms: float = 1100.0
-    tps: float = 40.0
-    chunk: int = 1
-    tokens: int = 160
+    ttft_ms: float = field(default=1100.0, metadata=option("--ttft-ms", "the first token's base cost, in ms", section="built-in model"))
+    tps: float = field(default=40.0, metadata=option("--tps", "answer tokens per second", section="built-in model"))
+    chunk: int = field(default=1, metadata=option("--chunk", "answer tokens per event", section="built-in model"))
+    tokens: int = field(default=160, metadata=option("--tokens", "answer length", section="built-in model"))
     drop_after: int | None = None
     error_after: int | None = None
     status: int | None = None
@@ -105,20 +105,26 @@ class SimParams:
     stall_after: int = 0
     stamp: bool = False
     echo: bool = False
-    #: Prompt tokens read per second; 0 makes reading free.
-    prefill_tps: float = 50_000.0
-    cache: bool = True
-    cache_min_tokens: int = 1024
-    cache_step: int = 128
-    cache_idle_s: float = 300.0
+    prefill_tps: float = field(default=50_000.0, metadata=option(
+        "--prefill-tps", "prompt tokens read per second before the first token; 0 = free", section="built-in model"))
+    cache: bool = field(default=True, metadata=option(
+        "--no-prefix-cache", "no prefix cache: every prompt token is read every time", section="built-in model", sets=False))
+    cache_min_tokens: int = field(default=1024, metadata=option(
+        "--cache-min-tokens", "the shortest prefix cached (OpenAI: 1,024)", section="built-in model"))
+    cache_step: int = field(default=128, metadata=option(
+        "--cache-step", "automatic cache hits grow in steps of this many tokens (OpenAI: 128)", section="built-in model"))
+    cache_idle_s: float = field(default=300.0, metadata=option(
+        "--cache-idle-s", "seconds a cached prefix survives unused (OpenAI: 5-10 minutes)", section="built-in model"))
     #: Thinking forced on (True) or off (False); None: the model decides.
     think: bool | None = None
     #: Exactly this many thinking tokens; None: by effort, from `think_budget`.
     think_tokens: int | None = None
-    think_budget: int = 400
+    think_budget: int = field(default=400, metadata=option(
+        "--think-budget", "tokens firsttoken-sim-think thinks at high effort (medium: half)", section="built-in model"))
     think_tags: bool = False
-    #: The first-answer delay a requested summary costs (ms): bolna-ai/bolna PR#891.
-    summary_ms: float = 906.0
+    #: bolna-ai/bolna PR#891 measured it (docs/gateway.md, "Thinking").
+    summary_ms: float = field(default=906.0, metadata=option(
+        "--summary-ms", "the first-answer delay a requested reasoning summary costs, in ms", section="built-in model"))
 
     def cache_rules(self) -> CacheRules:
         return CacheRules(enabled=self.cache, min_tokens=self.cache_min_tokens, step=self.cache_step,

@@ -1,4 +1,8 @@
-"""The page and its runtime assets, served from this checkout (offline by construction).
+"""The page and its runtime assets, served from a checkout (offline by construction).
+
+The checkout is `ROOT`, the tree this package was imported from, unless the gateway was
+given another (`GatewayConfig.root`, `--root`: an installed gateway serving a checkout,
+docs/gateway.md).
 
 Runtime assets come from npm packages that `make` installs (pinned by package-lock.json)
 and are served under /vendor/<name>/; nothing is fetched from a CDN. The Python package
@@ -27,6 +31,7 @@ from .snapshot import ServedSnapshot
 from .stdlib import URL_PATH as STDLIB_PATH, StoredStdlib
 from .vocabulary import ENCODINGS, URL_PATTERN, PageVocabularies
 
+#: The tree this package was imported from: the checkout, when it runs from one.
 ROOT = Path(__file__).resolve().parents[1]
 
 # URL name → directory inside node_modules.
@@ -112,8 +117,8 @@ class CommonJSModule:
         return cached_response(request, body, media_type="text/javascript; charset=utf-8", etag=etag)
 
 
-def page_file(name: str, media_type: str):
-    path = ROOT / name
+def page_file(name: str, media_type: str, root: Path = ROOT):
+    path = root / name
 
     async def endpoint(request: Request) -> Response:
         return FileResponse(path, media_type=media_type, headers={"cache-control": "no-cache"})
@@ -126,7 +131,7 @@ def page_file(name: str, media_type: str):
 # offline manifest (gateway/offline.py) keeps what the page needs of it, and the
 # bundle and the precompression step (gateway/build/) take `first_visit_paths`.
 
-#: The page's own files: URL path → media type (the file is ROOT / path).
+#: The page's own files: URL path → media type (the file is root / path).
 PAGE_FILES = {
     "index.html": "text/html; charset=utf-8",
     "pyscript.toml": "application/toml",
@@ -140,23 +145,25 @@ SNAPSHOT_PATH = "py/firsttoken.snapshot"
 VOCABULARY_PATHS = tuple(URL_PATTERN.format(name=name).removeprefix("/") for name in ENCODINGS)
 
 
-def folders(node_modules: Path) -> dict[str, Path]:
+def folders(node_modules: Path, root: Path = ROOT) -> dict[str, Path]:
     """URL path prefix → the directory served under it."""
     return {
-        "js": ROOT / "js",
+        "js": root / "js",
         # The page's side of the host bridge (bridge/PROTOCOL.md, "Hosts").
-        "bridge/page": ROOT / "bridge" / "page",
+        "bridge/page": root / "bridge" / "page",
         **{f"vendor/{name}": node_modules / sub for name, sub in VENDOR.items()},
     }
 
 
-def routes(node_modules: Path | None = None, *, snapshot_measure_link: bool = True, run: Run = in_thread) -> list[BaseRoute]:
-    """The routes of the URL space; `run` builds bodies off the loop (gateway/offload.py)."""
-    node_modules = node_modules or ROOT / "node_modules"
-    package = PackageZip(ROOT / "py" / "firsttoken")
+def routes(node_modules: Path | None = None, *, root: Path = ROOT, snapshot_measure_link: bool = True,
+           run: Run = in_thread) -> list[BaseRoute]:
+    """The routes of the URL space, served from the checkout at `root`; `run` builds
+    bodies off the loop (gateway/offload.py)."""
+    node_modules = node_modules or root / "node_modules"
+    package = PackageZip(root / "py" / "firsttoken")
     return [
-        Route("/", page_file("index.html", PAGE_FILES["index.html"])),
-        *(Route("/" + path, page_file(path, media_type)) for path, media_type in PAGE_FILES.items()),
+        Route("/", page_file("index.html", PAGE_FILES["index.html"], root)),
+        *(Route("/" + path, page_file(path, media_type, root)) for path, media_type in PAGE_FILES.items()),
         Route("/" + PACKAGE_PATH, package.endpoint),
         # Built bodies inside mounted folders, ahead of the mounts.
         Route("/" + HIGHLIGHT_CORE[0], CommonJSModule(node_modules / HIGHLIGHT_CORE[1]).endpoint),
@@ -166,23 +173,23 @@ def routes(node_modules: Path | None = None, *, snapshot_measure_link: bool = Tr
         # beside tiktoken's own files.
         Route(URL_PATTERN, PageVocabularies(node_modules / VENDOR["tiktoken"], run).endpoint),
         *(Mount("/" + prefix, app=Assets(directory=directory, check_dir=False), name=prefix.replace("/", "-"))
-          for prefix, directory in folders(node_modules).items()),
-        Route("/" + SERVICE_WORKER_PATH, offline_manifest(node_modules, package).service_worker),
+          for prefix, directory in folders(node_modules, root).items()),
+        Route("/" + SERVICE_WORKER_PATH, offline_manifest(node_modules, package, root).service_worker),
         # The install-time snapshot of the interpreter, while it matches the package (gateway/snapshot.py).
-        Route("/" + SNAPSHOT_PATH, ServedSnapshot(ROOT / "build" / "snapshot", package.data, measure_link=snapshot_measure_link).endpoint),
+        Route("/" + SNAPSHOT_PATH, ServedSnapshot(root / "build" / "snapshot", package.data, measure_link=snapshot_measure_link).endpoint),
     ]
 
 
-def offline_manifest(node_modules: Path, package: PackageZip) -> OfflineManifest:
+def offline_manifest(node_modules: Path, package: PackageZip, root: Path = ROOT) -> OfflineManifest:
     """What the service worker keeps, over the URL space of `routes`."""
     return OfflineManifest(
-        ROOT,
+        root,
         files={
-            **{path: ROOT / path for path in PAGE_FILES},
+            **{path: root / path for path in PAGE_FILES},
             # (Its source, for the build id: what is served is made from it.)
             HIGHLIGHT_CORE[0]: node_modules / HIGHLIGHT_CORE[1],
         },
-        mounts=folders(node_modules),
+        mounts=folders(node_modules, root),
         package=(PACKAGE_PATH, package.etag),
     )
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, Sequence
 
 from starlette.datastructures import MutableHeaders
@@ -43,6 +43,7 @@ from ..chat_body import ChatBody, chat_of, set_chat
 from ..counting import PromptCounter
 from ..dialects import error_response
 from ..errors import APIError
+from ..options import option
 from ..shared import SharedState, SharedStateDown
 from ..validation import ChatRequest
 from .answers import go_duration, rate_headers, retry_headers, too_large, too_many_requests
@@ -65,18 +66,23 @@ class FlowLimits:
     unlimited. `burst_s`: a bucket holds `burst_s` seconds of its rate (60: a whole
     minute, as OpenAI's per-minute limits read); it also caps one request's tokens."""
 
-    rpm: int = 5_000
-    tpm: int = 2_000_000
-    gateway_rpm: int = 0
-    gateway_tpm: int = 0
-    burst_s: float = 60.0
-    queue_wait_s: float = 5.0
-    queue_max: int = 256
-    #: Completion tokens reserved for a request without max_tokens.
-    reserve_tokens: int = 1024
-    #: Redis down: admit without limits (True) or answer 503 (False); None: closed in
-    #: front of an upstream, open for the built-in model (decided in gateway/app.py).
-    fail_open: bool | None = None
+    rpm: int = field(default=5_000, metadata=option("--rpm", "requests per minute, per client", section="flow control"))
+    tpm: int = field(default=2_000_000, metadata=option("--tpm", "tokens per minute, per client", section="flow control"))
+    gateway_rpm: int = field(default=0, metadata=option(
+        "--gateway-rpm", "requests per minute, all clients together", section="flow control"))
+    gateway_tpm: int = field(default=0, metadata=option(
+        "--gateway-tpm", "tokens per minute, all clients together", section="flow control"))
+    burst_s: float = field(default=60.0, metadata=option(
+        "--burst-s", "a bucket holds this many seconds of its rate (60: a whole minute at once)", section="flow control"))
+    queue_wait_s: float = field(default=5.0, metadata=option(
+        "--queue-wait-s", "longest wait in the gateway's queue before a 429", section="flow control"))
+    queue_max: int = field(default=256, metadata=option("--queue-max", "requests waiting at most, in all", section="flow control"))
+    reserve_tokens: int = field(default=1024, metadata=option(
+        "--reserve-tokens", "completion tokens reserved for a request without max_tokens", section="flow control"))
+    #: None: decided in gateway/app.py, by the backend.
+    fail_open: bool | None = field(default=None, metadata=option(
+        "--redis-fail", "Redis down: admit without limits, or answer 503 (default: closed with --upstream, else open)",
+        section="flow control", choices={"open": True, "closed": False}))
 
     def __post_init__(self) -> None:
         for name in ("rpm", "tpm", "gateway_rpm", "gateway_tpm"):
