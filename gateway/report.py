@@ -1,4 +1,7 @@
-"""`/report/`: the last benchmark report `make report` wrote (build/report/), when there is one.
+"""`/report/`: the last benchmark report `make report` wrote (build/report/), when there is one,
+on a gateway started with `--report` (`make run REPORT=1`; `GatewayConfig.report_dir`):
+off by default, since a gateway serves its page and its API, not a benchmark's figures
+about the machine it ran on.
 
 The report is a flat folder: `index.html`, its stylesheet and PNG plots, and the JSON it
 was made from. Only such files are served, by name, from that one folder: no
