@@ -69,6 +69,11 @@ export class ThinkingRow {
     this.body.className = 'thinking-body md';
     this.body.id = id;
     this.body.hidden = true;
+    // A scrolling region is reached by keyboard too (WCAG 2.1.1; axe's
+    // scrollable-region-focusable): its own tab stop, named for screen readers.
+    this.body.tabIndex = 0;
+    this.body.setAttribute('role', 'group');
+    this.body.setAttribute('aria-label', 'What the model thought');
     this.el.append(this.toggle, this.body);
     this.toggle.addEventListener('click', () => this.setOpen(this.body.hidden));
     li.insertBefore(this.el, li.querySelector(':scope > .content'));

@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import ANSWER, Console, ask, chat_bodies, request_json, send, steer, wait_ready, watched_page
 from tests.e2e.test_early_send import HeldRuntime
+from tests.e2e.test_shell import axe, open_page
 from tests.e2e.stored import store, stored_messages
 
 pytestmark = [pytest.mark.e2e]
@@ -386,3 +387,25 @@ def test_the_summary_switch_in_settings_asks_for_reasoning_summaries_or_none(pag
     ask(page, "now without")
     assert "summary" not in bodies[1].get("reasoning", {}), bodies[1].get("reasoning")
     assert json.loads(page.evaluate("localStorage.getItem('firsttoken.settings.v1')"))["reasoning_summary"] is False
+
+
+@pytest.mark.parametrize(("device", "theme"), [("phone", "light"), ("desktop", "dark")])
+def test_the_thinking_row_panel_and_control_pass_axe(browser: Browser, console: Console, gateway_url: str,
+                                                       device: str, theme: str) -> None:
+    # The tests' own script goes in (axe-core): the page's CSP would refuse it, rightly.
+    for page in open_page(browser, console, device, theme, bypass_csp=True):
+        steer(page, "think_tokens=200,tps=40,tokens=20", model=THINK, keep_changes=True)
+        page.goto(gateway_url + "/")
+        wait_ready(page)
+        send(page, "think, then answer")
+        row = page.locator(ROW)
+        expect(row).to_have_attribute("data-phase", "reasoning")
+        found = {"reasoning": axe(page)}
+        expect(answer(page)).to_have_attribute("data-state", "done", timeout=60_000)
+        row.locator(".thinking-toggle").click()
+        expect(row.locator(".thinking-body")).to_be_visible()
+        found["open"] = axe(page)
+        page.locator("#thinking").click()
+        expect(page.get_by_role("menu", name="Thinking")).to_be_visible()
+        found["menu"] = axe(page)
+        assert all(not v for v in found.values()), json.dumps(found, indent=1)
