@@ -20,7 +20,10 @@
 //    a CJK character, a `*` run both opens and closes; everywhere else the rule is
 //    CommonMark's. Only `*` changes: for `_` the amendment gives the same result as
 //    CommonMark (implementers-tips.md: "It is only necessary to determine whether the
-//    adjacent characters are CJK characters when ... the delimiter run is `*`").
+//    adjacent characters are CJK characters when ... the delimiter run is `*`"). GFM's
+//    strikethrough (`~~`) has the same flanking rules and the same problem
+//    (`~~注意：~~请看`); the specification's project amends it the same way
+//    (micromark-extension-cjk-friendly-gfm-strikethrough), and so do we.
 //
 //    marked finds emphasis with its own scan (`Tokenizer.emStrong`: regular
 //    expressions classify each `*` run by its neighbours, then a count pairs them).
@@ -78,13 +81,20 @@ const FULLWIDTH_QUOTES = new Set(['\u2018', '\u2019', '\u201C', '\u201D']);
 const SPACE = /^\s$/u;
 const PUNCT = /^(?!~)[\p{P}\p{S}]$/u;
 const PUNCT_BEFORE_OPENER = /^[\p{P}\p{S}]$/u;
+// For `~`, marked counts every P and S character as punctuation, but for `*` and `_`
+// before the run that opens.
+const PUNCT_ANY = PUNCT_BEFORE_OPENER;
+const PUNCT_BEFORE_TILDES = /^(?![*_])[\p{P}\p{S}]$/u;
 // Where a `*` run touches a CJK character: only a paragraph with one takes our path.
-const STAR_BESIDE_CJK = new RegExp(
-  `(?:${CJK_CLASS}|[\\u{E0100}-\\u{E01EF}]|[\\u2018\\u2019\\u201C\\u201D]\\uFE01)[\\uFE00-\\uFE0E]?\\*|\\*${CJK_CLASS}`, 'u');
+const besideCJK = (mark) => new RegExp(
+  `(?:${CJK_CLASS}|[\\u{E0100}-\\u{E01EF}]|[\\u2018\\u2019\\u201C\\u201D]\\uFE01)[\\uFE00-\\uFE0E]?${mark}|${mark}${CJK_CLASS}`, 'u');
+const STAR_BESIDE_CJK = besideCJK('\\*');
+const TILDE_BESIDE_CJK = besideCJK('~');
 // marked's rule that a `*` between `__` and `__` at the start of the rest belongs to the
 // strong emphasis around it (the first alternative of its `emStrongRDelimAst`).
 const STAR_IN_UNDERSCORES = /^[^_*]*?__[^_*]*?\*[^_*]*?(?=__)/;
 const STARS = /\*+/g;
+const TILDES = /~+/g;
 
 const EDGE = { char: '', space: true, cjk: false }; // the start or end of the inline text
 
@@ -133,17 +143,21 @@ export function flanking(b, a, punct = PUNCT) {
   return [!punctAfter || punctBefore, !punctBefore || punctAfter];
 }
 
-let lastMasked = null;
-let lastBeside = false;
-
-function starBesideCJK(masked) {
-  // marked calls emStrong at every `*` of a paragraph with the same masked text.
-  if (masked !== lastMasked) {
-    lastMasked = masked;
-    lastBeside = STAR_BESIDE_CJK.test(masked);
-  }
-  return lastBeside;
+// marked calls emStrong (del) at every `*` (`~`) of a paragraph with the same masked
+// text: whether a mark touches CJK is decided once for it.
+function remembered(pattern) {
+  let last = null;
+  let beside = false;
+  return (masked) => {
+    if (masked !== last) {
+      last = masked;
+      beside = pattern.test(masked);
+    }
+    return beside;
+  };
 }
+const starBesideCJK = remembered(STAR_BESIDE_CJK);
+const tildeBesideCJK = remembered(TILDE_BESIDE_CJK);
 
 // `Tokenizer.emStrong(src, maskedSrc, prevChar)`: `src` is the rest of the inline text
 // from a `*`, `maskedSrc` all of it with links, code spans and escapes masked (same
@@ -202,6 +216,40 @@ function pairStars(src, masked, prevChar) {
   return undefined;
 }
 
+// `Tokenizer.del(src, maskedSrc, prevChar)`, GFM strikethrough: `~` or `~~`, closed by a
+// run of the same length (runs of three or more are text).
+function del(src, masked, prevChar = '') {
+  if (src[0] !== '~' || !tildeBesideCJK(masked)) return false;
+  return pairTildes.call(this, src, masked, prevChar);
+}
+
+// marked's pairing of `~` runs, with the runs classified by the CJK-friendly rule.
+function pairTildes(src, masked, prevChar) {
+  const at = masked.length - src.length;
+  const length = src[1] === '~' ? 2 : 1;
+  const inside = after(masked, at + length);
+  if (inside.space || inside.char === '~') return undefined;
+  const outside = prevChar === '' ? EDGE : before(masked, at);
+  if (!flanking(outside, inside, PUNCT_BEFORE_TILDES)[0]) return undefined;
+  let open = length;
+  TILDES.lastIndex = at + length;
+  for (let run; (run = TILDES.exec(masked));) {
+    const n = run[0].length;
+    if (n !== length) continue;
+    const [left, right] = flanking(before(masked, run.index), after(masked, run.index + n), PUNCT_ANY);
+    if (!right) {
+      if (left) open += n;
+      continue;
+    }
+    open -= n;
+    if (open > 0) continue;
+    const raw = src.slice(0, run.index - at + n);
+    const text = raw.slice(length, -length);
+    return { type: 'del', raw, text, tokens: this.lexer.inlineTokens(text) };
+  }
+  return undefined;
+}
+
 // Characters between which a soft line break is dropped: CJK but not Hangul (CSS Text 4,
 // segment break transformation rules).
 const UNSPACED = new RegExp(`^(?!\\p{sc=Hangul})${CJK_CLASS}$`, 'u');
@@ -236,11 +284,14 @@ const softBreak = {
 };
 
 /** The extension, for `new Marked(…, cjkFriendly)` or `marked.use(cjkFriendly)`. */
-export const cjkFriendly = { extensions: [softBreak], tokenizer: { emStrong } };
+export const cjkFriendly = { extensions: [softBreak], tokenizer: { emStrong, del } };
 
 /** For tests: our pairing of `*` in every paragraph, CJK or not. Where no CJK character
  * is near, it must give what marked's own method gives (tests/unit/test_cjk_markdown_js.py
  * compares them on CommonMark's examples and on random text). */
 export const cjkPairingEverywhere = {
-  tokenizer: { emStrong(src, masked, prevChar = '') { return src[0] === '*' ? pairStars.call(this, src, masked, prevChar) : false; } },
+  tokenizer: {
+    emStrong(src, masked, prevChar = '') { return src[0] === '*' ? pairStars.call(this, src, masked, prevChar) : false; },
+    del(src, masked, prevChar = '') { return src[0] === '~' ? pairTildes.call(this, src, masked, prevChar) : false; },
+  },
 };

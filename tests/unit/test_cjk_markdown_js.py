@@ -1,6 +1,7 @@
 """Markdown right for CJK, on Node (js/render/cjk.js with marked 18.2.1 and remend, as
-js/render/markdown-stream.js drives them): emphasis by the CJK-friendly flanking rule
-(tats-u/markdown-cjk-friendly, specification.md), soft line breaks between CJK
+js/render/markdown-stream.js drives them): emphasis and GFM strikethrough by the
+CJK-friendly flanking rule (tats-u/markdown-cjk-friendly, specification.md and its
+gfm-strikethrough amendment), soft line breaks between CJK
 characters dropped, CommonMark unchanged elsewhere, and the open tail healed by remend
 never showing asterisks once a pair is closed. In Chromium and WebKitGTK:
 tests/e2e/test_cjk_markdown.py, tests/webkit/test_cjk_markdown.py.
@@ -86,7 +87,7 @@ def test_the_specifications_own_cases() -> None:
     got = [g.strip().replace("&ZeroWidthSpace;", "\u200b") for g in got]
     wrong = [(c["file"], c["markdown"], c["html"], g) for c, g in zip(cases, got) if g != c["html"]]
     assert wrong == []
-    assert len(cases) == 112
+    assert len(cases) == 123
     # Without the extension most of them are wrong: the cases do test the rule.
     before = [g.strip() for g in render([c["markdown"] for c in cases], "plain")]
     assert sum(b != c["html"] for c, b in zip(cases, before)) > 80
@@ -104,12 +105,19 @@ def test_commonmark_is_unchanged_without_cjk() -> None:
     assert everywhere == render(docs, "plain")
 
 
+def test_strikethrough_is_unchanged_without_cjk() -> None:
+    # The specification's own GFM cases without CJK, and remark-gfm#19's edge case.
+    docs = [json.loads(CASES.read_text())["gfm_non_cjk"], "a***~~b~~***c"]
+    assert render(docs) == render(docs, "plain")
+    assert render(docs)[1] == "<p>a<em><strong><del>b</del></strong></em>c</p>\n"
+
+
 def test_our_pairing_is_markeds_on_random_text_without_cjk() -> None:
     script = """
     const ours = new Marked(OPTIONS, cjkPairingEverywhere);
     let seed = 7;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-    const pieces = ['*', '*', '**', '***', 'a', 'b', ' ', '_', '__', '"', '(', ')', '.', '~', '~~', '`', '[',
+    const pieces = ['*', '*', '**', '***', 'a', 'b', ' ', '_', '__', '"', '(', ')', '.', '~', '~~', '~~~', '`', '[',
                     '](u)', '\\\\*', '\\n', '\\n\\n', '<b>', '!', '«', 'é', '\\t', '1', '- ', '# ', '> '];
     const differ = [];
     for (let i = 0; i < 20000; i++) {
@@ -131,6 +139,7 @@ def test_emphasis_between_cjk_and_latin_and_across_tokens() -> None:
         "**真，** 她",  # a space outside: CommonMark's rule, unchanged
         "a**「b」**c",  # `「」` are CJK punctuation: bold, as the spec says
         "a**(b)**c",  # no CJK: CommonMark's literal asterisks stay
+        "这是~~删除。~~所以",  # GFM strikethrough, amended the same way
     ]
     assert render(docs) == [
         "<p>Go<strong>「初心者」</strong>を対象</p>\n",
@@ -140,6 +149,7 @@ def test_emphasis_between_cjk_and_latin_and_across_tokens() -> None:
         "<p><strong>真，</strong> 她</p>\n",
         "<p>a<strong>「b」</strong>c</p>\n",
         "<p>a**(b)**c</p>\n",
+        "<p>这是<del>删除。</del>所以</p>\n",
     ]
 
 
@@ -183,7 +193,7 @@ def test_a_users_typed_line_breaks_stay_line_breaks() -> None:
 STREAM = """
 // Every prefix of each document is what some chunking shows at some frame: the open
 // tail is healed by remend and rendered (markdown-stream.js paintTail). A prefix's
-// visible text may end in the run of stars just opened (remend leaves a lone `**`: it
+// visible text may end in the run of marks just opened (remend leaves a lone `**`: it
 // cannot know yet what it opens), and nowhere else holds one.
 const report = [];
 for (const { doc, bold } of input) {
@@ -192,14 +202,15 @@ for (const { doc, bold } of input) {
     const prefix = chars.slice(0, i).join('');
     const html = cjk.parse(remend(prefix, REMEND));
     const text = html.replace(/<[^>]*>/g, '');
-    const trailing = /\\*+$/.exec(prefix.trimEnd())?.[0] ?? '';
+    const trailing = /[*~]+$/.exec(prefix.trimEnd())?.[0] ?? '';
     const shown = text.trimEnd();
-    const stars = (shown.match(/\\*/g) || []).length;
+    const stars = (shown.match(/[*~]/g) || []).length;
     if (stars && !(shown.endsWith(trailing) && stars === trailing.length)) report.push({ prefix, html });
     // Once a phrase's closing `**` is in, it is bold, and stays bold.
     for (const phrase of bold) {
-      const escaped = phrase.replaceAll('"', '&quot;');
-      if (prefix.includes(`**${phrase}**`) && !html.includes(`<strong>${escaped}</strong>`)) report.push({ prefix, html, phrase });
+      const [mark, tag, words] = phrase.startsWith('~') ? ['~~', 'del', phrase.slice(1)] : ['**', 'strong', phrase];
+      const escaped = words.replaceAll('"', '&quot;');
+      if (prefix.includes(`${mark}${words}${mark}`) && !html.includes(`<${tag}>${escaped}</${tag}>`)) report.push({ prefix, html, phrase });
     }
   }
 }
@@ -213,5 +224,7 @@ def test_while_streaming_no_asterisks_show_once_closed_whatever_the_chunking() -
         {"doc": "不如人意的**《李茶的姑妈》**已经上映。", "bold": ["《李茶的姑妈》"]},
         {"doc": '中文**"加粗"**中文，**注意：**完', "bold": ['"加粗"', "注意："]},
         {"doc": "これは**私のやりたかったこと。**だからするの。", "bold": ["私のやりたかったこと。"]},
+        # `~` before a phrase: struck through (`~~`), not bold.
+        {"doc": "这是~~删除。~~所以**注意：**继续。", "bold": ["~删除。", "注意："]},
     ]
     assert run(STREAM, docs) == []
