@@ -43,6 +43,8 @@ export class ReplyPainter {
         r.stream.append(text);
       }
       r.li.dataset.paints = String(+(r.li.dataset.paints || 0) + 1);
+      // The streaming caret is made anew each paint (page.css says why: no shift).
+      r.li.dataset.caret = r.li.dataset.caret === '1' ? '0' : '1';
       r.metrics.painted(inFrame, { reasoning: Boolean(reasoning), answer: Boolean(text) });
     }
     this.view.follow();
