@@ -63,6 +63,7 @@ const ANY_CJK = new RegExp(CJK_CLASS, 'u');
 
 /** Whether `text` holds a CJK character (without one, the extension changes nothing). */
 export const hasCJK = (text) => ANY_CJK.test(text);
+
 // Spec §2.1: an Ideographic Variation Selector before a run counts as CJK (the
 // ideograph it belongs to is one more character back).
 const IDEOGRAPHIC_VS = /^[\u{E0100}-\u{E01EF}]$/u;
@@ -85,7 +86,8 @@ const PUNCT_BEFORE_OPENER = /^[\p{P}\p{S}]$/u;
 // before the run that opens.
 const PUNCT_ANY = PUNCT_BEFORE_OPENER;
 const PUNCT_BEFORE_TILDES = /^(?![*_])[\p{P}\p{S}]$/u;
-// Where a `*` run touches a CJK character: only a paragraph with one takes our path.
+// Where a `*` (`~`) run touches a CJK character: only a paragraph with one takes our
+// path; elsewhere marked's own method runs.
 const besideCJK = (mark) => new RegExp(
   `(?:${CJK_CLASS}|[\\u{E0100}-\\u{E01EF}]|[\\u2018\\u2019\\u201C\\u201D]\\uFE01)[\\uFE00-\\uFE0E]?${mark}|${mark}${CJK_CLASS}`, 'u');
 const STAR_BESIDE_CJK = besideCJK('\\*');
