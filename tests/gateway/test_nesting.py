@@ -84,8 +84,9 @@ _OPEN = {"array": "[", "object": '{"n":', "part": '{"type":"text","text":"x","n"
 
 def nested(levels: int, shape: str, leaf: Any) -> str:
     """The JSON text of `leaf` inside `levels` arrays, objects, text parts, parts of a
-    type the prefix cache serialises ("data"), or arrays and objects by turns ("mixed"): built as text, since `json.dumps` itself would
-    overflow at the depths walked here."""
+    type the prefix cache serialises ("data"), or arrays and objects by turns
+    ("mixed"): built as text, since `json.dumps` itself would overflow at the depths
+    walked here."""
     opens = [_OPEN["array" if i % 2 else "object"] if shape == "mixed" else _OPEN[shape] for i in range(levels)]
     return "".join(opens) + json.dumps(leaf) + "".join("]" if o == "[" else "}" for o in reversed(opens))
 
