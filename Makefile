@@ -140,7 +140,7 @@ bench-bridge bench-webkit_boot bench-boot_probe bench-native: bench-%: deps brow
 # build/report/index.html with its plots (bench/report.py): the scenario runner's results
 # (build/bench/e2e.json; a short run if absent), native renderers' (build/bench/native.json,
 # if `make bench-native` ran), and the page's boot and replies measured now in Chromium.
-# The gateway serves it at /report/.
+# A gateway started with --report serves it at /report/ (`make run REPORT=1`).
 report: deps browser
 	$(PY) bench/report.py
 

@@ -18,7 +18,8 @@ What it shows, and where each figure comes from:
   measured at.
 
 `--quick` (the smoke test's): one reply per heatmap cell and, when e2e.json is absent, a
-two-user run. The gateway serves the last report at `/report/` (gateway/report.py).
+two-user run. A gateway started with `--report` (`make run REPORT=1`) serves the last report at `/report/`
+(gateway/report.py).
 The page has no inline script or style, so it keeps the gateway's CSP.
 
 Prints what it wrote, then LAST one JSON line: {"report", "plots", "figures", …}.
@@ -440,7 +441,7 @@ def main() -> None:
     rows = figures(e2e, native, page)
     index = write_html(args.out, e2e, e2e_origin, native, page, plots, rows)
     (args.out / "report.json").write_text(json.dumps({"e2e_source": e2e_origin, "page": page, "figures": rows}, indent=1))
-    print(f"wrote {index} ({len(rows)} figures); the gateway serves it at /report/")
+    print(f"wrote {index} ({len(rows)} figures); a gateway started with --report (make run REPORT=1) serves it at /report/")
     print(json.dumps({"report": str(index), "plots": sorted(p for p in plots.values() if p), "figures": len(rows),
                       "native_measured": native is not None, "e2e_source": e2e_origin}))
 
