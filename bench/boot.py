@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
         "warm_snapshot_restored": f"{restored}/{len(ours_warm)}",
         "runs": args.runs,
     }
-    print(f"warm firsttoken stages (median): " + ", ".join(
+    print("warm firsttoken stages (median): " + ", ".join(
         f"{k} {median([r['boot'][k] for r in ours_warm if r['boot'].get(k) is not None])}"
         for k in ("worker_ms", "snapshot_ms", "wasm_ms", "interpreter_ms", "loader_ms", "ready_ms")
         if any(r["boot"].get(k) is not None for r in ours_warm)))

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -120,10 +119,10 @@ def webkit_chats(host: WebKitHost) -> dict[str, Any]:
         start = len(host.messages)
         sent = time.perf_counter()
         host.send({"type": "chat.send", "id": request_id, "messages": [{"role": "user", "content": "measure me"}]})
-        delta = host.wait_for(lambda m: m.get("id") == request_id and m.get("type") == "chat.delta", 60, start)
+        delta = host.wait_for(lambda m, rid=request_id: m.get("id") == rid and m.get("type") == "chat.delta", 60, start)
         first_delta.append((delta["_received"] - sent) * 1000)
-        prepared.append(host.wait_for(lambda m: m.get("id") == request_id and m.get("type") == "chat.prepared", 60, start))
-        host.wait_for(lambda m: m.get("id") == request_id and m.get("type") in ("chat.done", "chat.error"), 60, start)
+        prepared.append(host.wait_for(lambda m, rid=request_id: m.get("id") == rid and m.get("type") == "chat.prepared", 60, start))
+        host.wait_for(lambda m, rid=request_id: m.get("id") == rid and m.get("type") in ("chat.done", "chat.error"), 60, start)
     host.send({"type": "settings.set", "id": "s0", "settings": {"system": None}})
     start = len(host.messages)
     host.eval("(document.getElementById('prompt').value = 'measure the page', document.getElementById('composer').requestSubmit(), 1)")

@@ -46,7 +46,6 @@ import gzip
 import json
 import secrets
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -55,7 +55,6 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 

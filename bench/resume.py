@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import re
 import statistics
 import time
 from pathlib import Path

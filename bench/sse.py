@@ -40,10 +40,8 @@ import json
 import random
 import statistics
 import string
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path

@@ -35,7 +35,6 @@ import argparse
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -47,7 +46,7 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from bench.bridge import READY_MARK, chromium_boot, median_boot, webkit_boot  # noqa: E402
+from bench.bridge import chromium_boot, median_boot, webkit_boot  # noqa: E402
 from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 from tests.webkit_host import Xvfb  # noqa: E402
 

@@ -39,6 +39,7 @@ from .report import report_routes
 from .shared import SharedState
 from .simulator import DropConnection, SimParams
 from .streams import ResumeLimits, Streams, stream_routes
+from .streams.response import EventStreamResponse
 from .upstream import Upstream
 
 
@@ -156,7 +157,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
         if config.resume is not None else None
     )
 
-    async def answer(request: Request) -> Response:
+    async def answer(request: Request) -> Response | EventStreamResponse:
         read = chat_of(request.scope)
         assert read is not None  # ReadChat read every dialect's body
         # A prompt the gateway prepared (x-firsttoken-prepare): its report leads the stream.

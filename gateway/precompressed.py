@@ -198,10 +198,12 @@ class Precompressed:
         try:
             st = path.stat()
         except OSError:
-            return self._refuse((str(path),), f"{path} is missing")
+            self._refuse((str(path),), f"{path} is missing")
+            return None
         key = (str(path), st.st_size, st.st_mtime_ns)
         if st.st_size != variant.length:
-            return self._refuse(key, f"{path} has {st.st_size} bytes, the build wrote {variant.length}")
+            self._refuse(key, f"{path} has {st.st_size} bytes, the build wrote {variant.length}")
+            return None
         if key not in self._verified:
             digest = await self._run(_sha256, path)
             self._verified[key] = digest == variant.sha256
@@ -213,7 +215,6 @@ class Precompressed:
         if key not in self._verified:
             self._verified[key] = False
             log.warning("precompressed: %s; serving identity", why)
-        return None
 
     async def _send_variant(self, scope: Scope, receive: Receive, send: Send, request: Headers,
                             entry: Entry, coding: str, path: Path) -> bool:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterable, AsyncIterator
 
 from starlette.datastructures import Headers
 from starlette.responses import Response, StreamingResponse
@@ -136,7 +136,7 @@ def lead_with_prepared(scope: Scope, response: Response) -> Response:
     return response
 
 
-async def _after(first: bytes, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def _after(first: bytes, rest: AsyncIterable[Any]) -> AsyncIterator[Any]:
     yield first
     async for chunk in rest:
         yield chunk

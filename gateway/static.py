@@ -59,7 +59,7 @@ HIGHLIGHT_CORE = ("vendor/highlight.js/core.js", "highlight.js/lib/core.js")
 
 
 class Assets(StaticFiles):
-    async def get_response(self, path: str, scope) -> Response:  # type: ignore[override]
+    async def get_response(self, path: str, scope) -> Response:
         response = await super().get_response(path, scope)
         response.headers.setdefault("cache-control", "no-cache")
         return response

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+from functools import partial
 from pathlib import Path
 
 from starlette.requests import Request
@@ -100,8 +101,7 @@ class PageVocabularies:
         self.directory = directory
         self._run = run
         self._built = {
-            name: BuiltBody(lambda name=name: file_version(directory / f"{name}.json"),
-                            lambda name=name: page_vocabulary(name, directory))
+            name: BuiltBody(partial(file_version, directory / f"{name}.json"), partial(page_vocabulary, name, directory))
             for name in ENCODINGS
         }
 

@@ -19,13 +19,17 @@ from ..errors import APIError
 __all__ = ["StreamsPerClient"]
 
 
+#: The routes whose answers count (every dialect's).
+ANSWER_PATHS = frozenset(dialect.path for dialect in DIALECTS)
+
+
 class StreamsPerClient:
     """ASGI middleware: at most `limit` answers (chat completions, responses, messages
     together) in flight per client (its `Client.account`, gateway/access.py: its key,
     else its address, which a client cannot shed by naming itself anew); past it, 429
     with `retry-after`."""
 
-    def __init__(self, app: ASGIApp, *, limit: int, paths: frozenset[str] = frozenset(d.path for d in DIALECTS)) -> None:
+    def __init__(self, app: ASGIApp, *, limit: int, paths: frozenset[str] = ANSWER_PATHS) -> None:
         self.app = app
         self.limit = limit
         self.paths = paths

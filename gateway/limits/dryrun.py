@@ -72,7 +72,8 @@ class DryRun:
             "estimated_tokens": self.prompt_tokens,
             "max_tokens": chat.max_tokens,
             "context_window": window,
-            "fits": needed <= window if chat.max_tokens is not None else self.prompt_tokens < window,
+            # An unknown window (a model not in the table, no context_window): unknown.
+            "fits": None if window is None else needed <= window if chat.max_tokens is not None else self.prompt_tokens < window,
             "limiter": limiter,
         }
         await JSONResponse(body, headers=headers)(scope, receive, send)

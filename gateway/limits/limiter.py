@@ -143,7 +143,7 @@ class Limiter:
             await self._serve()
         except Exception:  # noqa: BLE001 - a bug here must not strand the waiters silently
             log.exception("the flow-control dispatcher stopped; waiters are refused")
-            for key, ask in self.queue.heads():
+            for key, _ask in self.queue.heads():
                 while key in self.queue:
                     waiting = self.queue.pop(key)
                     if waiting.future is not None and not waiting.future.done():

@@ -27,7 +27,7 @@ import asyncio
 import re
 import secrets
 import time
-from typing import AsyncIterator
+from typing import AsyncIterator, cast
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -88,7 +88,7 @@ class Streams:
 
     # ---- the POST ----------------------------------------------------------------
 
-    async def detach(self, request: Request, response: Response, api: str = "chat") -> Response:
+    async def detach(self, request: Request, response: Response, api: str = "chat") -> Response | EventStreamResponse:
         """`response`, an answer in `api`'s events (a dialect's name: "chat",
         "responses", "messages"), as a resumable stream, when it may be one; else
         `response` itself."""
@@ -117,7 +117,8 @@ class Streams:
             if not made:
                 self.local.drop(stream_id)
                 return response
-        run.start(log, response.body_iterator, response.background, self.limits, on_end=self._ended)
+        # The dialects stream bytes (gateway/dialects); starlette types any body.
+        run.start(log, cast(AsyncIterator[bytes], response.body_iterator), response.background, self.limits, on_end=self._ended)
         if self.redis is not None:
             self.redis.mirror(log)
         log.followers += 1

@@ -7,7 +7,6 @@ is), and an embedding window; each fed hostile input. Hostile windows: test_brid
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS
-from tests.e2e.protocol_spy import SYSTEM, Chat, system_sent
+from tests.e2e.protocol_spy import Chat, system_sent
 from tests.servers import gateway
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest

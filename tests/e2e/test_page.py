@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import urlparse
 
@@ -10,7 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS, chat_bodies, expected_answer, steer, stored_answers, wait_ready
+from tests.e2e.conftest import ANSWER, chat_bodies, expected_answer, steer, stored_answers, wait_ready
 from tests.e2e.stored import stored_messages
 
 pytestmark = pytest.mark.e2e

@@ -139,7 +139,7 @@ class Scripted:
             at_ms = self.start + at_s * 1000
             if at_ms > self.t.clock():
                 woken = asyncio.get_running_loop().create_future()
-                self.abort.on_abort(lambda: woken.done() or woken.set_result(None))
+                self.abort.on_abort(lambda woken=woken: woken.done() or woken.set_result(None))
                 self.t.wake_at(at_ms, woken)
                 await woken
             if self.abort.aborted:

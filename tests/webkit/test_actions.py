@@ -5,11 +5,10 @@ works with whatever clipboard the WebView allows (the Clipboard API, or the old
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from tests.webkit.conftest import READ, of, saved, wait
+from tests.webkit.conftest import READ, of, saved
 from tests.webkit_host import WebKitHost
 
 pytestmark = pytest.mark.e2e

@@ -20,8 +20,8 @@ from ..errors import Aborted, Offline, TransportError
 __all__ = ["FetchTransport", "start"]
 
 if IN_PYODIDE:  # pragma: no cover - exercised by the end-to-end tests in Chromium
-    import js  # type: ignore[import-not-found]
-    from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-not-found]
+    import js
+    from pyodide.ffi import JsException, create_proxy, to_js
 
 
 def now_ms() -> float:

@@ -55,8 +55,8 @@ from ..errors import (
 __all__ = ["DB_NAME", "DB_VERSION", "STORES", "IndexedDBStore", "translate_error"]
 
 if IN_PYODIDE:  # pragma: no cover - exercised in Chromium (tests/e2e/test_cache_page.py)
-    import js  # type: ignore[import-not-found]
-    from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-not-found]
+    import js
+    from pyodide.ffi import JsException, create_proxy, to_js
 
 DB_NAME = "firsttoken-cache"
 DB_VERSION = 1

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 if IN_PYODIDE:  # pragma: no cover - exercised in Chromium (tests/e2e/test_tokens_page.py)
-    from pyodide.ffi import JsException  # type: ignore[import-not-found]
+    from pyodide.ffi import JsException
 
     _JS_ERRORS: tuple[type[BaseException], ...] = (JsException,)
 else:

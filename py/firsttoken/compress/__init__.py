@@ -424,15 +424,15 @@ def compress_messages(
 
     new: list[dict[str, Any]] = [dict(m) for m in messages]
     by_message: dict[int, list[Report]] = {}
-    for (i, j, _, _), out, rep in zip(slots, outs, per_slot):
-        if j is None:
+    for (i, at, _, _), out, rep in zip(slots, outs, per_slot):
+        if at is None:
             new[i]["content"] = out
         else:
             if new[i]["content"] is messages[i]["content"]:
                 new[i]["content"] = list(messages[i]["content"])
-            part = dict(new[i]["content"][j])
+            part = dict(new[i]["content"][at])
             part["text"] = out
-            new[i]["content"][j] = part
+            new[i]["content"][at] = part
         by_message.setdefault(i, []).append(rep)
     empty = make_report(level, [("", "")], None, ())
     reports = tuple(sum_reports(level, by_message.get(i, [empty])) for i in range(len(messages)))

@@ -110,7 +110,12 @@ def _prose_unit(text: str) -> Unit:
     if "<" in text or "-->" in text:
         # Tags inside inline code spans are text, not markup.
         seen: list[str] = []
-        protect_code_spans(text, lambda t: seen.append(t) or t)
+
+        def keep(span: str) -> str:
+            seen.append(span)
+            return span
+
+        protect_code_spans(text, keep)
         # A code span may run across lines only inside one paragraph; a table row, a
         # list item or an HTML block ends it (GFM §4.10, CommonMark §6.1), and this unit
         # is a run of lines, not a parsed paragraph. Where such a span would hide a tag
@@ -136,9 +141,9 @@ def _prose_unit(text: str) -> Unit:
     if "#" in text:
         for k, line in enumerate(split_lines(text)):
             if line.lstrip(" ").startswith("#"):
-                m = _HEADING.match(line)
-                if m is not None:
-                    headings.append((len(m.group(1)), _key(m.group(2))))
+                heading = _HEADING.match(line)
+                if heading is not None:
+                    headings.append((len(heading.group(1)), _key(heading.group(2))))
                     opens = opens or k == 0
     pinned = pinned or ("`" in text or "~" in text) and any(_FENCE_LINE.match(line) for line in split_lines(text))
     return Unit(text, _key(text), tuple(tags), tuple(headings), opens, pinned)

@@ -97,7 +97,7 @@ class _ChoiceState:
         )
 
 
-_TEXT_FIELDS = {ContentDelta: "content", ReasoningDelta: "reasoning", RefusalDelta: "refusal"}
+_TEXT_FIELDS: dict[type, str] = {ContentDelta: "content", ReasoningDelta: "reasoning", RefusalDelta: "refusal"}
 
 
 class Answer:

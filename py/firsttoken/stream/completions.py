@@ -54,7 +54,7 @@ from .sse import ServerSentEvent
 from .think_tags import ThinkTagSplitter
 from .types import __all__ as _TYPES
 from .types import (
-    Choice,
+    Choice,  # noqa: F401 - re-exported: `__all__` lists every type of .types
     Completion,
     ContentDelta,
     FinishReason,

@@ -67,7 +67,7 @@ references of its leading system messages (`firsttoken.cache.refs`). The decisio
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..cache.refs import REF_FIELD
 from ..replay import ITEMS as REPLAY_ITEMS
@@ -265,7 +265,7 @@ def _as_ref(message: Mapping[str, Any], ref: str, text_field: str = "content") -
 
 
 def _system(
-    system: list[tuple[int, Message]],
+    system: Sequence[tuple[int, Message]],
     refs: Mapping[int, str],
     apart: bool,
     entry: Callable[[Message], dict[str, Any]],
@@ -360,7 +360,7 @@ def _anthropic_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in messages:
         role = "assistant" if m.get("role") == "assistant" else "user"
         if m.get("role") == "tool":
-            blocks = [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id") or ""), "content": _text(m)}]
+            blocks: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id") or ""), "content": _text(m)}]
         else:
             blocks = _anthropic_blocks(m.get("content"))
             for call in m.get("tool_calls") or ():

@@ -72,7 +72,7 @@ _ERROR_STATUS = {"server_error": 500, "rate_limit_exceeded": 429}
 #: server sending endless parts makes us hold.
 MAX_PARTS = 1024
 # A text part's events: their prefix → the update, and the field `.done` repeats it in.
-_TEXTS = {"response.output_text": (ContentDelta, "text"), "response.refusal": (RefusalDelta, "refusal")}
+_TEXTS: dict[str, tuple[Callable[[str], Update], str]] = {"response.output_text": (ContentDelta, "text"), "response.refusal": (RefusalDelta, "refusal")}
 
 
 def _object(payload: dict[str, Any], key: str) -> dict[str, Any]:
@@ -254,7 +254,7 @@ class ResponsesStream(TypedEventStream):
         # Deltas that named no output item may have been this one's: never shown twice.
         if output_index not in self._reasoned and None not in self._reasoned and len(self._reasoned) < MAX_PARTS:
             # No delta of it came: its summary parts (else its reasoning text) now.
-            for field, kind in (("summary", "summary_text"), ("content", "reasoning_text")):
+            for field in ("summary", "content"):
                 parts = item.get(field)
                 texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
                 for number, text in enumerate(texts):

@@ -20,7 +20,7 @@ refuses further input until `reset()`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from ..errors import SSEBufferOverflow
 
@@ -78,6 +78,13 @@ class _EventBuilder:
         self.id = id
         self.retry = retry
         self.__class__ = ServerSentEvent  # type: ignore[assignment]
+
+
+if TYPE_CHECKING:
+    # What a call of `_EventBuilder` returns, as the type checker should see it.
+    def _new_event(event: str, data: str, id: str, retry: int | None) -> ServerSentEvent: ...
+else:
+    _new_event = _EventBuilder  # the same class call: the same bytecode, specialised alike
 
 
 class SSEDecoder:
@@ -293,7 +300,7 @@ class SSEDecoder:
         # counting the block's LFs. A comprehension, not map(): CPython 3.11+
         # specialises a class call made from bytecode, which matters most in WASM.
         events = [
-            _EventBuilder("message", text, event_id, None) for text in parts if "\n" not in text
+            _new_event("message", text, event_id, None) for text in parts if "\n" not in text
         ]
         if len(events) != len(parts):
             if "\nid: " not in parts[0]:
@@ -309,9 +316,9 @@ class SSEDecoder:
                     if not found or "\n" in text or not (number.isascii() and number.isdigit()):
                         return False
                     event_id = number
-                events.append(_EventBuilder("message", text, event_id, None))
+                events.append(_new_event("message", text, event_id, None))
             self._id_buffer = event_id
-        out.extend(events)  # type: ignore[arg-type]
+        out.extend(events)
         self._last_event_id = event_id
         return True
 
@@ -332,8 +339,8 @@ class SSEDecoder:
         # The shape, checked before any decoding, so that a stream of other fields costs
         # the loop little more: `id:` per event is the common one (a comment or `retry:`
         # line is rare, and found while splitting).
-        first = 1 if block[0] == 0x0A else 0
-        if not (block.startswith(b"event: ", first) or block.startswith(b"data: ", first)):
+        lead = 1 if block[0] == 0x0A else 0
+        if not (block.startswith(b"event: ", lead) or block.startswith(b"data: ", lead)):
             return False
         if b"\nid:" in block:
             return False
@@ -350,14 +357,14 @@ class SSEDecoder:
         event_id = self._id_buffer
         pending = event_type
         lines = head.split("\n")
-        events = []
+        events: list[ServerSentEvent] = []
         first = lines[0]
         if event_type or not first.startswith("event: "):
             # The first event's type came in an earlier block (or it has none): that event
             # alone, then the rest as below.
             if not first.startswith("data: ") or (len(lines) > 1 and lines[1]):
                 return self._decode_typed_loop(head, pending, event_id, block, cut, out)
-            events.append(_EventBuilder(event_type or "message", first[6:], event_id, None))
+            events.append(_new_event(event_type or "message", first[6:], event_id, None))
             event_type = ""
             lines = lines[2:]
         if lines:
@@ -379,7 +386,7 @@ class SSEDecoder:
                 or head.count("\ndata: ", start) != n
             ):
                 return self._decode_typed_loop(head, pending, event_id, block, cut, out)
-            events += [_EventBuilder(t[7:] or "message", d[6:], event_id, None) for t, d in zip(lines[0::3], lines[1::3])]
+            events += [_new_event(t[7:] or "message", d[6:], event_id, None) for t, d in zip(lines[0::3], lines[1::3])]
         return self._typed_done(events, event_id, block, cut, out)
 
     def _decode_typed_loop(
@@ -387,7 +394,7 @@ class SSEDecoder:
     ) -> bool:
         """`_decode_typed_block`'s events one at a time, from `head`'s start: any mix of
         typed and untyped events. False, having changed nothing, for any other shape."""
-        events = []
+        events: list[ServerSentEvent] = []
         for text in head.split("\n\n"):
             if text.startswith("event: "):
                 event_type, found, text = text[7:].partition("\ndata: ")
@@ -399,14 +406,14 @@ class SSEDecoder:
                 return False
             if "\n" in text or "\n" in event_type:
                 return False  # another field, or more lines: the loop's
-            events.append(_EventBuilder(event_type or "message", text, event_id, None))
+            events.append(_new_event(event_type or "message", text, event_id, None))
             event_type = ""
         return self._typed_done(events, event_id, block, cut, out)
 
     def _typed_done(
         self, events: list[ServerSentEvent], event_id: str, block: bytes, cut: int, out: list[ServerSentEvent]
     ) -> bool:
-        out.extend(events)  # type: ignore[arg-type]
+        out.extend(events)
         self._event_type = b""
         self._last_event_id = event_id
         tail = block[cut + 2 :]
@@ -441,13 +448,13 @@ class SSEDecoder:
                         text = data_buf[0].decode("utf-8", "replace")
                     else:
                         text = b"\n".join(data_buf).decode("utf-8", "replace")
-                    event = _EventBuilder(
+                    event = _new_event(
                         event_type.decode("utf-8", "replace") if event_type else "message",
                         text,
                         id_buffer,
                         event_retry,
                     )
-                    append(event)  # type: ignore[arg-type]
+                    append(event)
                     data_buf.clear()
                     data_len = 0
                 # Steps 2 and 5: the event type buffer empties, dispatched or not.

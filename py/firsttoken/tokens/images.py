@@ -236,7 +236,7 @@ def max_image_tokens(model: str, detail: str | None = None) -> int:
 def _effective_detail(rule: ImageRule, detail: str | None) -> tuple[str, bool]:
     """The detail a tile model applies, and whether that is known (not a guess)."""
     if detail in _DETAILS:
-        return detail, True  # type: ignore[return-value]
+        return detail, True
     if detail in (None, "auto") and rule.auto is not None:
         return rule.auto, True
     return "high", False
