@@ -29,12 +29,11 @@ ROW = f"{ANSWER} .thinking"
 
 # Every layout shift that no input explains (the Layout Instability API's own rule:
 # `hadRecentInput` marks the 500 ms after a tap), with its time and what moved, into
-# `window.__shifts`; and when each answer stopped streaming (`window.__ended`). What is
-# measured is a reply's life from Send to its end, the streaming caret included (made
-# anew each paint, so it no longer shifts: page.css); its end is left out, when its
-# actions come and it becomes `content-visibility: auto` (page.css), which Chromium
-# reports as nodes shifting from an empty rectangle, with or without a thinking row
-# (probed): the page's own ending, not what this issue changes.
+# `window.__shifts` (and, to tell when a shift came, each phase, paint and end). What is
+# measured is a reply's whole life from Send, its end and the frames after it included:
+# the row, its phases, the answer taking its place, the streaming caret (made anew each
+# paint: page.css) and the answer's ending (its actions; skipping turned on only once
+# it is no longer the last message: page.css).
 SHIFTS = """
 window.__shifts = []; window.__ended = [];
 new PerformanceObserver((list) => {
@@ -62,10 +61,15 @@ def mark_send(page: Page) -> None:
     page.evaluate("window.__sent = performance.now()")
 
 
-def layout_shift(page: Page) -> float:
-    """The layout shift summed over the replies' lives (Send to end), with what moved."""
-    shifts, sent, ended = page.evaluate("[window.__shifts, window.__sent, window.__ended]")
-    mine = [s for s in shifts if s["t"] >= sent and all(s["t"] < end for end in ended[-1:])]
+def layout_shift(page: Page) -> tuple[float, list[dict]]:
+    """The layout shift summed from Send to now (a few frames after the reply's end:
+    its figures and actions are in), with what moved."""
+    page.evaluate("""() => new Promise((ok) => {
+      let n = 10; const step = () => (n-- <= 0 ? ok() : requestAnimationFrame(step)); step();
+    })""")
+    expect(page.locator(ANSWER).last).to_have_attribute("data-metrics", re.compile("."))
+    shifts, sent = page.evaluate("[window.__shifts, window.__sent]")
+    mine = [s for s in shifts if s["t"] >= sent]
     return sum(s["value"] for s in mine), mine
 
 
