@@ -176,6 +176,8 @@ export function attachHosts(link, options = {}) {
     if (type === 'settings.set') {
       hostSettings = mergeSettings(hostSettings, request.settings);
       out(channel, { type: 'settings.applied', id, settings: describeSettings(hostSettings) });
+      // The page shows what a host set where it shows it (the Thinking control's default).
+      link.dispatchEvent?.(new Event('host-settings'));
       return;
     }
     if (type === 'connection.warm') {

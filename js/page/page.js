@@ -49,7 +49,13 @@ export function startPage({ answers, link = pageLink } = {}) {
     reasoningSummary: $('reasoning-summary'),
   });
   // The Thinking level, per conversation (thinking-control.js).
-  if ($('thinking')) new ThinkingControl({ button: $('thinking'), menu: $('thinking-menu') }, store);
+  // (Auto shows a host's default level: bridge/page/hosts.js says when one is set.)
+  if ($('thinking')) {
+    new ThinkingControl({ button: $('thinking'), menu: $('thinking-menu') }, store, {
+      hostLevel: () => link.effectiveSettings?.({})?.reasoning ?? null,
+      onHostChange: (show) => link.addEventListener('host-settings', show),
+    });
+  }
   const sheet = new SettingsSheet({
     dialog: $('settings'), form: $('settings-form'), open: $('open-settings'), test: $('test-connection'), result: $('connection-result'),
     models: $('models'), help: $('help'), openHelp: $('open-help'),

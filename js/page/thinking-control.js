@@ -33,8 +33,9 @@ export function levelOf(conversation) {
 export class ThinkingControl {
   /** `button`: the composer's toggle; `menu`: its menu (filled here); `store`: the
    * ConversationStore, whose open conversation the level belongs to. */
-  constructor({ button, menu }, store) {
-    Object.assign(this, { button, menu, store });
+  constructor({ button, menu }, store, { hostLevel = () => null, onHostChange = () => {} } = {}) {
+    Object.assign(this, { button, menu, store, hostLevel });
+    onHostChange(() => this.show());
     this.items = Object.entries(LEVELS).map(([level, [name, hint]]) => {
       const item = document.createElement('button');
       item.type = 'button';
@@ -68,9 +69,13 @@ export class ThinkingControl {
 
   show() {
     const { level } = this;
-    const [name] = LEVELS[level];
+    let [name] = LEVELS[level];
+    // Auto, where a host set a default level: the level the app's requests go with.
+    const host = this.hostLevel();
+    const label = level === 'auto' && host && host !== 'auto' && Object.hasOwn(LEVELS, host)
+      ? `Auto (${(name = LEVELS[host][0])})` : name;
     this.button.querySelector('.level').textContent = name;
-    this.button.setAttribute('aria-label', `Thinking: ${name}`);
+    this.button.setAttribute('aria-label', `Thinking: ${label}`);
     this.button.dataset.level = level;
     for (const item of this.items) item.setAttribute('aria-checked', String(item.dataset.level === level));
   }

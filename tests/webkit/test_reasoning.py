@@ -35,6 +35,8 @@ def send(host: WebKitHost, text: str) -> None:
 def test_a_host_sets_the_thinking_level_and_receives_reasoning_on_its_chat(host: WebKitHost) -> None:
     applied = set_settings(host, "t1", model=THINK, reasoning="low", headers={"x-firsttoken-sim": "think_tokens=20,tokens=5"})
     assert applied["settings"]["reasoning"] == "low"
+    # The composer's control shows the app's default where the conversation has none.
+    assert wait(host, "document.getElementById('thinking').getAttribute('aria-label') === 'Thinking: Auto (Low)'")
     start = len(host.messages)
     host.send({"v": 1, "type": "chat.send", "id": "think1", "messages": [{"role": "user", "content": "think for me"}]})
     done = reply(host, "think1")
@@ -48,6 +50,7 @@ def test_a_host_sets_the_thinking_level_and_receives_reasoning_on_its_chat(host:
     error = host.wait_for(lambda m: m.get("id") == "t2" and m.get("type") == "error")
     assert "settings.reasoning" in error["error"]["message"]
     set_settings(host, "t3", model=None, reasoning=None, headers=None)
+    assert wait(host, "document.getElementById('thinking').getAttribute('aria-label') === 'Thinking: Auto'")
 
 
 def test_the_thinking_row_shows_before_any_byte_and_reasoning_opens_on_a_tap(host: WebKitHost) -> None:
