@@ -105,10 +105,15 @@ test: deps browser redis webkit lint
 # The gate (issue 47), first in `make test-fast` and `make test`: cheap, and it fails on
 # the first finding. Ruff for what is surely a bug (syntax, undefined and unused names,
 # bugbear's likely bugs) over every Python file; mypy over the two packages, untyped
-# functions checked too (both configured in pyproject.toml, pinned in requirements.lock).
-lint: $(VENV)/.stamp
+# functions checked too (both configured in pyproject.toml, pinned in requirements.lock);
+# ESLint's recommended rules over every JavaScript file of the page and the benchmarks
+# (eslint.config.mjs), and tsc over the JSDoc types of the modules that say `// @ts-check`
+# (tsconfig.json; npm devDependencies, pinned in package-lock.json).
+lint: $(VENV)/.stamp node_modules/.package-lock.json
 	$(PY) -m ruff check py gateway bench tests
 	$(PY) -m mypy
+	node_modules/.bin/eslint js bridge/page sw.js bench
+	node_modules/.bin/tsc -p tsconfig.json
 
 # The inner loop: the pure Python core and the gateway, no browser (`-m "not e2e"`:
 # tests/unit, tests/gateway), on three workers: the gateway's tests wait on sockets,

@@ -1,3 +1,4 @@
+// @ts-check
 // What a host may send the page, and the check every host message passes before the
 // page acts on it (bridge/PROTOCOL.md, "Hosts"). Pure: no window, no I/O.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // The page's bridge to whatever embeds it: a native app's web view (iOS WKWebView,
 // WebKitGTK/WPE, Android WebView, React Native) or an embedding window. Each host
 // speaks protocol v1 as JSON text (bridge/PROTOCOL.md, "Hosts"); this module relays

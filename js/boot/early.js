@@ -1,3 +1,4 @@
+// @ts-check
 // The page's first module (index.html loads it async, ahead of the rest): Python's
 // worker starts now, while the page's own modules are still being fetched and
 // evaluated, instead of after them. js/boot/boot.js says why; the link

@@ -1,3 +1,4 @@
+// @ts-check
 // Making a memory snapshot of firsttoken's interpreter: shared by the page's
 // background maker (snapshot-worker.js) and the install-time bake (bake-snapshot.js,
 // run by Node through `python -m gateway.build.bake`). Both must give the heap the page

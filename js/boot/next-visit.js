@@ -1,3 +1,4 @@
+// @ts-check
 // What the page does once Python is ready, for the next visit: register the service
 // worker (sw.js: the page offline), and, when Python did not come from a snapshot, have
 // one made in a worker of its own (snapshot-worker.js). Both wait until Python is ready

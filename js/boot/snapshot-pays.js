@@ -1,3 +1,4 @@
+// @ts-check
 // Whether downloading the gateway's install-time snapshot pays on this visit.
 //
 // A first visit can boot Python two ways, and both end correct:

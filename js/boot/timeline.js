@@ -1,3 +1,4 @@
+// @ts-check
 // The `ready` event's boot record (bridge/PROTOCOL.md, "Boot"), placed on the page's own
 // timeline, and told in one line.
 //

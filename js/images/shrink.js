@@ -1,3 +1,4 @@
+// @ts-check
 // Photos made small enough to send, on the main thread's side: what is refused before a
 // worker is even asked (too big a file, not an image by its type), and the shrink
 // worker (shrink-worker.js) asked to check, decode and resize, to the size the model

@@ -1,3 +1,4 @@
+// @ts-check
 // The envelope of a protocol event, checked where the page receives it
 // (bridge/PROTOCOL.md, "Envelope"): one JSON object sent as text, `v` 1, a `type` that
 // this page knows, and an `id` that is a string when there is one. What fails is

@@ -1,3 +1,4 @@
+// @ts-check
 // The page's link to the Python core, which runs in a PyScript worker.
 //
 // The link speaks the firsttoken protocol, v1 (bridge/PROTOCOL.md): JSON text

@@ -1,3 +1,4 @@
+// @ts-check
 // The composer on phones and desktops: the message box grows with its text up to a
 // limit, Enter sends on a keyboard-and-mouse machine (Shift+Enter: a new line) and makes
 // a new line on a touch screen (the Send button sends: on a phone Enter is the only way

@@ -1,3 +1,4 @@
+// @ts-check
 // "Test connection" and the model list: one `GET {base}/models` (OpenAI's and
 // Anthropic's `GET /v1/models` alike) with the configured key, sent as the chat's API
 // wants it, and what its outcome means to a person. The one request the page makes

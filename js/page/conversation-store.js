@@ -1,3 +1,4 @@
+// @ts-check
 // The conversations the page keeps, and the one open among them: a store of many
 // conversations (it was called History; a history is one conversation's past).
 //
@@ -434,7 +435,8 @@ export class ConversationStore extends EventTarget {
     this.write(c.id, () => {
       if (c.deleted) return null;
       const text = JSON.stringify(c.entries ?? []);
-      const { entries, written, deleted, legacy, ...meta } = c;
+      // The record without what is kept apart (the entries) or only in memory.
+      const { entries: _entries, written: _written, deleted: _deleted, legacy: _legacy, ...meta } = c;
       const openId = c === this.active ? c.id : undefined;
       return this.db.put(meta, JSON.parse(text), openId).then(() => {
         c.written = text;

@@ -203,7 +203,7 @@ export class ConversationList {
     return li;
   }
 
-  actions(c, li, name) {
+  actions(c, li, _name) {
     const row = document.createElement('div');
     row.className = 'conv-actions';
     const rename = button('Rename', 'conv-rename');

@@ -1,3 +1,4 @@
+// @ts-check
 // A conversation as a file the user keeps: Markdown to read, JSON to load elsewhere
 // (and to import again: `fromJson`, every message field back as it was, an answer's
 // reasoning included).
@@ -76,6 +77,7 @@ export function fromJson(text) {
  * become dashes; at most 60 characters; "conversation" if nothing is left. */
 export function fileName(title, extension) {
   const stem = Array.from(String(title ?? '')
+    // eslint-disable-next-line no-control-regex -- control characters are what it removes
     .replace(/[\\/:*?"<>|\u0000-\u001f\u007f]+/g, ' ')
     .replace(/\s+/g, '-')
     .replace(/-+/g, '-')

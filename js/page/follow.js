@@ -1,3 +1,4 @@
+// @ts-check
 // Keeping the conversation's view at its end: while an answer streams, when it finishes,
 // after a reload, and whatever the layout does meanwhile, until the user scrolls up;
 // then a "Jump to latest" button brings it back.

@@ -1,3 +1,4 @@
+// @ts-check
 // The composer's live token count: the conversation plus the draft, counted in Python
 // (`tokens.count` → `tokens.counted`). Requests are debounced while typing, and the
 // answer to any but the latest request is ignored, so no count is shown late. A count

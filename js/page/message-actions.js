@@ -1,3 +1,4 @@
+// @ts-check
 // What can be done with a message, and how an answer's ending reads on it.
 //
 // Copy on every message with text; Edit on the user's (edit in place, then the

@@ -1,3 +1,4 @@
+// @ts-check
 // The message list on screen: one element per message, notes under it, its actions
 // (Copy, Edit, Regenerate, Retry), and a view that follows the newest answer unless the
 // user scrolled up. Nothing here knows the protocol; replies.js says what to paint.

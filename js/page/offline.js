@@ -1,3 +1,4 @@
+// @ts-check
 // Whether the device has a network, as the browser tells it, and the quiet banner that
 // says so. `navigator.onLine` false is reliable (no network interface at all); true is
 // not (it says nothing of the route to the server), so only "offline" changes what the

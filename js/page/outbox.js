@@ -1,3 +1,4 @@
+// @ts-check
 // The outbox: prompts sent while the device was offline, kept in IndexedDB so that they
 // survive a reload, and sent in order, each exactly once, when the connection returns.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // Python's events about a reply (bridge/PROTOCOL.md, "Events"), each turned into what the
 // page does with it: text to paint, a note while it waits, retries, stalls or
 // reconnects, what Python did to the prompt, and how the reply ended (`finish`).

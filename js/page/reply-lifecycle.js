@@ -1,3 +1,4 @@
+// @ts-check
 // Replies through the page's lifecycle: going away, frozen, coming back, back online.
 //
 // The text so far is saved on `pagehide`, `freeze` and when the page is hidden (a

@@ -1,3 +1,4 @@
+// @ts-check
 // One answer's text, assembled once, from what the page receives: the `chat.delta`
 // texts in order, and, when the reply fails, the text of `chat.error.error.partial`
 // that no delta brought (the core sends everything it received as deltas first, so

@@ -1,3 +1,4 @@
+// @ts-check
 // The Settings sheet (a modal <dialog>: a bottom sheet on phones, page.css) and the
 // keyboard shortcuts dialog: opening and closing them, "Test connection", and the model
 // list from the server, fetched when the sheet opens and after a test, with the key sent

@@ -1,3 +1,4 @@
+// @ts-check
 // What the page says about a reply's progress and failures, and about the quota: the
 // words only, for messages.js to show.
 

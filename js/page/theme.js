@@ -1,3 +1,4 @@
+// @ts-check
 // Light and dark: the system's choice unless the user picked one with the toggle (kept
 // in localStorage). `data-theme` on <html> is always the theme in force ('light' or
 // 'dark': page.css and the renderers' colours read it), `data-theme-choice` what the

@@ -1,3 +1,4 @@
+// @ts-check
 // The thinking row of one answer: what the reply shows from Send until its answer
 // begins, and, for a model that reasoned, what it thought, behind one tap.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // Markdown that is right for Chinese, Japanese and Korean: a marked extension of our own
 // for two things CommonMark gets wrong in CJK text (issue 44).
 //

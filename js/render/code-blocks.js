@@ -1,3 +1,4 @@
+// @ts-check
 // Code blocks: a bar with the block's language and a "Copy code" button over the code,
 // and syntax highlighting by highlight.js once the block is finished.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // What compression did to a prompt, said under the user's message in words a person
 // reads at a glance: "sent 1,204 tokens instead of 1,256 (−4%)", from `chat.prepared`
 // (bridge/PROTOCOL.md); "sent ≈ 1,204 tokens instead of ≈ 1,256" when the core says its

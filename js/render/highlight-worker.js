@@ -1,3 +1,4 @@
+// @ts-check
 // The highlighting worker (code-blocks.js starts it with the first block to highlight):
 // highlight.js runs here, off the thread that paints (highlighter.js says why).
 //

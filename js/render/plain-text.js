@@ -1,3 +1,4 @@
+// @ts-check
 // A line of markdown as the plain text its reader sees, for where markup cannot render:
 // a conversation's title, which a first prompt such as `**注意：**请看下面的代码。` would
 // otherwise show with its asterisks (issue 44). No dependencies (the page's store runs
@@ -26,6 +27,7 @@ export function plainText(line) {
   // Code spans and escaped characters first, kept aside: they show as written.
   const kept = [];
   const keep = (shown) => `\u0000${kept.push(shown) - 1}\u0000`;
+  // eslint-disable-next-line no-control-regex -- NUL marks a kept span: none may come in
   let text = String(line).replace(/\u0000/g, '').replace(BLOCK_MARKS, '').replace(CLOSING_HASHES, '');
   text = text.replace(CODE_SPANS, (_, ticks, code) => keep(code.trim() || code)).replace(ESCAPES, (_, c) => keep(c));
   text = text.replace(IMAGES_AND_LINKS, '$1').replace(AUTOLINKS, '$1');
@@ -33,5 +35,6 @@ export function plainText(line) {
     before = text;
     text = text.replace(STARS, '$2').replace(UNDERSCORES, '$2');
   }
+  // eslint-disable-next-line no-control-regex -- the marks `keep` made
   return text.replace(/\u0000(\d+)\u0000/g, (_, i) => kept[Number(i)]);
 }

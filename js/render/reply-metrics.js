@@ -1,3 +1,4 @@
+// @ts-check
 // Where the time of one reply went, measured as the user sees it: from Send to the
 // request leaving, to the first byte, to the first text parsed, to the first paint,
 // then tokens per second and the latency from each chunk to its paint.

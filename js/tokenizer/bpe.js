@@ -1,3 +1,4 @@
+// @ts-check
 // Exact BPE token counting for o200k_base and cl100k_base, in plain JavaScript.
 //
 // The ids must equal tiktoken's (OpenAI's tokenizer, Rust) for every string, because
@@ -28,7 +29,7 @@ const NO_RANK = 0x7fffffff;
 // markup, a conversation counted again each turn). Cleared when full rather than kept in
 // LRU order, which would cost a delete and a set on every hit.
 const CACHE_LIMIT = 1 << 16;
-const ASCII = /^[\x00-\x7f]*$/;
+const ASCII = /^[\x00-\x7f]*$/; // eslint-disable-line no-control-regex -- every ASCII character, controls too
 const UTF8 = new TextEncoder();
 
 export class Encoding {
@@ -51,7 +52,7 @@ export class Encoding {
     if (!text.isWellFormed()) text = text.toWellFormed();
     const { index, splitter } = this;
     let n = 0;
-    for (let i = 0, end = 0; i < text.length; i = end) {
+    for (let i = 0, end; i < text.length; i = end) {
       end = splitter.next(text, i);
       n += index.rank(text, i, end) !== NO_RANK ? 1 : this.merge(text.slice(i, end)).length;
     }
@@ -64,7 +65,7 @@ export class Encoding {
     const { index, splitter } = this;
     let out = new Int32Array(Math.max(16, text.length >> 1));
     let n = 0;
-    for (let i = 0, end = 0; i < text.length; i = end) {
+    for (let i = 0, end; i < text.length; i = end) {
       end = splitter.next(text, i);
       const rank = index.rank(text, i, end);
       const ids = rank === NO_RANK ? this.merge(text.slice(i, end)) : null;

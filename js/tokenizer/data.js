@@ -1,3 +1,4 @@
+// @ts-check
 // An encoding's vocabulary, as the gateway serves it for the page, and its Encoding built.
 //
 // tiktoken's own `encoders/<name>.json` (npm tiktoken, what CPython's tiktoken is built

@@ -1,3 +1,4 @@
+// @ts-check
 // The tokenizer (js/tokenizer/bpe.js), offered to Python in the thread that runs it.
 //
 // Python's `tokens.count()` is synchronous and Pyodide cannot import a JavaScript

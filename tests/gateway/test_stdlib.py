@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from pathlib import Path
 
 import brotli
 import pytest

@@ -279,7 +279,7 @@ export function legacyConversation(entries, now = Date.now()) {
  * a promise of the same, should the open answer after all (null if it never does). */
 export async function openConversations(factory = globalThis.indexedDB) {
   const legacy = readLegacy();
-  let db = null;
+  let db;
   try {
     db = await ConversationDb.open(factory);
   } catch (e) {

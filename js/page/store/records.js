@@ -1,3 +1,4 @@
+// @ts-check
 // What a stored conversation is, checked before use: records read back from IndexedDB
 // (or the old localStorage key) may come from an older build, another tab, a disk that
 // lost a write, or a person with DevTools. A record that does not pass is skipped, never
