@@ -34,7 +34,13 @@ paint are done, as js/render/reply-metrics.js measures); `layout-shift` entries
   - first_answer_ms: Send to the first frame showing answer text;
   - reasoning chunk→paint: each reasoning chunk's gateway stamp to the frame that showed
     it; the peer's answer chunk→paint is its plain-text figure;
-  - layout_shift: the sum of layout-shift values without recent input.
+  - layout_shift: the sum of layout-shift values without recent input, of everything
+    but the streaming answer's own text: what the person was reading (the transcript,
+    the thinking row, the reply's notes and actions) moving as the row changes phase or
+    the answer starts. Shifts inside the answer's own text as its markdown takes shape
+    (an open fence becoming a code block) are the answer being written, the subject of
+    bench-render, and are summed apart as `answer_markdown_shift`; the plain-text peer
+    has none by construction.
 
 Then, per API, replies cut while thinking (`max_tokens` far below the thinking phase):
 `empty_bubbles` counts those that ended with nothing to read (no answer text, and no
@@ -97,7 +103,7 @@ INSTRUMENTS = r"""
         if (!msg || typeof msg.type !== 'string' || !msg.type.startsWith('chat.')) return;
         b.events.push({ type: msg.type, id: msg.id, at: now(), t: msg.t, stamps: msg.stamps || [],
                         text: (msg.text || '').length, reasoning: (msg.reasoning || '').length,
-                        finish: msg.finish_reason });
+                        finish: msg.finish_reason, timings: msg.timings, prepare_ms: msg.prepare_ms });
         if (msg.type === 'chat.done' || msg.type === 'chat.error') {
           const html = document.documentElement;
           html.dataset.benchFinished = `${html.dataset.benchFinished || ''} ${msg.id}`.trim();
@@ -134,7 +140,22 @@ INSTRUMENTS = r"""
   }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true,
                          attributeFilter: ['data-phase'] });
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) if (!e.hadRecentInput) b.shifts.push({ at: performance.timeOrigin + e.startTime, value: e.value });
+    for (const e of list.getEntries()) {
+      if (e.hadRecentInput) continue;
+      // What moved, named for the human lines: the node's tag, id and classes.
+      const what = (e.sources || []).map((s) => {
+        const n = s.node?.nodeType === 3 ? s.node.parentElement : s.node;
+        const r = (x) => `${Math.round(x.y)}+${Math.round(x.height)}`;
+        return n ? `${s.node.nodeType === 3 ? 'text in ' : ''}${r(s.previousRect)}->${r(s.currentRect)} ${n.nodeName.toLowerCase()}${n.id ? '#' + n.id : ''}${n.className && typeof n.className === 'string' ? '.' + n.className.trim().split(/\s+/).join('.') : ''}` : '?';
+      });
+      // A shift all of whose nodes are inside the streaming answer's own text is the
+      // answer being written (a fence, a heading or a table taking shape as markdown
+      // streams: bench-render's subject); any other moved what the person was reading.
+      const live = [...document.querySelectorAll('.msg[data-role="assistant"]')].at(-1)?.querySelector(':scope > .content');
+      const inAnswer = !!live && (e.sources || []).length > 0
+        && e.sources.every((s) => s.node && live.contains(s.node));
+      b.shifts.push({ at: performance.timeOrigin + e.startTime, value: e.value, what, inAnswer });
+    }
   }).observe({ type: 'layout-shift', buffered: true });
 })();
 """
@@ -193,15 +214,19 @@ class Phone:
         if self.page.get_attribute("html", "data-python") != "ready":
             raise RuntimeError(f"Python did not start: {self.page.inner_text('#boot')}")
         self.cdp = self.context.new_cdp_session(self.page)
+        # One reply first, unthrottled and unshaped, as in bench/render.py: the figures
+        # are of a page in use, not of its first JIT, its vocabulary's first load or its
+        # first visit's background work.
+        self.reply("warm up", throttle=False)
 
-    def reply(self, prompt: str) -> dict[str, Any]:
+    def reply(self, prompt: str, throttle: bool = True) -> dict[str, Any]:
         page = self.page
         page.get_by_role("button", name="New chat").first.click()
         # Medium, in the composer's Thinking control (a new chat starts at Auto).
         page.click("#thinking")
         page.click('#thinking-menu [data-level="medium"]')
         page.fill("#prompt", prompt)
-        self.cdp.send("Emulation.setCPUThrottlingRate", {"rate": THROTTLE})
+        self.cdp.send("Emulation.setCPUThrottlingRate", {"rate": THROTTLE if throttle else 1})
         try:
             before = page.locator('.msg[data-role="assistant"]').count()
             send_at = page.evaluate(SEND)
@@ -263,7 +288,9 @@ def measure(data: dict[str, Any], send_at: float, request_id: str) -> dict[str, 
                 out += [paint - stamp for stamp in d["stamps"]]
         return out
 
-    shifts = [s["value"] for s in data["shifts"] if s["at"] >= send_at]
+    since = [s for s in data["shifts"] if s["at"] >= send_at]
+    moved = [s for s in since if not s["inAnswer"]]
+    shifts = [s["value"] for s in moved]
     return {
         "thinking_row_ms": None if row_at is None else round(row_at - send_at, 1),
         "first_reasoning_paint_ms": (None if reasoning_at is None or first_reasoning is None
@@ -274,7 +301,26 @@ def measure(data: dict[str, Any], send_at: float, request_id: str) -> dict[str, 
         "reasoning_c2p_ms": chunk_to_paint("reasoning"),
         "answer_c2p_ms": chunk_to_paint("answer"),
         "layout_shift": round(sum(shifts), 4),
+        "shifted": sorted({w for s in moved for w in s["what"]}),
+        "answer_markdown_shift": round(sum(s["value"] for s in since if s["inAnswer"]), 4),
         "finish": next((e.get("finish") for e in events if e["type"] == "chat.done"), None),
+        # Where the time before the first byte went, on the worker's clock from Send.
+        "legs_ms": legs(events, send_at),
+    }
+
+
+def legs(events: list[dict[str, Any]], send_at: float) -> dict[str, float | None]:
+    prepared = next((e for e in events if e["type"] == "chat.prepared"), None)
+    done = next((e for e in events if e["type"] == "chat.done"), None)
+    timings = (done or {}).get("timings") or {}
+    since = lambda t: None if t is None else round(t - send_at, 1)  # noqa: E731
+    return {
+        "prepared": since(prepared["at"]) if prepared else None,
+        "prepare_ms": prepared.get("prepare_ms") if prepared else None,
+        "request_sent": since(timings.get("send")),
+        "headers": since(timings.get("headers")),
+        "first_byte": since(timings.get("first_byte")),
+        "first_delta": since(timings.get("first_delta")),
     }
 
 
@@ -320,7 +366,8 @@ def main() -> None:
                               f"({run['first_reasoning_arrival_ms']} ms after Send), first sign {run['first_sign_ms']} ms, "
                               f"first answer {run['first_answer_ms']} ms, reasoning c2p p95 "
                               f"{percentile(run['reasoning_c2p_ms'], 0.95)}, answer c2p p95 "
-                              f"{percentile(run['answer_c2p_ms'], 0.95)}, layout shift {run['layout_shift']}", flush=True)
+                              f"{percentile(run['answer_c2p_ms'], 0.95)}, layout shift {run['layout_shift']} {run['shifted']}; "
+                              f"legs {run['legs_ms']}", flush=True)
             for phone in phones.values():
                 phone.close()
             phones.clear()
@@ -359,6 +406,7 @@ def main() -> None:
             "peer_plain_c2p_p95_ms": p95,
             "reasoning_paint_ratio_p95": round(r95 / p95, 3) if r95 and p95 else None,
             "layout_shift": round(sum(o["layout_shift"] for o in ours), 4),
+            "answer_markdown_shift": round(sum(o["answer_markdown_shift"] for o in ours), 4),
             "runs": len(ours),
         }
 
@@ -374,6 +422,7 @@ def main() -> None:
         "answer_vs_peer_p50": med([s["answer_vs_peer_p50"] for s in every]),
         "reasoning_paint_ratio_p95": med([s["reasoning_paint_ratio_p95"] for s in every]),
         "layout_shift": round(sum(s["layout_shift"] for s in every), 4),
+        "answer_markdown_shift": round(sum(s["answer_markdown_shift"] for s in every), 4),
         "empty_bubbles": empty,
         "cut_replies": cut_replies,
         "by_api": by_api,
