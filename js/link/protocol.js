@@ -45,7 +45,7 @@ export const EVENTS = deepFreeze({
   "chat.wait": {"fields": {"wait_s": "required", "reason": "required", "quota": "required"}},
   "chat.retry": {"fields": {"attempt": "required", "status": "required", "wait_s": "required", "error": "required", "quota": "required"}},
   "chat.delta": {"fields": {"seq": "required", "text": "required", "t": "required", "reasoning": "optional", "stamps": "optional", "event": "optional"}},
-  "chat.stall": {"fields": {"since": "required", "waiting_s": "required", "timeout_s": "required"}},
+  "chat.stall": {"fields": {"since": "required", "waiting_s": "required", "timeout_s": "required", "connected": "optional"}},
   "chat.resume": {"fields": {"stalled_s": "required"}},
   "chat.stream": {"fields": {"stream": "required", "status_url": "required", "client": "optional"}},
   "chat.reconnecting": {"fields": {"after": "required", "attempt": "required", "wait_s": "required", "reason": "required"}},

@@ -41,10 +41,11 @@ once, so nothing is doubled or lost. A gateway that no longer has the stream end
 restarted WebView) starts there.
 
 While an attempt is out, a watch (`firsttoken.stall`, on the core's clock and sleep)
-measures the silence between bytes: past `stall_notice_s` it says `chat.stall` (then
-each whole second; `chat.resume` when bytes come again), past `stall_timeout_s` it
-aborts the attempt's own signal (the transport's fetch) and the request ends with
-`timeout`, keeping its partial text. A timeout is not retried here: the page offers
+measures two silences: of text (answer or reasoning), past `stall_notice_s` a
+`chat.stall` (then each whole second; `connected` when bytes, a keep-alive, came
+within it; `chat.resume` when text comes again); and of bytes, past `stall_timeout_s`
+the end of the attempt: it aborts the attempt's own signal (the transport's fetch)
+and the request ends with `timeout`, keeping its partial text. A timeout is not retried here: the page offers
 Retry, and a server that said nothing for a minute is unlikely to say more at once.
 """
 
@@ -366,21 +367,23 @@ class ChatRequest:
             self._attempt_signal = None
 
     async def _take(self, events: AsyncIterator[StreamEvent], watch: StallWatch) -> Completion:
-        """One attempt's events as they come: any bytes tell `watch` the connection is
-        alive, text goes to the page, the response's headers to the rate-limit governor
-        and the gateway's references."""
+        """One attempt's events as they come: any bytes (headers included) tell `watch`
+        the connection is alive, and text that the model speaks; text goes to the
+        page, the response's headers to the rate-limit governor and the gateway's
+        references."""
         completion: Completion | None = None
         async for event in events:
             if isinstance(event, Text):
+                self._spoke(watch)
                 self.seq += 1
                 self.session.pacer.delta(ChatDelta(
                     id=self.id, seq=self.seq, text=event.text, t=self.session.clock(),
                     reasoning=event.reasoning, stamps=event.sent_ms, event=event.event,
                 ))
             elif isinstance(event, BytesSeen):
-                self._alive(watch)
+                watch.byte(self.session.clock())
             elif isinstance(event, Response):
-                self._alive(watch)
+                watch.byte(self.session.clock())
                 self._response(event)
             else:
                 completion = event.completion
@@ -549,7 +552,7 @@ class ChatRequest:
             if isinstance(said, Stalled):
                 session.pacer.flush(self.id)  # the text before the silence goes first
                 session.post_event(ChatStall(id=self.id, since=said.since, waiting_s=said.waiting_s,
-                                          timeout_s=self.settings.stall_timeout_s))
+                                          timeout_s=self.settings.stall_timeout_s, connected=said.connected))
             elif isinstance(said, TimedOut):  # `watch.timed_out`: however it ends, a timeout
                 signal.abort()
                 deadline = session.clock() + ABORT_GRACE_S * 1000.0
@@ -559,8 +562,8 @@ class ChatRequest:
                 attempt.cancel()
                 return
 
-    def _alive(self, watch: StallWatch) -> None:
-        stalled_s = watch.byte(self.session.clock())
+    def _spoke(self, watch: StallWatch) -> None:
+        stalled_s = watch.progress(self.session.clock())
         if stalled_s is not None:
             self.session.post_event(ChatResume(id=self.id, stalled_s=round(stalled_s, 3)))
 

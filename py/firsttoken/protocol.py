@@ -454,17 +454,22 @@ class ChatDelta(Event):
 
 @_message("chat.stall")
 class ChatStall(Event):
-    """No byte has arrived for `waiting_s` seconds (since `since`, core clock ms); sent
-    when the notice threshold passes, then once per whole second while it lasts."""
+    """No text (answer or reasoning) has arrived for `waiting_s` seconds (since `since`,
+    core clock ms); sent when the notice threshold passes, then once per whole second
+    while it lasts. `connected`: bytes (a keep-alive, the headers) came within it: the
+    server is there and its model is thinking (`firsttoken.stall`)."""
+
+    OMIT_EMPTY = frozenset({"connected"})
 
     since: float
     waiting_s: int
     timeout_s: float
+    connected: bool = False
 
 
 @_message("chat.resume")
 class ChatResume(Event):
-    """Bytes arrive again after a `chat.stall`, which lasted `stalled_s` seconds."""
+    """Text arrives again after a `chat.stall`, which lasted `stalled_s` seconds."""
 
     stalled_s: float
 

@@ -1,14 +1,31 @@
-"""Stalls: how long the server has sent nothing, and what that means for one attempt.
+"""Stalls: how long the model has said nothing, whether the connection still shows life,
+and what that means for one attempt.
 
-Time is measured in the core, because only the core sees every byte: an SSE comment
-(a keep-alive, WHATWG HTML § 9.2.6 "If the line starts with a U+003A COLON character")
-or the response headers show the connection is alive but bring no `chat.delta`, so the
-page alone would call a working stream stalled.
+Two kinds of life, two clocks:
 
-`StallWatch` is pure: it is told when bytes arrive (`byte`) and asked, at moments its
-driver chooses (`firsttoken.chat`, on the core's injected clock), what to say (`check`)
-and when to ask next (`next_check_s`). Nothing here sleeps, so tests drive it on any
-clock.
+* **bytes** (the response's headers, an SSE comment such as the gateway's `: keep-alive`,
+  WHATWG HTML § 9.2.6 "If the line starts with a U+003A COLON character", an Anthropic
+  `ping`, any chunk that brings no text) prove the *connection* alive. Only their
+  absence ends an attempt: `timeout_s` without a byte is a dead connection (a network
+  switch leaves no reset behind) or a dead server.
+* **progress** (text: answer or reasoning) proves the *model* speaks. Its absence is
+  what a person notices: past `notice_s` the silence is shown (`Stalled`), and it ends
+  (`progress` returns its length) when text comes again.
+
+A reasoning model may think silently for minutes behind a connection kept alive with
+comments; the notice then says `connected`: bytes came during this silence (or, before
+any text, the headers did: the server took the request and its model is at work). That
+is evidence, not a guess: a connection that dies after its last keep-alive still reads
+`connected` until the timeout ends it, because the cadence of keep-alives is no API's
+contract (our gateway: 15 s; OpenAI: none), and a guess from it would flip the words
+each cycle, which is the bug this module replaced. A mid-answer silence with no byte
+since the last text reads not connected until a keep-alive says otherwise.
+
+The core measures this, not the page: only the core sees every byte. `StallWatch` is
+pure: it is told when bytes (`byte`) and text (`progress`) arrive and asked, at moments
+its driver chooses (`firsttoken.chat`, on the core's injected clock), what to say
+(`check`) and when to ask next (`next_check_s`). Nothing here sleeps, so tests drive it
+on any clock.
 """
 
 from __future__ import annotations
@@ -21,30 +38,36 @@ __all__ = ["StallWatch", "Stalled", "TimedOut"]
 
 @dataclass(frozen=True, slots=True)
 class Stalled:
-    """Nothing for `waiting_s` whole seconds since `since` (ms, the watch's clock)."""
+    """No text for `waiting_s` whole seconds since `since` (ms, the watch's clock).
+    `connected`: bytes came during that silence; the model is thinking, not gone."""
 
     since: float
     waiting_s: int
+    connected: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class TimedOut:
-    """Nothing for the whole limit: the attempt must end."""
+    """No byte at all for the whole limit: the attempt must end."""
 
     waited_s: float
 
 
 class StallWatch:
-    """One attempt's silence. `notice_s`: after this long without a byte, the silence is
-    shown (then once a whole second more has passed); `timeout_s`: after this long, the
-    attempt ends. `start_ms`: when the request left (silence before the first byte
-    counts as well)."""
+    """One attempt's silences. `notice_s`: after this long without text, the silence is
+    shown (then once a whole second more has passed); `timeout_s`: after this long
+    without a byte, the attempt ends. `start_ms`: when the request left (silence before
+    the first byte counts as well)."""
 
     def __init__(self, notice_s: float, timeout_s: float, start_ms: float) -> None:
         self.notice_s = notice_s
         self.timeout_s = timeout_s
-        self.last_ms = start_ms
-        #: The last `waiting_s` reported; 0 while bytes flow.
+        #: The last byte (the connection's life) and the last text (the model's).
+        self.last_byte_ms = start_ms
+        self.last_progress_ms = start_ms
+        #: Bytes came since the last text (or since the request left).
+        self.connected = False
+        #: The last `waiting_s` reported; 0 while text flows.
         self.shown_s = 0
         #: `check` said `TimedOut`: the attempt is being ended for its silence, and
         #: however it ends (aborted, cancelled) it ends as a timeout.
@@ -54,36 +77,42 @@ class StallWatch:
     def stalled(self) -> bool:
         return self.shown_s > 0
 
-    def byte(self, now_ms: float) -> float | None:
-        """Bytes arrived. Returns how long the stall that this ends lasted (seconds), if
-        one was shown, so that its note can go."""
-        stalled_s = (now_ms - self.last_ms) / 1000.0 if self.stalled else None
-        self.last_ms = now_ms
+    def byte(self, now_ms: float) -> None:
+        """Bytes arrived (headers, a keep-alive, a chunk): the connection is alive."""
+        self.last_byte_ms = now_ms
+        self.connected = True
+
+    def progress(self, now_ms: float) -> float | None:
+        """Text arrived: the model speaks. Returns how long the stall that this ends
+        lasted (seconds), if one was shown, so that its note can go."""
+        stalled_s = (now_ms - self.last_progress_ms) / 1000.0 if self.stalled else None
+        self.last_byte_ms = self.last_progress_ms = now_ms
+        self.connected = False
         self.shown_s = 0
         return stalled_s
 
     def check(self, now_ms: float) -> Stalled | TimedOut | None:
-        """What to say now: `TimedOut` past the limit; `Stalled` past the notice threshold
-        when the whole seconds waited changed since last said; else None."""
-        waited = (now_ms - self.last_ms) / 1000.0
-        if waited >= self.timeout_s:
+        """What to say now: `TimedOut` past the limit without a byte; `Stalled` past the
+        notice threshold without text, when the whole seconds waited changed since
+        last said; else None."""
+        deaf = (now_ms - self.last_byte_ms) / 1000.0
+        if deaf >= self.timeout_s:
             self.timed_out = True
-            return TimedOut(waited)
+            return TimedOut(deaf)
+        waited = (now_ms - self.last_progress_ms) / 1000.0
         if waited < self.notice_s:
             return None
         whole = max(1, int(waited))  # a threshold under a second still says "1 s"
         if whole <= self.shown_s:
             return None
         self.shown_s = whole
-        return Stalled(self.last_ms, whole)
+        return Stalled(self.last_progress_ms, whole, self.connected)
 
     def next_check_s(self, now_ms: float) -> float:
         """Seconds until `check` may have something new to say (never less than a
         millisecond, so a driver cannot spin)."""
-        waited = (now_ms - self.last_ms) / 1000.0
-        if waited < self.notice_s:
-            due = self.notice_s
-        else:
-            # the next whole second of waiting
-            due = math.floor(waited) + 1.0
-        return max(min(due, self.timeout_s) - waited, 0.001)
+        waited = (now_ms - self.last_progress_ms) / 1000.0
+        # the threshold, then the next whole second of waiting
+        notice = self.notice_s - waited if waited < self.notice_s else math.floor(waited) + 1.0 - waited
+        timeout = self.timeout_s - (now_ms - self.last_byte_ms) / 1000.0
+        return max(min(notice, timeout), 0.001)

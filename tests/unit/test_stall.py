@@ -34,15 +34,59 @@ def test_silence_is_shown_past_the_threshold_then_once_per_whole_second() -> Non
     assert watch.check(START + 12_400) == Stalled(START, 12)
 
 
-def test_a_byte_ends_the_stall_and_restarts_the_count() -> None:
+def test_text_ends_the_stall_and_restarts_the_count() -> None:
     watch = StallWatch(10, 60, START)
-    assert watch.byte(START + 5_000) is None  # no stall was shown: nothing to end
+    assert watch.progress(START + 5_000) is None  # no stall was shown: nothing to end
     watch.check(START + 17_000)
     assert watch.stalled
-    assert watch.byte(START + 18_500) == pytest.approx(13.5)
+    assert watch.progress(START + 18_500) == pytest.approx(13.5)
     assert not watch.stalled
     assert watch.check(START + 27_000) is None
     assert watch.check(START + 28_500) == Stalled(START + 18_500, 10)
+
+
+def test_bytes_without_text_prove_the_connection_not_the_model() -> None:
+    # A reasoning model thinking silently behind keep-alives: the silence of text is
+    # shown, as connected; the bytes hold the timeout off for as long as they come.
+    watch = StallWatch(10, 60, START)
+    watch.byte(START + 200)  # the headers
+    assert watch.check(START + 10_000) == Stalled(START, 10, connected=True)
+    for ping_s in range(15, 600, 15):
+        watch.byte(START + ping_s * 1000)
+        assert watch.check(START + ping_s * 1000 + 500) == Stalled(START, ping_s, connected=True)
+    assert not watch.timed_out
+    assert watch.progress(START + 601_000) == pytest.approx(601.0)  # the model speaks
+    assert not watch.stalled and watch.check(START + 610_000) is None
+
+
+def test_a_silence_with_no_byte_is_not_connected_until_one_comes_and_times_out_without() -> None:
+    watch = StallWatch(10, 60, START)
+    watch.progress(START)
+    assert watch.check(START + 10_000) == Stalled(START, 10)  # not connected: nothing came
+    assert watch.check(START + 14_000) == Stalled(START, 14)
+    watch.byte(START + 15_000)  # a keep-alive: the server is there
+    assert watch.check(START + 15_000) == Stalled(START, 15, connected=True)
+    # ... and it is still the last byte 60 s later: the connection is dead.
+    assert watch.check(START + 74_999) == Stalled(START, 74, connected=True)
+    assert watch.check(START + 75_000) == TimedOut(60.0)
+    assert watch.timed_out
+
+
+@pytest.mark.parametrize("ping_s", [1, 9, 15, 59])
+def test_asked_when_told_a_kept_alive_silence_says_each_second_once_and_never_times_out(ping_s: float) -> None:
+    watch = StallWatch(10, 60, START)
+    now, said, next_ping = START, [], START + ping_s * 1000
+    while now < START + 900_000:
+        now += watch.next_check_s(now) * 1000
+        while next_ping <= now:  # the pings due by now, at their moments
+            watch.byte(next_ping)
+            next_ping += ping_s * 1000
+        out = watch.check(now)
+        assert not isinstance(out, TimedOut)
+        if out is not None:
+            said.append((out.waiting_s, out.connected))
+    assert [s for s, _ in said] == list(range(10, 901))
+    assert all(connected for s, connected in said if s >= ping_s)
 
 
 def test_the_limit_ends_it_whatever_was_shown() -> None:
@@ -205,13 +249,59 @@ def test_silence_before_the_first_byte_counts_too_and_a_short_threshold_is_taken
         ("chat.stall", 2), ("chat.stall", 3), ("chat.resume", None), ("chat.delta", None), ("chat.done", None)]
 
 
-def test_keep_alive_comments_are_bytes_not_a_stall() -> None:
+KEEP_ALIVE = b": keep-alive\n\n"
+#: A chunk that brings no text (a role, as Chat Completions opens): bytes, not progress.
+NO_TEXT = b'data: {"choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
+
+
+def reasoning(s: str) -> bytes:
+    return ('data: {"choices":[{"index":0,"delta":{"reasoning_content":"%s"}}]}\n\n' % s).encode()
+
+
+def test_a_model_thinking_silently_behind_keep_alives_is_connected_for_minutes_never_timed_out() -> None:
+    # The gateway's `: keep-alive` after each 15 s of silence, for 10 minutes; then the
+    # answer. The notice says the silence, connected (the headers came at once); the
+    # timeout never fires; the answer's first text ends the note.
     t = VirtualTime()
-    pings = [(9.0 * i, b": keep-alive\n\n") for i in range(1, 16)]
-    transport = ScriptedTransport(t, [*pings, (144, text("ok")), (144, END)])
+    pings = [(15.0 * i, KEEP_ALIVE) for i in range(1, 41)]
+    transport = ScriptedTransport(t, [*pings, (610, text("ok")), (610, END)])
     events = chat(t, transport)
-    assert [e["type"] for e in events] == ["chat.delta", "chat.done"]
-    assert seconds_since_start(t) >= 144
+    kinds = [e["type"] for e in events]
+    assert kinds == [*["chat.stall"] * 600, "chat.resume", "chat.delta", "chat.done"], kinds[-5:]
+    stalls = events[:600]
+    assert [e["waiting_s"] for e in stalls] == list(range(10, 610))
+    assert all(e["connected"] is True and e["since"] == START for e in stalls)
+    assert events[600]["stalled_s"] == 610
+    assert len(transport.sent) == 1 and seconds_since_start(t) == 610
+
+
+def test_a_silence_mid_answer_turns_connected_at_the_first_keep_alive_and_reasoning_is_progress() -> None:
+    t = VirtualTime()
+    script = [
+        *[(5.0 * i, reasoning(f"step {i}")) for i in range(8)],  # thinking aloud: no stall
+        (35, text("so")),
+        (50, KEEP_ALIVE), (52, NO_TEXT), (65, KEEP_ALIVE),
+        (70, text(" yes")), (70, END),
+    ]
+    events = chat(t, ScriptedTransport(t, script))
+    stalls = [e for e in events if e["type"] == "chat.stall"]
+    assert [e["waiting_s"] for e in stalls] == list(range(10, 35))
+    # Nothing in 10-14 s after the text: not said connected (the key is left out).
+    assert [("connected" in e) for e in stalls] == [False] * 5 + [True] * 20
+    assert {e["since"] for e in stalls} == {START + 35_000}
+    kinds = [e["type"] for e in events]
+    assert kinds[kinds.index("chat.resume") + 1:] == ["chat.delta", "chat.done"]
+    assert events[kinds.index("chat.resume")]["stalled_s"] == 35
+
+
+def test_a_connection_that_dies_after_a_keep_alive_still_times_out() -> None:
+    t = VirtualTime()
+    transport = ScriptedTransport(t, [(0, text("par")), (15, KEEP_ALIVE), (NEVER, END)])
+    events = chat(t, transport)
+    assert events[-1]["type"] == "chat.error" and events[-1]["error"]["code"] == "timeout"
+    assert events[-1]["error"]["partial"] == "par"
+    assert seconds_since_start(t) == 75  # 60 s after the last byte, not the last text
+    assert len(transport.sent) == 1
 
 
 def test_the_limit_ends_the_request_with_timeout_keeping_the_partial_text_and_no_retry() -> None:
