@@ -38,7 +38,14 @@ export function applyEvent(replies, msg) {
       replies.painter.showQuota(msg.quota);
       break;
     case 'chat.stall': // the core measures the silence (bridge/PROTOCOL.md, "Stalls and timeouts")
-      note(r.li, 'stall', stallText(msg));
+      // A connected silence is a model thinking. While the reply's thinking row is
+      // live it says just that ("Thinking… 42 s", its own timer): a second line with a
+      // second count would tell a person on a phone nothing new, take a line of a small
+      // screen and move what is under it. Once the answer began (the row says "Thought
+      // for N s" or is gone), the note says the model is still thinking. A silence with
+      // no byte at all is another matter, the connection may be gone: always said.
+      if (msg.connected && r.thinking?.shown && r.thinking.phase !== 'done') removeNote(r.li, 'stall');
+      else note(r.li, 'stall', stallText(msg));
       break;
     case 'chat.resume':
       removeNote(r.li, 'stall');

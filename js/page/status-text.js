@@ -40,9 +40,13 @@ export function statusText(status, message = '') {
   return `The server answered ${status}${said}`;
 }
 
-/** A `chat.stall`: the server has sent nothing for `waiting_s` seconds. */
+/** A `chat.stall`: no text for `waiting_s` seconds. `connected`: bytes (a keep-alive)
+ * came within that silence, so the server is there and its model is thinking; without
+ * it nothing at all came, and the connection may be stalled. */
 export function stallText(msg) {
-  return `still waiting for the server, ${Math.round(msg.waiting_s)} s`;
+  const s = Math.round(msg.waiting_s);
+  if (msg.connected) return `Still thinking… the server is connected (${s} s)`;
+  return `still waiting for the server, ${s} s`;
 }
 
 /** A `chat.reconnecting`: the connection was lost; the answer goes on on the server. */
