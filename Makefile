@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test test-fast lint deps protocol browser redis webkit lock clean bundle screenshots bench-% report
+.PHONY: run test test-fast lint deps protocol browser redis webkit fonts lock clean bundle screenshots bench-% report
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -63,6 +63,7 @@ browser:
 	@test -x $(CHROMIUM) -a -x $(HEADLESS_SHELL) || { \
 	  echo "installing Debian chromium and chromium-headless-shell"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell) >/dev/null; }
+	@$(MAKE) --no-print-directory fonts
 
 # Debian's redis-server, for the tests and benchmarks of gateways sharing limits and cache
 # references (`--redis`); they start their own instance on a free port, never a service.
@@ -79,6 +80,17 @@ webkit:
 	  && command -v Xvfb >/dev/null || { \
 	  echo "installing WebKitGTK 6.0 and Xvfb"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(WEBKIT_PACKAGES)) >/dev/null; }
+	@$(MAKE) --no-print-directory fonts
+
+# Debian's Noto CJK fonts (issue 44, item 6), for both engines: without them Chinese and
+# Japanese show as empty boxes in Chromium's and WebKitGTK's screenshots, and text is
+# measured with a fallback font no phone uses. Checked by the file, not by apt, so a
+# second run asks nothing.
+CJK_FONT := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
+fonts:
+	@test -f $(CJK_FONT) || { \
+	  echo "installing Debian fonts-noto-cjk"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk) >/dev/null; }
 
 # Re-pin the Python tree from requirements.in (needs the registry).
 lock:

@@ -25,6 +25,7 @@
 // `touched`; the next `save()` writes it.
 
 import { removeLegacy } from './store/db.js';
+import { plainText } from '../render/plain-text.js';
 import { newId, titleFrom } from './store/records.js';
 import { webStorage } from './storage.js';
 
@@ -183,7 +184,9 @@ export class ConversationStore extends EventTarget {
     this.touched.add(c);
     if (!this.conversations.has(c.id)) this.list(c);
     if (!c.title && role === 'user' && content.trim()) {
-      c.title = titleFrom(content);
+      // A title is plain text: the first prompt's markdown marks are taken out line by
+      // line (`**注意：**请看` → `注意：请看`, issue 44); a rename is kept as typed.
+      c.title = titleFrom(content.split('\n').map(plainText).join('\n'));
       this.emit('list');
     }
     return entry;

@@ -75,6 +75,13 @@ out.renamed = a.title;
 await flush(); await flush();
 out.pending = h.pending;
 
+// A title made from a first prompt shows no markdown marks (issue 44); a rename is kept.
+h.newChat();
+h.add('user', '**注意：**请看下面的代码。\\n这是**我想做的事。**');
+out.markdownTitle = h.title;
+h.rename(h.active.id, '**as typed**');
+out.renamedMarks = h.title;
+
 out.titleLong = titleFrom('word '.repeat(40));
 out.titleEmoji = titleFrom('😀'.repeat(70));
 out.meta = [validMeta({ id: 'x', title: 't', created: 1, updated: 2, extra: 1 }), validMeta({ id: 3 }), validMeta(null),
@@ -119,6 +126,8 @@ def test_search_delete_undo_rename(out: Any) -> None:
 
 
 def test_titles_records_and_files(out: Any) -> None:
+    assert out["markdownTitle"] == "注意：请看下面的代码。"
+    assert out["renamedMarks"] == "**as typed**"
     assert out["titleLong"].endswith("…") and len(out["titleLong"]) <= 61
     assert out["titleEmoji"] == "😀" * 60 + "…"
     assert out["meta"] == [{"id": "x", "title": "t", "created": 1, "updated": 2, "extra": 1}, None, None, None]
