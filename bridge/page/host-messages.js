@@ -176,6 +176,22 @@ function checkSettings(settings, fail) {
     if (level !== null && !REASONING_LEVELS.has(level)) fail(`settings.reasoning must be one of ${[...REASONING_LEVELS].join(', ')}, or null`);
     out.reasoning = level;
   }
+  // The page's language (a BCP 47 tag such as `zh-CN`), for a host whose app has its
+  // own language setting: the page's words follow it unless the person chose one in
+  // Settings (js/page/i18n.js; docs/page.md, "Languages"). Not sent to the model.
+  if ('locale' in settings) {
+    const tag = settings.locale;
+    if (tag !== null && typeof tag !== 'string') fail('settings.locale must be a BCP 47 language tag or null');
+    if (typeof tag === 'string') {
+      try {
+        out.locale = Intl.getCanonicalLocales(tag)[0];
+      } catch {
+        fail('settings.locale is not a BCP 47 language tag');
+      }
+    } else {
+      out.locale = null;
+    }
+  }
   if ('reasoning_summary' in settings) {
     const on = settings.reasoning_summary;
     if (on !== null && typeof on !== 'boolean') fail('settings.reasoning_summary must be a boolean or null');

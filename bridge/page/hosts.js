@@ -175,9 +175,15 @@ export function attachHosts(link, options = {}) {
       return;
     }
     if (type === 'settings.set') {
-      hostSettings = mergeSettings(hostSettings, request.settings);
-      out(channel, { type: 'settings.applied', id, settings: describeSettings(hostSettings) });
-      // The page shows what a host set where it shows it (the Thinking control's default).
+      // The locale is the page's, not the model's: kept apart, never in a request.
+      const { locale, ...settings } = request.settings;
+      if (locale !== undefined) link.hostLocale = locale;
+      hostSettings = mergeSettings(hostSettings, settings);
+      const applied = describeSettings(hostSettings);
+      if (link.hostLocale) applied.locale = link.hostLocale;
+      out(channel, { type: 'settings.applied', id, settings: applied });
+      // The page shows what a host set where it shows it (the Thinking control's default,
+      // the language: js/page/page.js).
       link.dispatchEvent?.(new Event('host-settings'));
       return;
     }

@@ -7,6 +7,7 @@
 
 import { ANTHROPIC_VERSION } from '../link/protocol.js';
 import { networkText, statusText } from './status-text.js';
+import { t } from './i18n.js';
 
 const TIMEOUT_MS = 10_000;
 
@@ -31,8 +32,8 @@ export async function testConnection(baseUrl, apiKey, api = 'chat_completions') 
   const models = Array.isArray(body?.data)
     ? body.data.map((m) => m?.id).filter((id) => typeof id === 'string').sort()
     : [];
-  if (!models.length) return { ok: true, models, text: 'Connected. The server lists no models: type the model\'s name.' };
-  return { ok: true, models, text: `Connected: ${models.length} model${models.length > 1 ? 's' : ''} available.` };
+  if (!models.length) return { ok: true, models, text: t('connection.noModels') };
+  return { ok: true, models, text: t('connection.models', { count: models.length }) };
 }
 
 /** The key's headers, as the core sends them with a chat (firsttoken.stream.dialects,

@@ -26,6 +26,7 @@
 
 import { removeLegacy } from './store/db.js';
 import { plainText } from '../render/plain-text.js';
+import { t } from './i18n.js';
 import { newId, titleFrom } from './store/records.js';
 import { webStorage } from './storage.js';
 
@@ -76,7 +77,7 @@ export class ConversationStore extends EventTarget {
 
   /** The open conversation's title ("New chat" until its first prompt). */
   get title() {
-    return this.active.title || UNTITLED;
+    return this.active.title || t('conversations.untitled');
   }
 
   /** Add a message to the open conversation (an answer starts empty and grows). The
@@ -413,7 +414,7 @@ export class ConversationStore extends EventTarget {
     }
     const found = [];
     for (const c of this.listed()) {
-      const inTitle = (c.title || UNTITLED).toLocaleLowerCase().includes(q);
+      const inTitle = (c.title || t('conversations.untitled')).toLocaleLowerCase().includes(q);
       let snippet = '';
       for (const m of c.entries ?? []) {
         const at = m.content.toLocaleLowerCase().indexOf(q);

@@ -6,7 +6,9 @@
 // (`#conversation-title`) and the document's title.
 
 import { exportConversation, fromJson } from './export.js';
-import { UNTITLED } from './conversation-store.js';
+import { locale, t } from './i18n.js';
+
+const untitled = () => t('conversations.untitled');
 
 const WIDE = '(min-width: 60rem)';
 const UNDO_MS = 8000;
@@ -25,8 +27,8 @@ function when(t) {
   const d = new Date(t);
   const today = new Date();
   return d.toDateString() === today.toDateString()
-    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
-    : d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+    ? d.toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleDateString(locale(), { month: 'short', day: 'numeric' });
 }
 
 export class ConversationList {
@@ -71,8 +73,9 @@ export class ConversationList {
     const search = document.createElement('input');
     search.type = 'search';
     search.className = 'conv-search';
-    search.placeholder = 'Search conversations';
-    search.setAttribute('aria-label', 'Search conversations');
+    search.placeholder = t('conversations.search');
+    search.setAttribute('aria-label', t('conversations.search'));
+    search.dir = 'auto';
     search.addEventListener('input', () => {
       clearTimeout(this.searchTimer);
       this.searchTimer = setTimeout(() => {
@@ -95,7 +98,7 @@ export class ConversationList {
     importFile.accept = '.json,application/json';
     importFile.hidden = true;
     importFile.className = 'conv-import-file';
-    const importButton = button('Import a conversation', 'conv-import');
+    const importButton = button(t('conversations.import'), 'conv-import');
     importButton.addEventListener('click', () => importFile.click());
     const importNote = document.createElement('p');
     importNote.className = 'conv-import-note';
@@ -162,7 +165,7 @@ export class ConversationList {
     const { list, empty } = this.els;
     list.replaceChildren(...found.map(({ conversation, snippet }) => this.item(conversation, snippet)));
     empty.hidden = found.length > 0;
-    empty.textContent = this.query.trim() ? 'No conversations found.' : 'No conversations yet.';
+    empty.textContent = this.query.trim() ? t('conversations.noneFound') : t('conversations.none');
     this.panel.dataset.count = String(found.length);
     this.showTitle();
   }
@@ -174,7 +177,8 @@ export class ConversationList {
     const open = button('', 'conv-open');
     const name = document.createElement('span');
     name.className = 'conv-title';
-    name.textContent = c.title || UNTITLED;
+    name.textContent = c.title || untitled();
+    name.dir = 'auto';
     const time = document.createElement('span');
     time.className = 'conv-when';
     time.textContent = when(c.updated);
@@ -189,9 +193,9 @@ export class ConversationList {
     open.addEventListener('click', async () => {
       this.settle();
       if (await this.store.open(c.id)) this.afterChoice();
-      else this.say(`“${c.title || UNTITLED}” could not be read, and was left out.`);
+      else this.say(t('conversations.unreadable', { title: c.title || untitled() }));
     });
-    const more = button('⋯', 'conv-more', `Actions for ${c.title || UNTITLED}`);
+    const more = button('⋯', 'conv-more', t('conversations.actionsFor', { title: c.title || untitled() }));
     const expanded = this.expanded === c.id;
     more.setAttribute('aria-expanded', String(expanded));
     more.addEventListener('click', () => {
@@ -206,10 +210,10 @@ export class ConversationList {
   actions(c, li, _name) {
     const row = document.createElement('div');
     row.className = 'conv-actions';
-    const rename = button('Rename', 'conv-rename');
-    const markdown = button('Export as Markdown', 'conv-export');
-    const json = button('Export as JSON', 'conv-export');
-    const del = button('Delete conversation', 'conv-delete');
+    const rename = button(t('conversations.rename'), 'conv-rename');
+    const markdown = button(t('conversations.exportMarkdown'), 'conv-export');
+    const json = button(t('conversations.exportJson'), 'conv-export');
+    const del = button(t('conversations.delete'), 'conv-delete');
     rename.addEventListener('click', () => this.rename(c, li));
     markdown.addEventListener('click', () => this.export(c, 'md'));
     json.addEventListener('click', () => this.export(c, 'json'));
@@ -225,7 +229,8 @@ export class ConversationList {
     input.type = 'text';
     input.className = 'conv-rename-input';
     input.value = c.title || '';
-    input.setAttribute('aria-label', 'Conversation title');
+    input.setAttribute('aria-label', t('conversations.titleField'));
+    input.dir = 'auto';
     input.maxLength = 200;
     let done = false;
     const finish = (keep) => {
@@ -264,10 +269,10 @@ export class ConversationList {
     this.settle();
     try {
       const c = this.store.importConversation(fromJson(await file.text()));
-      this.els.importNote.textContent = `Imported “${c.title || UNTITLED}”.`;
+      this.els.importNote.textContent = t('conversations.imported', { title: c.title || untitled() });
       this.afterChoice();
     } catch (e) {
-      this.els.importNote.textContent = `Could not import ${file.name}: ${e.message}`;
+      this.els.importNote.textContent = t('conversations.importFailed', { name: file.name, message: e.message });
     }
   }
 
@@ -277,8 +282,8 @@ export class ConversationList {
     this.store.delete(c.id);
     const { toast } = this.els;
     const text = document.createElement('span');
-    text.textContent = `Deleted “${c.title || UNTITLED}”.`;
-    const undo = button('Undo', 'conv-undo');
+    text.textContent = t('conversations.deleted', { title: c.title || untitled() });
+    const undo = button(t('conversations.undo'), 'conv-undo');
     undo.addEventListener('click', () => {
       this.store.undo();
       this.hideToast();
@@ -317,7 +322,7 @@ export class ConversationList {
   showStore() {
     const memory = this.store.store === 'memory';
     this.panel.dataset.store = this.store.store;
-    this.say(memory ? 'Not saved on this device: conversations are kept until this page closes.' : '');
+    this.say(memory ? t('conversations.memoryOnly') : '');
   }
 
   /** A quiet line under the list (a polite status). */

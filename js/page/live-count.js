@@ -10,6 +10,8 @@
 // conversation: an empty one clears them), and `data-pending` while a newer count is on
 // its way, for hosts and tests to wait on. Not styled: it is set on every keystroke.
 
+import { t } from './i18n.js';
+
 const DEBOUNCE_MS = 120;
 
 export class LiveCount {
@@ -51,7 +53,7 @@ export class LiveCount {
     if (msg.id !== `c${this.seq}`) return; // a newer count is on its way
     delete this.el.dataset.pending;
     if (typeof msg.tokens !== 'number' || typeof msg.budget !== 'number') return;
-    this.el.textContent = `${msg.exact ? '' : '≈ '}${msg.tokens.toLocaleString('en')} / ${msg.budget.toLocaleString('en')} tokens`;
+    this.el.textContent = t(msg.exact ? 'composer.tokens' : 'composer.tokensEstimated', { count: msg.tokens, budget: msg.budget });
     this.el.dataset.tokens = String(msg.tokens);
     this.el.dataset.exact = String(msg.exact);
     this.el.classList.toggle('over', msg.tokens > msg.budget);

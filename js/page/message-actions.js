@@ -10,11 +10,10 @@
 
 import { copyText } from '../render/clipboard.js';
 import { SETTLED, promptOf } from './conversation.js';
+import { t } from './i18n.js';
 import { copied, detailsAction, editInPlace, note, removeNote, setActions } from './messages.js';
 import { describeError } from './status-text.js';
 
-const WAITING = 'Waiting for a connection…';
-const CUT = 'The model spent its whole budget thinking, and had no room left to answer.';
 
 // How much room "Continue with more room" asks for: twice what the cut answer spent
 // (its `completion_tokens`, which reached the limit; else the limit it was given, else
@@ -43,22 +42,22 @@ export class MessageActions {
     const actions = [];
     if (entry.content) actions.push(this.copyAction(entry));
     if (entry.state === 'queued') {
-      note(li, 'outbox', WAITING);
+      note(li, 'outbox', t('message.waitingConnection'));
     } else if (entry.state === 'done' && entry.cut && !entry.content) {
       // Cut while thinking: never an empty bubble. Its thinking row (above) holds what
       // it thought; this says why there is no answer, and one tap asks again, once,
       // with more room.
-      note(li, 'error', CUT).classList.add('cut');
+      note(li, 'error', t('message.cut')).classList.add('cut');
       const room = moreRoom(entry);
-      actions.push({ name: 'Continue with more room', sends: true, run: () => this.again(entry, { maxTokens: room }) });
+      actions.push({ name: t('message.continue'), sends: true, run: () => this.again(entry, { maxTokens: room }) });
     } else if (entry.state === 'done') {
-      actions.push({ name: 'Regenerate', sends: true, run: () => this.again(entry) });
+      actions.push({ name: t('message.regenerate'), sends: true, run: () => this.again(entry) });
     } else if (SETTLED.has(entry.state)) {
       const why = entry.state === 'interrupted'
-        ? 'This answer was interrupted.'
+        ? t('message.interrupted')
         : describeError(error ?? { code: 'aborted' }, { baseUrl: this.replies.settings.baseUrl });
       note(li, 'error', why);
-      actions.push({ name: 'Retry', sends: true, run: () => this.again(entry) });
+      actions.push({ name: t('message.retry'), sends: true, run: () => this.again(entry) });
     }
     const details = detailsAction(li);
     if (details) actions.push(details);
@@ -69,12 +68,12 @@ export class MessageActions {
   showPromptActions(entry, li) {
     setActions(li, [
       this.copyAction(entry),
-      { name: 'Edit', sends: true, run: () => editInPlace(li, entry.content, (text) => this.edit(entry, text)) },
+      { name: t('message.edit'), sends: true, run: () => editInPlace(li, entry.content, (text) => this.edit(entry, text)) },
     ], { busy: this.replies.busy });
   }
 
   copyAction(entry) {
-    return { name: 'Copy', run: (button) => copyText(entry.content).then((ok) => copied(button, ok)) };
+    return { name: t('message.copy'), run: (button) => copyText(entry.content).then((ok) => copied(button, ok)) };
   }
 
   /** Regenerate or Retry the answer `entry`: the same turn goes out again as a new

@@ -5,6 +5,7 @@
 
 import { isImageUrl } from './attachments.js';
 import { EndFollower } from './follow.js';
+import { t } from './i18n.js';
 
 export class MessageList {
   /** `list`: the <ol> of messages; `scroller`: the element that scrolls; `answers`: how
@@ -47,10 +48,14 @@ export class MessageList {
     // Who said it, for screen readers (read before the text; shown by the layout).
     const who = document.createElement('span');
     who.className = 'who';
-    who.textContent = role === 'user' ? 'You said:' : 'Answer:';
+    who.textContent = role === 'user' ? t('message.youSaid') : t('message.answer');
     li.append(who);
     const content = document.createElement('div');
     content.className = role === 'assistant' ? 'content md' : 'content';
+    // Each block finds its own direction from its first strong character (issue 44):
+    // an Arabic or Hebrew message reads right to left, its code blocks stay left to
+    // right (render.css sets `direction: ltr` on pre).
+    content.dir = 'auto';
     li.append(content);
     if (replacing?.isConnected) replacing.replaceWith(li);
     else this.list.append(li);
@@ -84,13 +89,13 @@ export class MessageList {
 function imageList(images) {
   const list = document.createElement('ul');
   list.className = 'msg-images';
-  list.setAttribute('aria-label', images.length === 1 ? 'An image' : `${images.length} images`);
+  list.setAttribute('aria-label', t('message.images', { count: images.length }));
   for (const image of images) {
     if (!isImageUrl(image?.url)) continue;
     const li = document.createElement('li');
     const img = document.createElement('img');
     img.src = image.url;
-    img.alt = `Image, ${image.width}×${image.height}`;
+    img.alt = t('message.image', { width: image.width, height: image.height });
     img.decoding = 'async';
     li.append(img);
     list.append(li);
@@ -134,7 +139,7 @@ export function setActions(li, actions, { busy = false } = {}) {
   const group = document.createElement('div');
   group.className = 'msg-actions';
   group.setAttribute('role', 'group');
-  group.setAttribute('aria-label', li.dataset.role === 'user' ? 'Your message' : 'Answer');
+  group.setAttribute('aria-label', li.dataset.role === 'user' ? t('message.yourMessage') : t('message.answerGroup'));
   for (const { name, run, sends = false, controls = null } of actions) {
     const button = document.createElement('button');
     button.type = 'button';
@@ -164,7 +169,7 @@ export function detailsAction(li) {
   if (!line) return null;
   line.id ||= `metrics-${li.dataset.id}`;
   return {
-    name: 'Details',
+    name: t('message.details'),
     controls: line.id,
     run: (button) => {
       const open = li.dataset.details !== 'open';
@@ -178,7 +183,7 @@ export function detailsAction(li) {
 /** A "Retry" button under a failed answer (the only action it has); `retry()` runs
  * once, on a click (never by itself), and the button goes. */
 export function offerRetry(li, retry) {
-  const group = setActions(li, [{ name: 'Retry', sends: true, run: () => { group.remove(); retry(); } }]);
+  const group = setActions(li, [{ name: t('message.retry'), sends: true, run: () => { group.remove(); retry(); } }]);
   return group.firstChild;
 }
 
@@ -190,14 +195,14 @@ export function offerRetry(li, retry) {
 export function copied(button, ok) {
   const li = button.closest('.msg');
   li.dataset.copied = String(ok);
-  const el = note(li, 'copied', ok ? 'Copied' : 'Could not copy: select the text instead.');
+  const el = note(li, 'copied', ok ? t('message.copied') : t('message.copyFailed'));
   el.setAttribute('role', 'status');
   el.classList.toggle('unseen', ok);
   clearTimeout(button.copiedTimer);
   if (!ok) return;
   button.dataset.label ??= button.textContent;
   button.style.minWidth = `${button.offsetWidth}px`; // never narrower meanwhile
-  button.textContent = 'Copied';
+  button.textContent = t('message.copied');
   button.copiedTimer = setTimeout(() => {
     button.textContent = button.dataset.label;
     button.style.minWidth = '';
@@ -215,13 +220,14 @@ export function editInPlace(li, text, save) {
   const area = document.createElement('textarea');
   area.value = text;
   area.rows = Math.min(12, Math.max(2, text.split('\n').length));
-  area.setAttribute('aria-label', 'Edit message');
+  area.setAttribute('aria-label', t('message.editLabel'));
+  area.dir = 'auto';
   const saveButton = document.createElement('button');
   saveButton.type = 'submit';
-  saveButton.textContent = 'Save';
+  saveButton.textContent = t('message.save');
   const cancel = document.createElement('button');
   cancel.type = 'button';
-  cancel.textContent = 'Cancel';
+  cancel.textContent = t('message.cancel');
   const buttons = document.createElement('div');
   buttons.className = 'edit-buttons';
   buttons.append(cancel, saveButton);

@@ -5,7 +5,7 @@
 // page does: a prompt sent then goes to the outbox (outbox.js) instead of failing after
 // four retries. https://html.spec.whatwg.org/multipage/system-state.html#dom-navigator-online
 
-const TEXT = 'You are offline. Messages you send will wait and go out when the connection is back.';
+import { t } from './i18n.js';
 
 export class Connection extends EventTarget {
   /** Emits `online` when the connection returns. The banner goes just before the
@@ -20,7 +20,7 @@ export class Connection extends EventTarget {
     this.banner.setAttribute('role', 'status');
     before.before(this.banner);
     const update = () => {
-      this.banner.textContent = this.online ? '' : TEXT;
+      this.banner.textContent = this.online ? '' : t('offline.notice');
       win.document.documentElement.dataset.online = String(this.online);
     };
     win.addEventListener('offline', update);

@@ -26,6 +26,8 @@ import { StorageNotice } from './storage.js';
 import { Theme } from './theme.js';
 import { ThinkingControl } from './thinking-control.js';
 import { Warmer } from './warm.js';
+import { setHostLocale, t, translateDocument } from './i18n.js';
+import { languageField } from './language-field.js';
 import { early as storedConversations } from './store/db.js';
 
 /** Start the page. `answers` renders answers: `open(container)` gives a stream with
@@ -39,7 +41,12 @@ export function startPage({ answers, link = pageLink } = {}) {
     chat: $('chat'), messages: $('messages'), jump: $('jump'), status: $('status'), modelName: $('model-name'),
     form: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'), count: $('count'),
   };
-  new StorageNotice({ before: els.chat });
+  // The page's own words in the reader's language first (i18n.js): <html lang>, labels.
+  translateDocument(document);
+  languageField($('language'));
+  // A host's `settings.set` may name a locale (bridge/PROTOCOL.md, "Settings").
+  link.addEventListener?.('host-settings', () => setHostLocale(link.hostLocale ?? null));
+  new StorageNotice({ before: els.chat, say: t });
   new Theme($('theme'));
   const composer = new Composer(els.form, els.prompt);
   const store = new ConversationStore();
@@ -95,7 +102,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     link, view, store, settings, header: els, onRequest: () => warmer.used(),
     // Screen readers hear "Thinking" once per answer, as its row appears; the row's
     // seconds are hidden from them (thinking.js).
-    onThinking: () => announce('Thinking'),
+    onThinking: () => announce(t('status.thinking')),
     connection: new Connection({ before: els.chat }),
     onBusy: (busy) => showSendOrStop(els, busy),
     onSettled: (li, state, msg) => {
@@ -119,13 +126,13 @@ export function startPage({ answers, link = pageLink } = {}) {
   };
   const settled = (li, state, msg) => {
     if (state === 'done') {
-      announce('Answer finished');
-      connection('ready', 'Connected');
+      announce(t('status.finished'));
+      connection('ready', t('connection.connected'));
     } else if (state === 'stopped') {
-      announce('Stopped');
+      announce(t('status.stopped'));
     } else {
       announce(li?.querySelector(':scope > .error')?.textContent || 'The answer failed');
-      if (msg?.error?.code === 'network') connection('offline', 'Cannot reach the server');
+      if (msg?.error?.code === 'network') connection('offline', t('connection.unreachable'));
     }
   };
 
@@ -142,14 +149,14 @@ export function startPage({ answers, link = pageLink } = {}) {
   });
   link.addEventListener('failed', (e) => {
     document.documentElement.dataset.python = 'failed';
-    connection('failed', `Python failed to start: ${e.detail.message}`);
-    announce('Python failed to start');
+    connection('failed', t('boot.failed', { message: e.detail.message }));
+    announce(t('boot.failedShort'));
   });
   link.addEventListener('message', (e) => {
     const msg = e.detail;
     if (msg.type === 'ready') {
       document.documentElement.dataset.python = 'ready';
-      connection('ready', 'Ready');
+      connection('ready', t('boot.ready'));
       const boot = describeBoot(link.boot);
       els.bootTimings.textContent = boot;
       // Until a reply has its figures there (one sent through the gateway while Python
@@ -170,7 +177,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     const text = els.prompt.value.trim();
     if ((!text && !attachments.images.length) || replies.busy) return; // one answer at a time: the draft waits
     if (attachments.pending) {
-      attachments.say('An image is still being prepared: send once its thumbnail shows.');
+      attachments.say(t('composer.imagePending'));
       return;
     }
     conversations.settle();

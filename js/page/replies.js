@@ -28,6 +28,7 @@ import { conversation, newEntryId, promptOf, wellFormed } from './conversation.j
 import { EarlySend, sendsEarly } from './early-send.js';
 import { MessageActions } from './message-actions.js';
 import { note } from './messages.js';
+import { t } from './i18n.js';
 import { Outbox } from './outbox.js';
 import { OutboxSender } from './outbox-sender.js';
 import { Reply } from './reply.js';
@@ -199,7 +200,7 @@ export class Replies {
     const sent = now();
     const thinking = new ThinkingRow(li, this.view.answers, { since: sent });
     this.onThinking(li);
-    if (!this.link.ready && !early) note(li, 'note', 'Waiting for Python to start…');
+    if (!this.link.ready && !early) note(li, 'note', t('reply.waitingPython'));
     const metrics = new ReplyMetrics(id, sent);
     this.live.set(id, {
       reply: new Reply(id, entry), li, userLi, userEntry, stream, metrics, store, conversation: this.shown,
@@ -252,7 +253,7 @@ export class Replies {
       thinking = new ThinkingRow(li, this.view.answers, { phase: 'done', reasoning: entry.reasoning, ms: entry.reasoning_ms, live: true });
     }
     li.dataset.resumed = 'true';
-    note(li, 'note', 'Reconnecting…');
+    note(li, 'note', t('reply.reconnecting'));
     const metrics = new ReplyMetrics(id, now());
     this.live.set(id, {
       reply, li, userLi: this.elements.get(userEntry), userEntry, stream, metrics, store: this.store,
@@ -306,13 +307,13 @@ export class Replies {
   /** Python's boot got this far: a prompt sent early says so while it waits. */
   booting(text) {
     if (this.link.ready) return;
-    for (const r of this.live.values()) if (!r.early) note(r.li, 'note', `Waiting for Python: ${text}`);
+    for (const r of this.live.values()) if (!r.early) note(r.li, 'note', t('reply.waitingPythonText', { text }));
   }
 
   /** Python is ready: prompts that waited for it are on their way (those sent through
    * the gateway meanwhile stream on as they were). */
   pythonReady() {
-    for (const r of this.live.values()) if (!r.early) note(r.li, 'note', 'Sending…');
+    for (const r of this.live.values()) if (!r.early) note(r.li, 'note', t('reply.sending'));
   }
 }
 

@@ -5,6 +5,7 @@
 // as the API the chat speaks wants it.
 
 import { testConnection } from './connection.js';
+import { t } from './i18n.js';
 
 export class SettingsSheet {
   /** `els`: {dialog, form, open, test, result, models (the <datalist>), help, openHelp};
@@ -61,7 +62,7 @@ export class SettingsSheet {
     }
     test.disabled = true;
     result.dataset.ok = '';
-    result.textContent = 'Testing…';
+    result.textContent = t('settings.testing');
     try {
       const outcome = await testConnection(this.settings.baseUrl, this.settings.apiKey, this.settings.dialect);
       result.dataset.ok = String(outcome.ok);

@@ -15,17 +15,19 @@
 
 import { APIS, MODEL_APIS } from '../link/protocol.js';
 import { webStorage } from './storage.js';
+import { t } from './i18n.js';
 
 const KEY = 'firsttoken.settings.v1';
 const API_KEY = 'firsttoken.api_key';
 export const DEFAULT_MODEL = 'firsttoken-sim';
 
-/** The compression levels of firsttoken.compress (LEVELS there), in one line each. */
+/** The compression levels of firsttoken.compress (LEVELS there): the catalogue key of
+ * each one's line (i18n.js). */
 export const COMPRESSION = {
-  off: 'Prompts go out exactly as typed.',
-  safe: 'Minifies pretty JSON and squeezes table padding and extra spaces. Meaning never changes.',
-  balanced: 'Also drops comments and blank lines in code, and text pasted twice. Recommended.',
-  max: 'Also drops docstrings, doc comments and licence headers in code.',
+  off: 'settings.compressOffHint',
+  safe: 'settings.compressSafeHint',
+  balanced: 'settings.compressBalancedHint',
+  max: 'settings.compressMaxHint',
 };
 
 /** The API dialects (js/link/protocol.js `APIS`), as the Settings sheet names them. */
@@ -62,10 +64,10 @@ export function parseBaseUrl(text) {
   try {
     url = new URL(value);
   } catch {
-    return { error: 'Include the scheme, for example https://api.openai.com/v1' };
+    return { error: t('settings.schemeMissing') };
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    return { error: 'Use an http:// or https:// address.' };
+    return { error: t('settings.httpOnly') };
   }
   return { url: url.href.replace(/\/$/, '') };
 }
@@ -151,13 +153,12 @@ export class Settings extends EventTarget {
     const { apiHint } = this.fields;
     if (!apiHint) return;
     apiHint.textContent = this.api
-      ? 'Every request uses this API, whatever the model.'
-      : `Now ${API_NAMES[this.dialect]} (for ${this.model}). Claude models use Anthropic Messages;`
-        + ' the pro and codex models, Responses; others, Chat Completions.';
+      ? t('settings.apiFixed')
+      : t('settings.apiNow', { api: API_NAMES[this.dialect], model: this.model });
   }
 
   hint() {
-    if (this.fields.compressHint) this.fields.compressHint.textContent = COMPRESSION[this.fields.compress.value] || '';
+    if (this.fields.compressHint) this.fields.compressHint.textContent = Object.hasOwn(COMPRESSION, this.fields.compress.value) ? t(COMPRESSION[this.fields.compress.value]) : '';
   }
 
   /** Validate the base URL field; keep it if valid (`keep`), else say what is wrong. */

@@ -85,21 +85,21 @@ export function onRefused(fn) {
 // What the user loses, by what was refused: settings and conversations are what a user
 // would miss on the next visit. sessionStorage alone (the key, which dies with the tab
 // anyway) is not announced.
-const KEPT_NOTHING = 'Nothing is kept on this device: this browser does not let this page store anything, so your settings and conversations last until it closes.';
-const KEPT_NO_CONVERSATIONS = 'Conversations are not kept on this device: this browser does not let this page store them, so they last until it closes.';
+// (The words are the caller's, in the reader's language: `say(key)`, i18n.js's `t`,
+// which itself reads localStorage through this module, so it is not imported here.)
 
 /** The quiet line that says so: a `role=status` region placed before `before`, filled
  * once something the user would miss was refused (a region shown with its text already
  * in it may not be read, so it is there from the start, empty). `<html data-storage>`
  * is 'memory' from then on. */
 export class StorageNotice {
-  constructor({ before, doc = document } = {}) {
+  constructor({ before, doc = document, say = (key) => key } = {}) {
     this.line = doc.createElement('div');
     this.line.className = 'storage-notice';
     this.line.setAttribute('role', 'status');
     before.before(this.line);
     onRefused(() => {
-      const lost = refused.has('localStorage') ? KEPT_NOTHING : refused.has('indexedDB') ? KEPT_NO_CONVERSATIONS : '';
+      const lost = refused.has('localStorage') ? say('storage.nothing') : refused.has('indexedDB') ? say('storage.noConversations') : '';
       if (!lost || this.line.textContent === lost) return;
       doc.documentElement.dataset.storage = 'memory';
       this.line.textContent = lost;

@@ -5,10 +5,12 @@
 // user chose ('system', 'light' or 'dark').
 
 import { webStorage } from './storage.js';
+import { onLocaleChange, t } from './i18n.js';
 
 const KEY = 'firsttoken.theme';
 const CHOICES = ['system', 'light', 'dark'];
-const NAMES = { system: 'system', light: 'light', dark: 'dark' };
+/** @type {Record<string, import('./i18n.js').Key>} */
+const NAMES = { system: 'theme.system', light: 'theme.light', dark: 'theme.dark' };
 
 export class Theme {
   constructor(button, { root = document.documentElement, storage = webStorage('localStorage') } = {}) {
@@ -24,6 +26,7 @@ export class Theme {
     this.dark.addEventListener('change', () => this.apply());
     button?.addEventListener('click', () => this.set(CHOICES[(CHOICES.indexOf(this.choice) + 1) % CHOICES.length]));
     this.apply();
+    onLocaleChange(() => this.apply());
   }
 
   set(choice) {
@@ -45,8 +48,8 @@ export class Theme {
     this.root.style.colorScheme = this.current;
     if (this.button) {
       const next = CHOICES[(CHOICES.indexOf(this.choice) + 1) % CHOICES.length];
-      this.button.setAttribute('aria-label', `Theme: ${NAMES[this.choice]}`);
-      this.button.title = `Theme: ${NAMES[this.choice]} (switch to ${NAMES[next]})`;
+      this.button.setAttribute('aria-label', t('theme.label', { name: t(NAMES[this.choice]) }));
+      this.button.title = t('theme.title', { name: t(NAMES[this.choice]), next: t(NAMES[next]) });
     }
   }
 }

@@ -14,13 +14,16 @@
 // A host sets the default (`settings.set` with `reasoning`: bridge/page/hosts.js); the
 // person's own choice here, for a conversation, wins over it.
 
-/** The levels, in the order the menu offers them, with what each means in one line. */
+import { onLocaleChange, t } from './i18n.js';
+
+/** The levels, in the order the menu offers them, with the catalogue keys (i18n.js) of
+ * each one's name and what it means in one line. */
 export const LEVELS = {
-  auto: ['Auto', 'As the model thinks by default'],
-  off: ['Off', 'Answer at once, where the model allows it'],
-  low: ['Low', 'Think briefly'],
-  medium: ['Medium', 'Think it through'],
-  high: ['High', 'Think longest: slower, and costs more'],
+  auto: ['thinking.auto', 'thinking.autoHint'],
+  off: ['thinking.off', 'thinking.offHint'],
+  low: ['thinking.low', 'thinking.lowHint'],
+  medium: ['thinking.medium', 'thinking.mediumHint'],
+  high: ['thinking.high', 'thinking.highHint'],
 };
 
 /** The Thinking level of `conversation` (a ConversationStore's active one, or any
@@ -43,10 +46,12 @@ export class ThinkingControl {
       item.dataset.level = level;
       const title = document.createElement('span');
       title.className = 'level';
-      title.textContent = name;
+      title.textContent = t(name);
+      title.dataset.key = name;
       const line = document.createElement('span');
       line.className = 'hint';
-      line.textContent = hint;
+      line.textContent = t(hint);
+      line.dataset.key = hint;
       item.append(title, line);
       item.addEventListener('click', () => this.choose(level));
       return item;
@@ -59,6 +64,10 @@ export class ThinkingControl {
       if (!menu.hidden && !menu.contains(e.target) && !button.contains(e.target)) this.setOpen(false, false);
     });
     store.addEventListener?.('switch', () => this.show());
+    onLocaleChange(() => {
+      for (const el of menu.querySelectorAll('[data-key]')) el.textContent = t(el.dataset.key);
+      this.show();
+    });
     this.show();
   }
 
@@ -69,13 +78,13 @@ export class ThinkingControl {
 
   show() {
     const { level } = this;
-    let [name] = LEVELS[level];
+    let name = t(LEVELS[level][0]);
     // Auto, where a host set a default level: the level the app's requests go with.
     const host = this.hostLevel();
     const label = level === 'auto' && host && host !== 'auto' && Object.hasOwn(LEVELS, host)
-      ? `Auto (${(name = LEVELS[host][0])})` : name;
+      ? t('thinking.autoWith', { level: (name = t(LEVELS[host][0])) }) : name;
     this.button.querySelector('.level').textContent = name;
-    this.button.setAttribute('aria-label', `Thinking: ${label}`);
+    this.button.setAttribute('aria-label', t('thinking.label', { level: label }));
     this.button.dataset.level = level;
     for (const item of this.items) item.setAttribute('aria-checked', String(item.dataset.level === level));
   }

@@ -30,6 +30,8 @@
 // - Screen readers hear "Thinking" once (page.js says it on the status line at Send);
 //   the seconds and the preview are aria-hidden, and the row is no live region.
 
+import { t } from './i18n.js';
+
 /** How much of the newest reasoning the preview looks at for its last line. */
 const PREVIEW_TAIL = 240;
 const PREVIEW_CHARS = 160;
@@ -74,7 +76,8 @@ export class ThinkingRow {
     // scrollable-region-focusable): its own tab stop, named for screen readers.
     this.body.tabIndex = 0;
     this.body.setAttribute('role', 'group');
-    this.body.setAttribute('aria-label', 'What the model thought');
+    this.body.setAttribute('aria-label', t('thinking.body'));
+    this.body.dir = 'auto';
     this.el.append(this.toggle, this.body);
     this.toggle.addEventListener('click', () => this.setOpen(this.body.hidden));
     li.insertBefore(this.el, li.querySelector(':scope > .content'));
@@ -101,12 +104,12 @@ export class ThinkingRow {
     // Nothing to show until reasoning came: the button says so rather than open empty.
     if (phase === 'waiting') this.toggle.setAttribute('aria-disabled', 'true');
     else this.toggle.removeAttribute('aria-disabled');
-    if (phase !== 'done') this.label.textContent = 'Thinking…';
+    if (phase !== 'done') this.label.textContent = t('thinking.thinking');
   }
 
   /** The seconds since the thinking began (aria-hidden: not re-announced). */
   tick() {
-    this.time.textContent = `${Math.max(0, Math.floor((now() - this.since) / 1000))} s`;
+    this.time.textContent = t('thinking.seconds', { s: Math.max(0, Math.floor((now() - this.since) / 1000)) });
   }
 
   /** More reasoning was painted; `all`: the whole reasoning so far. */
@@ -141,7 +144,7 @@ export class ThinkingRow {
     this.stopTimer();
     this.setPhase('done');
     const s = Number.isFinite(ms) ? Math.max(1, Math.round(ms / 1000)) : null;
-    this.label.textContent = s === null ? 'Thought' : `Thought for ${s} s`;
+    this.label.textContent = s === null ? t('thinking.thought') : t('thinking.thoughtFor', { s });
     this.time.textContent = '';
     this.preview.textContent = '';
     this.el.dataset.ms = Number.isFinite(ms) ? String(Math.round(ms)) : '';

@@ -12,6 +12,7 @@
 // replaces the block's text, so a bug there can never put markup from a model on the page.
 
 import { copyText } from './clipboard.js';
+import { t } from '../page/i18n.js';
 import { highlightHTML, languageOf } from './highlighter.js';
 
 // Past this size a block is left as plain text: putting its spans in would be one long
@@ -58,7 +59,7 @@ function wrap(pre, lang) {
   const copy = document.createElement('button');
   copy.type = 'button';
   copy.className = 'md-code-copy';
-  copy.textContent = 'Copy code';
+  copy.textContent = t('code.copy');
   bar.append(label, copy);
   block.append(bar, pre);
   return block;
