@@ -344,6 +344,10 @@ def main() -> None:
     peer_runs: dict[str, list[dict[str, Any]]] = {api: [] for api in apis}
     empty = 0
     cut_replies = 0
+    # How each API's short reply ended. On Messages the core keeps max_tokens at least
+    # 1,024 above the thinking budget (Anthropic refuses less), and the built-in model
+    # thinks within its budget, so that reply is not cut while thinking: said, not hidden.
+    cut_finish: dict[str, str | None] = {}
     with gateway("--log-level", "warning", "--rpm", "100000", "--tpm", "100000000") as direct, \
             shaped_url(direct, None, tls=True) as (url, link), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -376,7 +380,10 @@ def main() -> None:
                 phone = Phone(pw, browser, url, api, False, max_tokens=args.cut_max_tokens)
                 phones[api, False] = phone
                 run = phone.reply(PROMPT)
-                cut_replies += 1
+                cut_finish[api] = run["finish"]
+                if run["finish"] == "length":
+                    cut_replies += 1
+                # Any reply that ends with nothing to read counts, cut or not.
                 empty += 0 if run["readable"] else 1
                 print(f"{api} cut while thinking: finish {run['finish']}, readable {run['readable']}", flush=True)
         finally:
@@ -425,6 +432,7 @@ def main() -> None:
         "answer_markdown_shift": round(sum(s["answer_markdown_shift"] for s in every), 4),
         "empty_bubbles": empty,
         "cut_replies": cut_replies,
+        "cut_finish": cut_finish,
         "by_api": by_api,
         "profile": args.profile,
         "cpu_throttle": THROTTLE,
