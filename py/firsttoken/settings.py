@@ -34,7 +34,8 @@ class ChatSettings:
     compress: str = "balanced"
     #: The model's context window, when the user knows better than our table.
     context_window: int | None = None
-    #: Seconds without a byte after which the reply says it is still waiting (`chat.stall`).
+    #: Seconds without text (answer or reasoning) after which the reply says it is still
+    #: waiting (`chat.stall`, `connected` when bytes such as keep-alives came meanwhile).
     stall_notice_s: float = 10.0
     #: Seconds without a byte after which the request ends with `timeout`.
     stall_timeout_s: float = 60.0

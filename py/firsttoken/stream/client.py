@@ -189,7 +189,8 @@ class Response:
 @dataclass(frozen=True, slots=True)
 class BytesSeen:
     """A network chunk arrived, text in it or not (a keep-alive comment is one): the
-    connection is alive (`firsttoken.stall`). Comes before the chunk's `Text`."""
+    connection is alive (`firsttoken.stall`'s byte clock; a `Text` is progress, its other
+    clock). Comes before the chunk's `Text`."""
 
 
 @dataclass(frozen=True, slots=True)
