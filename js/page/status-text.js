@@ -1,43 +1,49 @@
 // @ts-check
 // What the page says about a reply's progress and failures, and about the quota: the
-// words only, for messages.js to show.
+// words only, for messages.js to show, in the reader's language (i18n.js). Each message
+// is one whole template: a server's own words go in as a value, never a sentence made
+// of pieces.
 
+import { formatNumber, t } from './i18n.js';
+
+/** `s` seconds, as the locale writes them: "2.5 s", "42 s"; "2.5 秒". */
 export function seconds(s) {
-  return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
+  const n = s < 10 ? formatNumber(s, { minimumFractionDigits: 1, maximumFractionDigits: 1 }) : formatNumber(Math.round(s));
+  return t('thinking.seconds', { s: n });
 }
 
 /** A `chat.error`'s (or `error`'s) `error` object, for people: what happened and what to
  * do about it. `baseUrl`: where the request went (a network error names it). */
 export function describeError(error, { baseUrl = '' } = {}) {
-  if (!error) return 'Something went wrong.';
+  if (!error) return t('error.generic');
   switch (error.code) {
-    case 'aborted': return 'Stopped.';
+    case 'aborted': return t('error.stopped');
     case 'network': return networkText(baseUrl);
-    case 'timeout': return `No answer from the server for ${seconds(error.timeout_s ?? 0)}: gave up. Retry, or check the base URL in Settings.`;
+    case 'timeout': return t('error.timeout', { time: seconds(error.timeout_s ?? 0) });
     case 'http_status': return statusText(error.status, error.message);
-    case 'upstream_error': return `The model reported an error: ${error.message}`;
-    case 'truncated': return 'The answer was cut off: the connection ended early.';
+    case 'upstream_error': return t('error.upstream', { message: error.message });
+    case 'truncated': return t('error.truncated');
     // (With no text yet the prompt waits in the outbox instead, and this is never shown.)
-    case 'offline': return 'This device went offline, so the answer stopped here. Retry once you are back online.';
-    case 'stream_gone': return 'This answer was interrupted, and the server no longer has the rest of it.';
+    case 'offline': return t('error.offline');
+    case 'stream_gone': return t('error.streamGone');
     default: return error.message || error.code;
   }
 }
 
 /** A request that never got an answer from `baseUrl`. */
 export function networkText(baseUrl) {
-  const where = baseUrl ? ` ${baseUrl}` : ' the server';
-  return `Could not reach${where}. Check your connection, and the base URL in Settings.`;
+  return baseUrl ? t('error.networkTo', { url: baseUrl }) : t('error.network');
 }
 
 /** A non-2xx answer, with what to do for the ones a person can fix. */
 export function statusText(status, message = '') {
-  const said = message ? `: ${message}${/[.!?]$/.test(message) ? '' : '.'}` : '.';
+  const code = String(status);
+  const said = message ? `${message}${/[.!?。！？]$/.test(message) ? '' : t('error.fullStop')}` : '';
   if (status === 401 || status === 403) {
-    return `The server answered ${status}${said} Check the API key in Settings.`;
+    return said ? t('error.statusKeySaid', { status: code, message: said }) : t('error.statusKey', { status: code });
   }
-  if (status === 404) return `The server answered 404${said} Check the base URL and the model in Settings.`;
-  return `The server answered ${status}${said}`;
+  if (status === 404) return said ? t('error.status404Said', { message: said }) : t('error.status404');
+  return said ? t('error.statusSaid', { status: code, message: said }) : t('error.status', { status: code });
 }
 
 /** A `chat.stall`: no text for `waiting_s` seconds. `connected`: bytes (a keep-alive)
@@ -45,22 +51,23 @@ export function statusText(status, message = '') {
  * it nothing at all came, and the connection may be stalled. */
 export function stallText(msg) {
   const s = Math.round(msg.waiting_s);
-  if (msg.connected) return `Still thinking… the server is connected (${s} s)`;
-  return `still waiting for the server, ${s} s`;
+  if (msg.connected) return t('stall.connected', { s });
+  return t('stall.silent', { s });
 }
 
 /** A `chat.reconnecting`: the connection was lost; the answer goes on on the server. */
 export function reconnectingText(msg) {
-  if (msg.reason === 'offline') return 'Offline: the answer goes on on the server, and continues here once you are back online…';
-  return msg.wait_s > 0 ? `Connection lost: reconnecting in ${seconds(msg.wait_s)}…` : 'Connection lost: reconnecting…';
+  if (msg.reason === 'offline') return t('reconnect.offline');
+  return msg.wait_s > 0 ? t('reconnect.in', { time: seconds(msg.wait_s) }) : t('reconnect.now');
 }
 
 export function waitText(msg) {
-  return `Rate limit reached: sending in ${seconds(msg.wait_s)}…`;
+  return t('wait.rateLimit', { time: seconds(msg.wait_s) });
 }
 
 export function retryText(msg) {
-  return `${msg.status ? `The server answered ${msg.status}` : 'Network error'}; retrying in ${seconds(msg.wait_s)} (attempt ${msg.attempt + 1})…`;
+  const values = { status: String(msg.status), time: seconds(msg.wait_s), attempt: msg.attempt + 1 };
+  return msg.status ? t('retry.status', values) : t('retry.network', values);
 }
 
 /** Remaining quota as the server last reported it (x-ratelimit-* headers), or null. */
@@ -68,9 +75,9 @@ export function quotaText(quota) {
   if (!quota) return null;
   const fmt = (b) => (b && b.limit != null && b.remaining != null ? `${b.remaining}/${b.limit}` : null);
   const parts = [];
-  if (fmt(quota.requests)) parts.push(`requests ${fmt(quota.requests)}`);
-  if (fmt(quota.tokens)) parts.push(`tokens ${fmt(quota.tokens)}`);
-  if (quota.wait_s > 0) parts.push(`wait ${seconds(quota.wait_s)}`);
+  if (fmt(quota.requests)) parts.push(t('quota.requests', { n: fmt(quota.requests) }));
+  if (fmt(quota.tokens)) parts.push(t('quota.tokens', { n: fmt(quota.tokens) }));
+  if (quota.wait_s > 0) parts.push(t('quota.wait', { time: seconds(quota.wait_s) }));
   return parts.join(' · ');
 }
 
@@ -82,11 +89,12 @@ export function preparedText(msg) {
   const cut = msg.truncated?.length || 0;
   const images = msg.images_dropped || 0;
   const parts = [];
-  if (dropped) parts.push(`${dropped} earlier message${dropped > 1 ? 's' : ''} left out`);
-  if (cut) parts.push(`${cut} shortened`);
-  if (images) parts.push(`${images} earlier photo${images > 1 ? 's' : ''} not sent`);
+  if (dropped) parts.push(t('prepared.dropped', { count: dropped }));
+  if (cut) parts.push(t('prepared.shortened', { count: cut }));
+  if (images) parts.push(t('prepared.images', { count: images }));
+  const unit = msg.saved_unit === 'tokens' ? 'prepared.savedTokens' : 'prepared.savedChars';
   return {
-    saved: saved > 0 ? { amount: saved, text: `compressed: −${saved} ${msg.saved_unit}` } : null,
-    fit: parts.length ? `To fit the model's budget: ${parts.join(', ')}.` : null,
+    saved: saved > 0 ? { amount: saved, text: t(unit, { n: String(saved) }) } : null,
+    fit: parts.length ? t('prepared.fit', { parts: parts.join(t('list.separator')) }) : null,
   };
 }

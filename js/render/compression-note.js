@@ -5,25 +5,32 @@
 // counts are estimates (`exact: false`: Claude, whose tokenizer is not published). A tap (or Enter) on it opens a short explanation: a <details>,
 // which every browser and screen reader already knows how to open, announce and close.
 
+import { formatNumber, t } from '../page/i18n.js';
+
+// The words are the reader's language's (js/page/i18n/*.js, `compression.*`): each
+// phrase and sentence one whole message, with its count in it.
+/** @type {Record<string, import('../page/i18n.js').Key>} */
 const PASS_WORDS = {
-  json: 'pretty JSON written compactly',
-  code: 'comments and blank lines dropped from code',
-  docs: 'docstrings and the remaining comments dropped',
-  tables: 'table padding removed',
-  whitespace: 'runs of spaces and blank lines squeezed',
-  repeats: 'text pasted again kept once',
+  json: 'compression.pass.json',
+  code: 'compression.pass.code',
+  docs: 'compression.pass.docs',
+  tables: 'compression.pass.tables',
+  whitespace: 'compression.pass.whitespace',
+  repeats: 'compression.pass.repeats',
 };
-const number = (n) => Math.round(n).toLocaleString('en');
+const number = (n) => formatNumber(Math.round(n));
 
 // The report's `removed.comment_kinds` (py/firsttoken/compress/report.py), one and many.
+/** @type {Record<string, import('../page/i18n.js').Key>} */
 const COMMENT_KINDS = {
-  remark: ['remark', 'remarks'],
-  license: ['licence header', 'licence headers'],
-  commented_out_code: ['block of commented-out code', 'blocks of commented-out code'],
-  decorative: ['rule or banner', 'rules or banners'],
-  intent: ['TODO or question', 'TODOs or questions'],
+  remark: 'compression.kind.remark',
+  license: 'compression.kind.license',
+  commented_out_code: 'compression.kind.commentedOutCode',
+  decorative: 'compression.kind.decorative',
+  intent: 'compression.kind.intent',
 };
-const counted = (n, [one, many]) => `${number(n)} ${n === 1 ? one : many}`;
+const counted = (n, key) => t(key, { count: n });
+const list = (parts) => parts.join(t('list.separator'));
 
 /** What kind of text compression took out of code, with the counts, from the
  * report's `removed` ("12 comments (7 remarks, 1 licence header, ...), 2 docstrings
@@ -36,12 +43,13 @@ export function removedSummary(report) {
     const kinds = Object.entries(removed.comment_kinds ?? {})
       .filter(([kind, n]) => n > 0 && COMMENT_KINDS[kind])
       .map(([kind, n]) => counted(n, COMMENT_KINDS[kind]));
-    parts.push(counted(removed.comments, ['comment', 'comments']) + (kinds.length ? ` (${kinds.join(', ')})` : ''));
+    const comments = counted(removed.comments, 'compression.comments');
+    parts.push(kinds.length ? t('compression.commentsOfKinds', { comments, kinds: list(kinds) }) : comments);
   }
-  if (removed.docstrings > 0) parts.push(counted(removed.docstrings, ['docstring', 'docstrings']));
-  if (removed.blank_lines > 0) parts.push(counted(removed.blank_lines, ['blank line', 'blank lines']));
+  if (removed.docstrings > 0) parts.push(counted(removed.docstrings, 'compression.docstrings'));
+  if (removed.blank_lines > 0) parts.push(counted(removed.blank_lines, 'compression.blankLines'));
   if (!parts.length) return '';
-  return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}`;
+  return parts.length === 1 ? parts[0] : t('list.and', { list: list(parts.slice(0, -1)), last: parts.at(-1) });
 }
 
 /** The figures of the note: `{sent, instead, unit, percent, estimated}`, or null when
@@ -75,8 +83,9 @@ function figures(sent, instead, unit, estimated) {
 
 /** The note's one line. */
 export function compressionSummary(f) {
-  const about = f.estimated ? '≈ ' : '';
-  return `sent ${about}${number(f.sent)} ${f.unit} instead of ${about}${number(f.instead)} (−${f.percent}%)`;
+  const about = (n) => (f.estimated ? t('compression.about', { n: number(n) }) : number(n));
+  return t(f.unit === 'tokens' ? 'compression.sentTokens' : 'compression.sentChars',
+    { sent: about(f.sent), instead: about(f.instead), percent: f.percent });
 }
 
 /** Show (or replace) the note under `li`, the user's message; returns it, or null. */
@@ -90,18 +99,18 @@ export function showCompressionNote(li, msg) {
   summary.textContent = compressionSummary(f);
   const how = (msg.compression?.passes ?? [])
     .filter((p) => (p.chars > 0 || p.tokens > 0) && PASS_WORDS[p.name])
-    .map((p) => PASS_WORDS[p.name]);
+    .map((p) => t(PASS_WORDS[p.name]));
   const text = document.createElement('p');
   const removed = removedSummary(msg.compression);
   const kept = msg.compression?.level !== 'max' && msg.compression?.removed?.comments > 0;
   text.textContent = [
-    `Before sending, the conversation was compressed${how.length ? `: ${how.join(', ')}` : ''}.`,
-    removed ? `Taken out of code: ${removed}.` : '',
-    kept ? 'Comments with a TODO, FIXME, NOTE or a question were kept.' : '',
-    'The model reads the same meaning for fewer tokens, which costs less and leaves more room in its context.',
-    'What you typed is kept as you typed it, here and in the history.',
-    'Settings has the switch to turn compression off.',
-  ].filter(Boolean).join(' ');
+    how.length ? t('compression.howWith', { how: list(how) }) : t('compression.how'),
+    removed ? t('compression.removed', { removed }) : '',
+    kept ? t('compression.kept') : '',
+    t('compression.why'),
+    t('compression.typed'),
+    t('compression.off'),
+  ].filter(Boolean).join(t('compression.sentenceGap'));
   details.append(summary, text);
   li.append(details);
   return details;

@@ -52,7 +52,8 @@ def test_every_locale_has_every_key_and_no_other(out: Any) -> None:
         assert set(catalogue) - set(english) == set(), tag
         assert set(english) - set(catalogue) == set(), tag
         for key, message in catalogue.items():
-            assert message, (tag, key)
+            # ('' is a message: Chinese puts no space between sentences.)
+            assert isinstance(message, (str, dict)) and (message or key.endswith("Gap")), (tag, key)
             if isinstance(message, dict):
                 assert "other" in message, (tag, key)
 
@@ -70,7 +71,8 @@ def test_every_english_placeholder_is_in_each_translation(out: Any) -> None:
 def test_chinese_reads_as_chinese(out: Any) -> None:
     # No English word of four letters or more, but the names the page keeps as named.
     names = {"Python", "OpenAI", "Claude", "Chat", "Completions", "Responses", "Anthropic", "Messages",
-             "codex", "JSON", "Markdown", "firsttoken", "https", "http", "openai"}
+             "codex", "JSON", "Markdown", "firsttoken", "https", "http", "openai",
+             "TODO", "FIXME", "NOTE"}  # markers in code, which the compression note names
     for key, message in out["catalogues"]["zh-CN"].items():
         for form in message.values() if isinstance(message, dict) else [message]:
             words = set(re.findall(r"[A-Za-z]{4,}", re.sub(r"\{\w+\}", "", form)))
