@@ -99,13 +99,15 @@ export class BootProgress {
     return !this.downloaded && this.bytes() !== null && this.rank < RANK.get('interpreter');
   }
 
-  /** The line to show, and the bar: `{text, stage, fraction}`, fraction null when no bar. */
+  /** The line to show, and the bar: `{text, stage, fraction}`, fraction null when no bar;
+   * while downloading, `shown` and `total` bytes too (the page words the line in the
+   * reader's language from them and `stage`: js/page/page.js). */
   view() {
     const stage = STAGES[this.rank][0];
     if (this.downloading()) {
       const { received, total } = this.bytes();
       const shown = Math.max(received, this.fraction * total);
-      return { text: `Downloading Python ${megabytes(shown)} of ${megabytes(total)} MB`, stage, fraction: this.fraction };
+      return { text: `Downloading Python ${megabytes(shown)} of ${megabytes(total)} MB`, stage, fraction: this.fraction, shown, total };
     }
     return { text: TEXT.get(stage), stage, fraction: null };
   }

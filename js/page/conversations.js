@@ -6,7 +6,7 @@
 // (`#conversation-title`) and the document's title.
 
 import { exportConversation, fromJson } from './export.js';
-import { locale, t } from './i18n.js';
+import { locale, onLocaleChange, t } from './i18n.js';
 
 const untitled = () => t('conversations.untitled');
 
@@ -111,6 +111,13 @@ export class ConversationList {
     panel.replaceChildren(search, list, empty, store, importButton, importFile, importNote);
     panel.dataset.pending = '0';
     this.els = { search, list, empty, store, importNote };
+    // Another language: the panel's own words again, and the list (its dates, "New chat").
+    onLocaleChange(() => {
+      search.placeholder = t('conversations.search');
+      search.setAttribute('aria-label', t('conversations.search'));
+      importButton.textContent = t('conversations.import');
+      this.render();
+    });
 
     const backdrop = document.createElement('div');
     backdrop.className = 'conv-backdrop';

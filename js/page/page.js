@@ -26,7 +26,7 @@ import { StorageNotice } from './storage.js';
 import { Theme } from './theme.js';
 import { ThinkingControl } from './thinking-control.js';
 import { Warmer } from './warm.js';
-import { setHostLocale, t, translateDocument } from './i18n.js';
+import { formatNumber, onLocaleChange, setHostLocale, t, translateDocument } from './i18n.js';
 import { languageField } from './language-field.js';
 import { early as storedConversations } from './store/db.js';
 
@@ -114,10 +114,18 @@ export function startPage({ answers, link = pageLink } = {}) {
   // ---- header, status ------------------------------------------------------------
   // The connection as the user cares about it: Python starting, ready, or failed; the
   // server reached or not by the last reply.
-  const connection = (state, text) => {
+  // The header's connection line; a line the page words itself (`key`, i18n.js) is worded
+  // again when the language changes (the boot's progress and errors keep their words).
+  let said = null;
+  const connection = (state, text, key = null) => {
     els.boot.dataset.state = state;
     els.boot.textContent = text;
+    said = key;
   };
+  onLocaleChange(() => {
+    if (said) els.boot.textContent = t(said);
+  });
+  if (els.boot.dataset.state === 'starting') connection('starting', t('boot.starting'));
   // Said once to screen readers (role=status): how a reply ended, not its text.
   let flip = false;
   const announce = (text) => {
@@ -127,19 +135,20 @@ export function startPage({ answers, link = pageLink } = {}) {
   const settled = (li, state, msg) => {
     if (state === 'done') {
       announce(t('status.finished'));
-      connection('ready', t('connection.connected'));
+      connection('ready', t('connection.connected'), 'connection.connected');
     } else if (state === 'stopped') {
       announce(t('status.stopped'));
     } else {
       announce(li?.querySelector(':scope > .error')?.textContent || 'The answer failed');
-      if (msg?.error?.code === 'network') connection('offline', t('connection.unreachable'));
+      if (msg?.error?.code === 'network') connection('offline', t('connection.unreachable'), 'connection.unreachable');
     }
   };
 
   // ---- Python ---------------------------------------------------------------------
   link.addEventListener('progress', (e) => {
-    connection('starting', e.detail.text);
-    replies.booting(e.detail.text);
+    const text = bootText(e.detail);
+    connection('starting', text);
+    replies.booting(text);
     // A first visit's download (js/boot/progress.js): a bar only while bytes arrive.
     const bar = $('boot-progress');
     if (bar) {
@@ -156,12 +165,14 @@ export function startPage({ answers, link = pageLink } = {}) {
     const msg = e.detail;
     if (msg.type === 'ready') {
       document.documentElement.dataset.python = 'ready';
-      connection('ready', t('boot.ready'));
+      connection('ready', t('boot.ready'), 'boot.ready');
       const boot = describeBoot(link.boot);
       els.bootTimings.textContent = boot;
+      delete els.bootTimings.dataset.i18n; // filled: no longer the placeholder line
       // Until a reply has its figures there (one sent through the gateway while Python
       // started may have, already: early-send.js), the boot's stand in.
       if (!els.metrics.dataset.reply) els.metrics.textContent = boot;
+      delete els.metrics.dataset.i18n;
       replies.pythonReady();
     } else if (msg.type === 'tokens.counted') {
       count.show(msg);
@@ -268,3 +279,18 @@ function showSendOrStop({ send, stop }, busy) {
 function hostFile({ data, type, name }) {
   return new File([base64Bytes(data)], name || 'photo', { type });
 }
+
+/** The boot's progress line (js/boot/progress.js `view()`) in the reader's language. */
+function bootText({ text, stage, shown, total }) {
+  if (typeof shown === 'number' && typeof total === 'number') {
+    const mb = (bytes) => formatNumber(bytes / 1e6, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+    return t('boot.downloading', { shown: mb(shown), total: mb(total) });
+  }
+  return Object.hasOwn(BOOT_STAGES, stage) ? t(BOOT_STAGES[stage]) : text;
+}
+
+/** @type {Record<string, import('./i18n.js').Key>} */
+const BOOT_STAGES = {
+  pyscript: 'boot.starting', runtime: 'boot.loading', wasm: 'boot.interpreter', snapshot: 'boot.restoring',
+  interpreter: 'boot.loadingFirsttoken', hello: 'boot.hello', ready: 'boot.pythonReady',
+};

@@ -57,13 +57,17 @@ export class ReplyPainter {
     li.dataset.metrics = JSON.stringify(summary);
     note(li, 'reply-metrics', line);
     this.header.metrics.textContent = line;
+    delete this.header.metrics.dataset.i18n; // filled: no longer the placeholder line
     this.header.metrics.dataset.reply = 'true';
     this.link.emitMetrics(summary);
   }
 
   showQuota(quota) {
     const text = quotaText(quota);
-    if (text !== null) this.header.quota.textContent = text;
+    if (text !== null) {
+      this.header.quota.textContent = text;
+      delete this.header.quota.dataset.i18n;
+    }
   }
 }
 

@@ -15,7 +15,7 @@
 
 import { APIS, MODEL_APIS } from '../link/protocol.js';
 import { webStorage } from './storage.js';
-import { t } from './i18n.js';
+import { onLocaleChange, t } from './i18n.js';
 
 const KEY = 'firsttoken.settings.v1';
 const API_KEY = 'firsttoken.api_key';
@@ -116,6 +116,11 @@ export class Settings extends EventTarget {
     });
     fields.compress.value = this.level;
     this.hint();
+    // Another language: the hints, which are worded here, again (i18n.js).
+    onLocaleChange(() => {
+      this.explainApi();
+      this.hint();
+    });
     fields.compress.addEventListener('change', () => {
       this.keep('compress', fields.compress.value);
       this.hint();

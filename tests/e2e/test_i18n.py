@@ -34,7 +34,8 @@ NAMES = {"Python", "OpenAI", "Claude", "Chat", "Completions", "Responses", "Anth
 # and what they typed into fields).
 SHOWN = """() => {
   const theirs = '#model-name, .msg .content, .thinking-body, .thinking-preview, pre, code, textarea, input';
-  const shown = (el) => el.checkVisibility({ visibilityProperty: true })
+  const visible = (el) => (el.checkVisibility ? el.checkVisibility({ visibilityProperty: true }) : el.getClientRects().length > 0);
+  const shown = (el) => visible(el)
     && !(el.closest('details:not([open])') && !el.closest('summary'));
   const out = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
