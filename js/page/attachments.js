@@ -19,6 +19,7 @@
 // `data-width`, `data-height` and `data-prepare-ms`.
 
 import { ImageError } from '../images/header.js';
+import { t } from './i18n.js';
 
 export const MAX_AT_ONCE = 20;
 export const MAX_HELD_BYTES = 3 * 1024 * 1024;
@@ -95,7 +96,7 @@ export class Attachments extends EventTarget {
   /** The refusal of `n` more images, or null if they fit in one message. */
   tooMany(n) {
     if (this.items.length + n <= MAX_AT_ONCE) return null;
-    return new ImageError('too_many', `At most ${MAX_AT_ONCE} images a message: ${n} not added (${this.items.length} attached already).`);
+    return new ImageError('too_many', t('attachments.tooMany', { max: MAX_AT_ONCE, count: n, attached: this.items.length }));
   }
 
   /** Attach one `file` as `add` does, for a host (`composer.attach`): a promise of
@@ -123,23 +124,23 @@ export class Attachments extends EventTarget {
       const shrunk = await this.shrinker.prepare(file);
       if (item.dropped) {
         item.pending = false;
-        return { error: new ImageError('removed', 'The image was removed before it was ready.') };
+        return { error: new ImageError('removed', t('attachments.removed')) };
       }
       const bytes = this.images.reduce((n, i) => n + i.url.length, 0) + shrunk.url.length;
       if (this.held() + bytes > MAX_HELD_BYTES) {
-        throw new ImageError('storage', `This conversation cannot hold more images (${(MAX_HELD_BYTES / 1048576).toFixed(0)} MB at most, what one request can carry): start a new chat for more.`);
+        throw new ImageError('storage', t('attachments.full', { mb: Math.round(MAX_HELD_BYTES / 1048576) }));
       }
       item.image = { url: shrunk.url, width: shrunk.width, height: shrunk.height, bytes: shrunk.bytes, detail: DETAIL };
       const img = item.li.querySelector('img');
       img.src = shrunk.url;
-      img.alt = `${file.name || 'Image'}, ${shrunk.width}×${shrunk.height}`;
+      img.alt = t('attachments.ready', { name: file.name || t('attachments.imageName'), width: String(shrunk.width), height: String(shrunk.height) });
       // How long it took, from the file to the JPEG, for hosts and benchmarks (bench/images.py).
       item.li.dataset.prepareMs = String(Math.round(performance.now() - started));
       item.li.dataset.width = String(shrunk.width);
       item.li.dataset.height = String(shrunk.height);
     } catch (e) {
       item.pending = false;
-      const error = e instanceof ImageError ? e : new ImageError('undecodable', `${file.name || 'The image'} could not be prepared.`);
+      const error = e instanceof ImageError ? e : new ImageError('undecodable', file.name ? t('attachments.undecodable', { name: file.name }) : t('attachments.undecodableUnnamed'));
       if (item.dropped) return { error };
       this.remove(item);
       this.say(error.message, error.code);
@@ -156,12 +157,12 @@ export class Attachments extends EventTarget {
     li.className = 'attachment';
     li.dataset.pending = '';
     const img = document.createElement('img');
-    img.alt = `${name || 'Image'}, being prepared`;
+    img.alt = t('attachments.preparing', { name: name || t('attachments.imageName') });
     const remove = document.createElement('button');
     remove.type = 'button';
     remove.className = 'remove';
     remove.textContent = '×';
-    remove.setAttribute('aria-label', `Remove ${name || 'image'}`);
+    remove.setAttribute('aria-label', t('attachments.remove', { name: name || t('attachments.image') }));
     remove.addEventListener('click', () => {
       const item = this.items.find((i) => i.li === li);
       if (item) this.remove(item);

@@ -15,6 +15,7 @@
 
 import { promptOf } from './conversation.js';
 import { API_NAMES } from './settings.js';
+import { t } from './i18n.js';
 
 export class OutboxSender {
   /** `replies`: the page's Replies (replies.js); `outbox`: outbox.js's; `connection`:
@@ -134,8 +135,10 @@ const sameTarget = (a, b) => a.base_url === b.base_url && a.model === b.model &&
 
 function targetChangedText(was, now) {
   const apiChanged = was.api && was.api !== now.api;
-  const where = (t) => `${t.model} at ${hostOf(t.base_url)}${apiChanged ? ` (${API_NAMES[t.api] ?? t.api})` : ''}`;
-  return `Not sent: this prompt was written for ${where(was)}, and the settings now say ${where(now)}. Retry sends it there.`;
+  const where = (target) => (apiChanged
+    ? t('outbox.targetWithApi', { model: target.model, host: hostOf(target.base_url), api: API_NAMES[target.api] ?? target.api })
+    : t('outbox.target', { model: target.model, host: hostOf(target.base_url) }));
+  return t('outbox.targetChanged', { was: where(was), now: where(now) });
 }
 
 function hostOf(url) {

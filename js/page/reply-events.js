@@ -4,6 +4,7 @@
 // reconnects, what Python did to the prompt, and how the reply ended (`finish`).
 
 import { showCompressionNote } from '../render/compression-note.js';
+import { t } from './i18n.js';
 import { note, removeNote } from './messages.js';
 import { thoughtFor } from './reply-painter.js';
 import { preparedText, reconnectingText, retryText, stallText, waitText } from './status-text.js';
@@ -110,7 +111,7 @@ function finish(replies, r, state, msg) {
   }
   // Its latency line is there from now on (hidden, behind Details among the actions),
   // its figures once the last paint is measured: nothing under the answer moves then.
-  note(r.li, 'reply-metrics', 'Measuring…');
+  note(r.li, 'reply-metrics', t('reply.measuring'));
   r.metrics.close(msg).then((summary) => replies.painter.showMetrics(r.li, summary));
   replies.live.delete(r.reply.id);
   removeNote(r.li, 'note');

@@ -115,6 +115,14 @@ export const en = {
   'attachments.ready': '{name}, {width}×{height}',
   'attachments.imageName': 'Image',
 
+  'attachments.tooMany': 'At most {max} images a message: {count} not added ({attached} attached already).',
+  'attachments.removed': 'The image was removed before it was ready.',
+  'attachments.full': 'This conversation cannot hold more images ({mb} MB at most, what one request can carry): start a new chat for more.',
+  'attachments.undecodable': '{name} could not be prepared.',
+  'attachments.undecodableUnnamed': 'The image could not be prepared.',
+  'outbox.target': '{model} at {host}',
+  'outbox.targetWithApi': '{model} at {host} ({api})',
+  'outbox.targetChanged': 'Not sent: this prompt was written for {was}, and the settings now say {now}. Retry sends it there.',
   // notes on a reply in flight
   'reply.waitingPython': 'Waiting for Python to start…',
   'reply.waitingPythonText': 'Waiting for Python: {text}',
