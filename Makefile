@@ -140,8 +140,9 @@ bundle: deps
 	$(PY) -m gateway.build.bundle --out build/bundle
 
 # The README's screenshots: tests/e2e/test_shell.py saves each state it checks with
-# axe-core to build/screenshots/ (tests/e2e/test_images_page.py, a photo sent); a phone's
-# and a desktop's answer, and the photo on a phone, are kept in docs/.
+# axe-core to build/screenshots/ (tests/e2e/test_images_page.py, a photo sent;
+# tests/e2e/test_i18n.py, a Chinese conversation); a phone's and a desktop's answer, the
+# photo and the Chinese conversation on a phone, are kept in docs/.
 screenshots: deps browser
 	$(PY) -m pytest tests/e2e/test_shell.py -q -k "axe and (phone-light or desktop-dark)"
 	mkdir -p docs/screenshots
@@ -149,6 +150,8 @@ screenshots: deps browser
 	cp build/screenshots/answer-desktop-dark.png docs/screenshots/desktop.png
 	$(PY) -m pytest tests/e2e/test_images_page.py -q -k "axe and phone-light"
 	cp build/screenshots/photo-phone-light.png docs/screenshots/photo.png
+	$(PY) -m pytest tests/e2e/test_i18n.py -q -k photographed
+	cp build/screenshots/chinese-phone-light.png docs/screenshots/chinese.png
 
 # `make bench-sse` runs bench/sse.py, and so on; each prints one JSON line last.
 bench-%: deps browser redis

@@ -4,7 +4,8 @@ its main states (empty, an answer with its thinking, Settings open, the Thinking
 open): no English word of four letters or more in what it shows or says to a screen
 reader, outside the model's name, its answer, code and the user's own text; axe-core
 passes in Chinese; a host's `settings.set` sets the locale, a choice in Settings wins
-and is remembered; an Arabic message reads right to left, its code left to right.
+and is remembered; an Arabic message reads right to left, its code left to right; and
+the README's Chinese screenshot is taken.
 In WebKitGTK: tests/webkit/test_i18n.py. The catalogues: tests/unit/test_i18n.py."""
 
 from __future__ import annotations
@@ -147,3 +148,44 @@ def test_an_arabic_message_reads_right_to_left_and_its_code_left_to_right(page: 
         assert content.locator("pre").evaluate("(el) => getComputedStyle(el).direction") == "ltr", role
     assert page.get_attribute("#prompt", "dir") == "auto"
     assert page.get_attribute("#conversation-title", "dir") == "auto"
+
+
+CONVERSATION = {
+    "format": "firsttoken.conversation", "version": 1, "title": "判断回文的 Python 函数",
+    "messages": [
+        {"role": "user", "content": "用 Python 写一个函数，判断一个字符串是不是回文。"},
+        {"role": "assistant", "content": (
+            "先去掉空白和标点、统一大小写，再和反转后的结果比较：\n\n"
+            "```python\ndef is_palindrome(s: str) -> bool:\n"
+            "    cleaned = [c.lower() for c in s if c.isalnum()]\n"
+            "    return cleaned == cleaned[::-1]\n```\n\n"
+            "**要点：**\n\n"
+            "1. `str.isalnum()` 对汉字也返回 `True`，所以“上海自来水来自海上”同样适用。\n"
+            "2. 时间复杂度 O(n)，额外空间 O(n)。\n\n"
+            "| 输入 | 结果 |\n|---|---|\n| `\"level\"` | `True` |\n| `\"上海自来水来自海上\"` | `True` |\n| `\"你好\"` | `False` |\n")},
+    ],
+}
+
+
+def test_a_chinese_conversation_is_photographed(chinese_page: Page, gateway_url: str) -> None:
+    """The README's Chinese screenshot (`make screenshots`): a conversation imported as a
+    person would (its JSON file), on a Pixel 7 in Chinese; with Debian's Noto CJK fonts
+    (`make fonts`) its Han characters are real glyphs."""
+    import json
+
+    from tests.e2e.test_shell import shoot
+
+    page = chinese_page
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    page.set_input_files("input.conv-import-file", files=[{
+        "name": "conversation.json", "mimeType": "application/json",
+        "buffer": json.dumps(CONVERSATION, ensure_ascii=False).encode()}])
+    expect(page.locator("#conversation-title")).to_have_text("判断回文的 Python 函数")
+    expect(page.locator(f"{ANSWER} table")).to_be_visible()
+    if page.locator("#conversations").is_visible():
+        page.get_by_role("button", name="对话列表").click()
+    expect(page.locator("#conversations")).to_be_hidden()
+    page.locator("#chat").evaluate("(el) => { el.scrollTop = 0; }")
+    page.evaluate("document.fonts.ready.then(() => 1)")
+    shoot(page, "chinese-phone-light")
