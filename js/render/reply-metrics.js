@@ -18,6 +18,8 @@
 // posted from an animation-frame callback runs once that frame's style, layout and
 // paint are done (they run after the callbacks, in the same task).
 
+import { t } from '../page/i18n.js';
+
 const now = () => performance.timeOrigin + performance.now();
 
 const channel = new MessageChannel();
@@ -157,23 +159,25 @@ export class ReplyMetrics {
   }
 }
 
-/** The summary in one line (under the reply, and in the header). */
+/** The summary in one line (under the reply, and in the header), in the reader's
+ * language (js/page/i18n.js, `metrics.*`: each figure one message). */
 export function describeMetrics(m) {
   const ms = (x) => (x == null ? '–' : `${Math.round(x)}`);
   const parts = [
-    `out ${ms(m.send_to_request_ms)}`,
-    `first byte ${ms(m.send_to_first_byte_ms)}`,
-    `parsed ${ms(m.send_to_first_delta_ms)}`,
-    `painted ${ms(m.send_to_first_paint_ms)} ms`,
+    t('metrics.out', { v: ms(m.send_to_request_ms) }),
+    t('metrics.firstByte', { v: ms(m.send_to_first_byte_ms) }),
+    t('metrics.parsed', { v: ms(m.send_to_first_delta_ms) }),
+    t('metrics.painted', { v: ms(m.send_to_first_paint_ms) }),
   ];
   // A reply that reasoned: when its thinking showed, and when its answer did.
   if (m.send_to_first_reasoning_paint_ms != null) {
-    parts.push(`reasoning ${ms(m.send_to_first_reasoning_paint_ms)} ms`, `answer ${ms(m.send_to_first_answer_paint_ms)} ms`);
+    parts.push(t('metrics.reasoning', { v: ms(m.send_to_first_reasoning_paint_ms) }),
+      t('metrics.answer', { v: ms(m.send_to_first_answer_paint_ms) }));
   }
-  if (m.tokens_per_s != null) parts.push(`${Math.round(m.tokens_per_s)} tok/s`);
+  if (m.tokens_per_s != null) parts.push(t('metrics.rate', { v: String(Math.round(m.tokens_per_s)) }));
   if (m.chunks) {
-    parts.push(`chunk→paint p50 ${ms(m.chunk_to_paint_ms.p50)} / p95 ${ms(m.chunk_to_paint_ms.p95)} ms`);
+    parts.push(t('metrics.chunkToPaint', { p50: ms(m.chunk_to_paint_ms.p50), p95: ms(m.chunk_to_paint_ms.p95) }));
   }
-  if (m.long_task_ms) parts.push(`long task ${ms(m.long_task_ms)} ms`);
+  if (m.long_task_ms) parts.push(t('metrics.longTask', { v: ms(m.long_task_ms) }));
   return parts.join(' · ');
 }

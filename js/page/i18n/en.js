@@ -246,4 +246,14 @@ export const en = {
   'compression.typed': 'What you typed is kept as you typed it, here and in the history.',
   'compression.off': 'Settings has the switch to turn compression off.',
   'compression.sentenceGap': ' ',
+  // the Details line under a reply (js/render/reply-metrics.js), in ms
+  'metrics.out': 'out {v}',
+  'metrics.firstByte': 'first byte {v}',
+  'metrics.parsed': 'parsed {v}',
+  'metrics.painted': 'painted {v} ms',
+  'metrics.reasoning': 'reasoning {v} ms',
+  'metrics.answer': 'answer {v} ms',
+  'metrics.rate': '{v} tok/s',
+  'metrics.chunkToPaint': 'chunk→paint p50 {p50} / p95 {p95} ms',
+  'metrics.longTask': 'long task {v} ms',
 };

@@ -240,4 +240,13 @@ export const zhCN = {
   'compression.typed': '你输入的内容在这里和历史记录中都保持原样。',
   'compression.off': '可在设置中关闭压缩。',
   'compression.sentenceGap': '',
+  'metrics.out': '发出 {v}',
+  'metrics.firstByte': '首字节 {v}',
+  'metrics.parsed': '解析 {v}',
+  'metrics.painted': '显示 {v} 毫秒',
+  'metrics.reasoning': '思考 {v} 毫秒',
+  'metrics.answer': '回答 {v} 毫秒',
+  'metrics.rate': '{v} 词元/秒',
+  'metrics.chunkToPaint': '数据块→显示 p50 {p50} / p95 {p95} 毫秒',
+  'metrics.longTask': '长任务 {v} 毫秒',
 };
