@@ -7,6 +7,7 @@
 
 import { isImageUrl } from './attachments.js';
 import { newEntryId } from './conversation.js';
+import { t } from './i18n.js';
 import { titleFrom, validMessages } from './store/records.js';
 
 const ROLE_NAMES = { user: 'You', assistant: 'Assistant', system: 'System' };
@@ -55,17 +56,17 @@ export function fromJson(text) {
   try {
     data = JSON.parse(text);
   } catch {
-    throw new Error('This file is not JSON.');
+    throw new Error(t('import.notJson'));
   }
   if (data?.format !== 'firsttoken.conversation' || data.version !== 1) {
-    throw new Error('This file is not a conversation exported from firsttoken.');
+    throw new Error(t('import.notConversation'));
   }
   const entries = (validMessages(data.messages) ?? []).map((m) => {
     const { stream: _stream, id: _id, ...entry } = m;
     if (entry.role === 'assistant' || entry.role === 'user') entry.id = newEntryId();
     return entry;
   });
-  if (!entries.length) throw new Error('This conversation has no messages to import.');
+  if (!entries.length) throw new Error(t('import.empty'));
   const first = entries.find((m) => m.role === 'user');
   const title = typeof data.title === 'string' && data.title.trim() ? titleFrom(data.title) : titleFrom(first?.content ?? '');
   const out = { title, entries };
