@@ -46,9 +46,6 @@ function readRescued(storage) {
   }
 }
 
-/** What a conversation without a first prompt is called. */
-export const UNTITLED = 'New chat';
-
 export class ConversationStore extends EventTarget {
   /** `now()`: the clock (ms since the epoch), for tests. Call `adopt(early)` with what
    * store/db.js read to show the kept conversations; until then, and without it, the

@@ -139,7 +139,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     } else if (state === 'stopped') {
       announce(t('status.stopped'));
     } else {
-      announce(li?.querySelector(':scope > .error')?.textContent || 'The answer failed');
+      announce(li?.querySelector(':scope > .error')?.textContent || t('status.failed'));
       if (msg?.error?.code === 'network') connection('offline', t('connection.unreachable'), 'connection.unreachable');
     }
   };

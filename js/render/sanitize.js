@@ -18,6 +18,7 @@
 //     img-src backs this up, but here the request is never even attempted).
 
 import DOMPurify from '../../vendor/dompurify/purify.es.mjs';
+import { t } from '../page/i18n.js';
 
 const TAGS = [
   'a', 'abbr', 'b', 'blockquote', 'br', 'code', 'dd', 'del', 'details', 'div', 'dl', 'dt',
@@ -62,9 +63,9 @@ purify.addHook('afterSanitizeAttributes', (node) => {
       const src = node.getAttribute('src');
       if (src === null || !INLINE_IMAGE.test(src)) {
         node.removeAttribute('src');
-        node.setAttribute('alt', `[image: ${node.getAttribute('alt') || 'not loaded'}]`);
+        node.setAttribute('alt', t('image.blockedAlt', { alt: node.getAttribute('alt') || t('image.notLoaded') }));
         node.setAttribute('class', 'md-img-blocked');
-        node.setAttribute('title', 'Image not loaded: answers may only show inline images.');
+        node.setAttribute('title', t('image.blockedTitle'));
       }
       break;
     }

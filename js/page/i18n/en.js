@@ -80,6 +80,10 @@ export const en = {
   'code.copy': 'Copy code',
   'status.thinking': 'Thinking',
   'status.finished': 'Answer finished',
+  'status.failed': 'The answer failed',
+  'image.blockedAlt': '[image: {alt}]',
+  'image.notLoaded': 'not loaded',
+  'image.blockedTitle': 'Image not loaded: answers may only show inline images.',
   'status.stopped': 'Stopped',
 
   // the reasoning row and the Thinking control

@@ -81,6 +81,10 @@ export const zhCN = {
   'code.copy': '复制代码',
   'status.thinking': '思考中',
   'status.finished': '回答完毕',
+  'status.failed': '回答失败',
+  'image.blockedAlt': '[图片：{alt}]',
+  'image.notLoaded': '未加载',
+  'image.blockedTitle': '图片未加载：回答中只能显示内嵌图片。',
   'status.stopped': '已停止',
 
   'thinking.thinking': '思考中…',
