@@ -59,11 +59,10 @@ deps: $(VENV)/.stamp node_modules/.package-lock.json js/link/protocol.js build/s
 # Debian's Chromium: Playwright cannot download its own browser here (no CDN), so tests drive this one.
 # Debian's Chromium: the full browser (benchmarks, and the tests of its own layer) and
 # its headless shell, the same release, which the browser tests drive (tests/servers.py).
-browser:
+browser: fonts
 	@test -x $(CHROMIUM) -a -x $(HEADLESS_SHELL) || { \
 	  echo "installing Debian chromium and chromium-headless-shell"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell) >/dev/null; }
-	@$(MAKE) --no-print-directory fonts
 
 # Debian's redis-server, for the tests and benchmarks of gateways sharing limits and cache
 # references (`--redis`); they start their own instance on a free port, never a service.
@@ -75,14 +74,14 @@ redis:
 # WebKitGTK 6.0 (the engine of iOS's WKWebView) for the host bridge's tests
 # (bridge/hosts/gtk/): Debian's PyGObject runs it with the system Python, under Xvfb.
 WEBKIT_PACKAGES := gir1.2-webkit-6.0 gir1.2-gtk-4.0 python3-gi xvfb
-webkit:
+webkit: fonts
 	@/usr/bin/python3 -c "import gi; gi.require_version('WebKit', '6.0'); gi.require_version('Gtk', '4.0')" 2>/dev/null \
 	  && command -v Xvfb >/dev/null || { \
 	  echo "installing WebKitGTK 6.0 and Xvfb"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(WEBKIT_PACKAGES)) >/dev/null; }
-	@$(MAKE) --no-print-directory fonts
 
-# Debian's Noto CJK fonts (issue 44, item 6), for both engines: without them Chinese and
+# Debian's Noto CJK fonts (issue 44, item 6), for both engines (a prerequisite of each,
+# so that make installs them once): without them Chinese and
 # Japanese show as empty boxes in Chromium's and WebKitGTK's screenshots, and text is
 # measured with a fallback font no phone uses. Checked by the file, not by apt, so a
 # second run asks nothing.
