@@ -4,7 +4,7 @@
 // reconnects, what Python did to the prompt, and how the reply ended (`finish`).
 
 import { showCompressionNote } from '../render/compression-note.js';
-import { t } from './i18n.js';
+import { locale, t } from './i18n.js';
 import { note, removeNote } from './messages.js';
 import { thoughtFor } from './reply-painter.js';
 import { preparedText, reconnectingText, retryText, stallText, waitText } from './status-text.js';
@@ -64,9 +64,17 @@ export function applyEvent(replies, msg) {
       removeNote(r.li, 'stall');
       note(r.li, 'note', reconnectingText(msg));
       break;
-    case 'notice': // not an error, but worth knowing (e.g. the prompt cache fell back to memory)
-      note(r.li, 'notice', msg.message).dataset.code = msg.code;
+    case 'notice': { // not an error, but worth knowing (e.g. the prompt cache fell back to memory)
+      // The core words it in English, with its detail (what failed, and how), which an
+      // English reader keeps. In another language it is worded by its code, the core's
+      // English then the note's title; a code the catalogue lacks shows the core's.
+      const key = /** @type {import('./i18n.js').Key} */ (`notice.${msg.code}`);
+      const worded = locale() === 'en' ? key : t(key);
+      const el = note(r.li, 'notice', worded === key ? msg.message : worded);
+      el.dataset.code = msg.code;
+      if (worded !== key) el.title = msg.message;
       break;
+    }
     case 'chat.done':
       finish(replies, r, 'done', msg);
       break;

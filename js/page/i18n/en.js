@@ -263,4 +263,10 @@ export const en = {
   'metrics.rate': '{v} tok/s',
   'metrics.chunkToPaint': 'chunk→paint p50 {p50} / p95 {p95} ms',
   'metrics.longTask': 'long task {v} ms',
+  // the core's notices (firsttoken.notices) by their code, for the other languages: an
+  // English reader sees the core's own wording, with its detail (reply-events.js)
+  'notice.cache_degraded': 'Prepared system prompts are kept in memory for now: the storage failed.',
+  'notice.tokens_estimated': 'Token counts are estimates: the tokenizer did not load.',
+  'notice.reasoning_unsupported': 'This model does not take a thinking level: sent without it, and not asked again.',
+  'notice.reasoning_replay_dropped': 'The server refused the earlier answers’ reasoning: sent without it.',
 };

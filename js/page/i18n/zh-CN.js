@@ -256,4 +256,8 @@ export const zhCN = {
   'metrics.rate': '{v} 词元/秒',
   'metrics.chunkToPaint': '数据块→显示 p50 {p50} / p95 {p95} 毫秒',
   'metrics.longTask': '长任务 {v} 毫秒',
+  'notice.cache_degraded': '存储出错，已准备的系统提示暂时保存在内存中。',
+  'notice.tokens_estimated': '分词器未能加载，词元数为估算值。',
+  'notice.reasoning_unsupported': '此模型不支持设置思考程度：已在不带该设置的情况下发送，之后不再请求。',
+  'notice.reasoning_replay_dropped': '服务器拒绝了之前回答的思考内容：已在不含这些内容的情况下发送。',
 };
