@@ -58,8 +58,8 @@ def choose(page: Page, *, api: str | None = None, model: str | None = None) -> N
     dialog = page.get_by_role("dialog", name="Settings")
     expect(dialog).to_be_visible()
     if model is not None:
-        dialog.get_by_label("Model").fill(model)
-        dialog.get_by_label("Model").dispatch_event("change")
+        dialog.get_by_label("Model", exact=True).fill(model)
+        dialog.get_by_label("Model", exact=True).dispatch_event("change")
     if api is not None:
         dialog.get_by_label("API", exact=True).select_option(api)
     page.keyboard.press("Escape")
@@ -194,8 +194,8 @@ def test_the_api_choice_is_kept_across_a_reload_and_automatic_follows_the_model(
         "Automatic (by model)", "Chat Completions", "Responses", "Anthropic Messages"]
 
     # Automatic: a Claude model speaks Anthropic Messages, and the hint says so.
-    page.get_by_label("Model").fill("claude-sonnet-4-5")
-    page.get_by_label("Model").dispatch_event("change")
+    page.get_by_label("Model", exact=True).fill("claude-sonnet-4-5")
+    page.get_by_label("Model", exact=True).dispatch_event("change")
     expect(page.locator("#api-help")).to_contain_text("Anthropic Messages (for claude-sonnet-4-5)")
     page.keyboard.press("Escape")
     with page.expect_request(is_chat("anthropic_messages")) as auto:
