@@ -192,6 +192,12 @@ function checkSettings(settings, fail) {
       out.locale = null;
     }
   }
+  // The page's haptics (js/page/haptics.js): a host may turn them off (its own switch).
+  if ('haptics' in settings) {
+    const on = settings.haptics;
+    if (on !== null && typeof on !== 'boolean') fail('settings.haptics must be a boolean or null');
+    out.haptics = on;
+  }
   if ('reasoning_summary' in settings) {
     const on = settings.reasoning_summary;
     if (on !== null && typeof on !== 'boolean') fail('settings.reasoning_summary must be a boolean or null');

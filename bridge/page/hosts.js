@@ -88,6 +88,8 @@ export function attachHosts(link, options = {}) {
   const counts = { received: 0, rejected: 0, dropped: { origin: 0, frame: 0 } };
   let lastReady = null;
   let hostSettings = {}; // settings.set from hosts: memory only, never stored
+  // The page's own behaviour a host set (`haptics`): the page's, never in a request.
+  const pageSettings = {};
 
   // ---- the channels to hosts ------------------------------------------------------
   // Each channel: `send(text)` (false when no host is there now) and whether it has
@@ -176,10 +178,12 @@ export function attachHosts(link, options = {}) {
     }
     if (type === 'settings.set') {
       // The locale is the page's, not the model's: kept apart, never in a request.
-      const { locale, ...settings } = request.settings;
+      const { locale, haptics, ...settings } = request.settings;
       if (locale !== undefined) link.hostLocale = locale;
+      if (haptics === null) delete pageSettings.haptics;
+      else if (haptics !== undefined) pageSettings.haptics = haptics;
       hostSettings = mergeSettings(hostSettings, settings);
-      const applied = describeSettings(hostSettings);
+      const applied = { ...describeSettings(hostSettings), ...pageSettings };
       if (link.hostLocale) applied.locale = link.hostLocale;
       out(channel, { type: 'settings.applied', id, settings: applied });
       // The page shows what a host set where it shows it (the Thinking control's default,
@@ -328,7 +332,19 @@ export function attachHosts(link, options = {}) {
   // (the outbox checks a queued prompt against it before sending: js/page/outbox-sender.js).
   link.effectiveSettings = (settings) => (Object.keys(hostSettings).length ? coreSettings(settings, hostSettings) : settings);
 
-  return { counts: () => structuredClone(counts) };
+  return {
+    counts: () => structuredClone(counts),
+    // The page's own messages to its hosts (`haptic`: js/page/haptics.js): to every host
+    // attached now; false when there is none.
+    post(msg) {
+      if (!attachedChannels().length) return false;
+      broadcast(msg);
+      return true;
+    },
+    attached: () => attachedChannels().length > 0,
+    // What a host set about the page's behaviour (`haptics`), or undefined.
+    setting: (name) => pageSettings[name],
+  };
 }
 
 // `null` clears a field; headers are replaced as a whole.

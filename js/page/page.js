@@ -20,6 +20,7 @@ import { LiveCount } from './live-count.js';
 import { MessageList } from './messages.js';
 import { Connection } from './offline.js';
 import { Replies } from './replies.js';
+import { Haptics } from './haptics.js';
 import { Settings } from './settings.js';
 import { SettingsSheet } from './settings-sheet.js';
 import { StorageNotice } from './storage.js';
@@ -53,8 +54,24 @@ export function startPage({ answers, link = pageLink } = {}) {
   const settings = new Settings({
     baseUrl: $('base-url'), baseUrlError: $('base-url-error'), model: $('model'), system: $('system'),
     api: $('api'), apiHint: $('api-help'), compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
-    reasoningSummary: $('reasoning-summary'),
+    reasoningSummary: $('reasoning-summary'), haptics: $('haptics'),
   });
+  // Haptics (haptics.js): through the host once attachHosts (below) has run, else the
+  // browser's vibrate; the person's switch and a host's `haptics: false` both say off.
+  let hosts = null;
+  const haptics = new Haptics({
+    host: (msg) => hosts?.post(msg) ?? false,
+    hostAttached: () => hosts?.attached() ?? false,
+    enabled: () => settings.haptics && hosts?.setting('haptics') !== false,
+  });
+  // The switch shows only where the phone can tick (a host, or navigator.vibrate).
+  const showHapticsField = () => {
+    const field = $('haptics-field');
+    if (field) field.hidden = !haptics.available;
+  };
+  $('open-settings')?.addEventListener('click', showHapticsField);
+  // The first token of each of the page's own answers ticks once (a host's chats are its own).
+  const ticked = new Set();
   // The Thinking level, per conversation (thinking-control.js).
   // (Auto shows a host's default level: bridge/page/hosts.js says when one is set.)
   if ($('thinking')) {
@@ -133,6 +150,8 @@ export function startPage({ answers, link = pageLink } = {}) {
     els.status.textContent = flip ? text : `${text}\u00a0`;
   };
   const settled = (li, state, msg) => {
+    if (state === 'done') haptics.pulse('light', { defer: true });
+    else if (state !== 'stopped') haptics.pulse('error', { defer: true });
     if (state === 'done') {
       announce(t('status.finished'));
       connection('ready', t('connection.connected'), 'connection.connected');
@@ -179,6 +198,10 @@ export function startPage({ answers, link = pageLink } = {}) {
     } else if (msg.type === 'image.sized') {
       sizes.answer(msg);
     } else {
+      if (msg.type === 'chat.delta' && (msg.text || msg.reasoning) && typeof msg.id === 'string' && !msg.id.startsWith('host:') && !ticked.has(msg.id)) {
+        ticked.add(msg.id);
+        haptics.pulse('light');
+      }
       replies.onEvent(msg);
     }
   });
@@ -195,6 +218,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     els.prompt.value = '';
     composer.fit();
     replies.send(text, attachments.take());
+    haptics.pulse('light');
   });
   els.prompt.addEventListener('input', () => count.request());
   attachments.addEventListener('change', () => count.request());
@@ -211,6 +235,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     const mod = (e.ctrlKey || e.metaKey) && !e.altKey;
     if (mod && e.key === ',') {
       e.preventDefault();
+      showHapticsField();
       sheet.show();
     } else if (mod && e.key === '/') {
       e.preventDefault();
@@ -246,7 +271,8 @@ export function startPage({ answers, link = pageLink } = {}) {
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
   // the link starts so that `ready` is seen and can be replayed to a late host.
-  attachHosts(link, { warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)) });
+  hosts = attachHosts(link, { warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)) });
+  showHapticsField();
   link.start();
   return { link };
 }

@@ -136,6 +136,14 @@ export class Settings extends EventTarget {
         this.keep('reasoning_summary', fields.reasoningSummary.checked ? undefined : false);
       });
     }
+    // Haptics (haptics.js): on by default, kept as `haptics: false` only. Never sent
+    // with a request (forRequest names its fields).
+    if (fields.haptics) {
+      fields.haptics.checked = this.haptics;
+      fields.haptics.addEventListener('change', () => {
+        this.keep('haptics', fields.haptics.checked ? undefined : false);
+      });
+    }
     fields.apiKey.value = session.getItem(API_KEY) || '';
     fields.apiKey.addEventListener('change', () => {
       try {
@@ -212,6 +220,11 @@ export class Settings extends EventTarget {
   /** Whether reasoning models are asked for a summary of their thinking. */
   get reasoningSummary() {
     return this.stored.reasoning_summary !== false;
+  }
+
+  /** Whether the person wants haptics (the Settings switch; on by default). */
+  get haptics() {
+    return this.stored.haptics !== false;
   }
 
   /** The API key, or '' for none. */

@@ -168,6 +168,8 @@ export const en = {
   'settings.compressSafeHint': 'Minifies pretty JSON and squeezes table padding and extra spaces. Meaning never changes.',
   'settings.compressBalancedHint': 'Also drops comments and blank lines in code, and text pasted twice. Recommended.',
   'settings.compressMaxHint': 'Also drops docstrings, doc comments and licence headers in code.',
+  'settings.haptics': 'Haptics',
+  'settings.hapticsHelp': 'A light tick when you send, when the answer starts and when it is done; a different one if it fails.',
   'settings.summaries': 'Summaries of the model\'s thinking',
   'settings.summariesHelp': 'Asks OpenAI and Claude reasoning models for a summary of their thinking, shown as it comes. Off: the answer may come up to 2 s sooner, and their thinking is not shown.',
   'settings.diagnostics': 'Diagnostics',

@@ -165,6 +165,8 @@ export const zhCN = {
   'settings.compressSafeHint': '压缩格式化的 JSON，去掉表格填充和多余空格。含义不变。',
   'settings.compressBalancedHint': '另外删除代码中的注释和空行，以及重复粘贴的文本。推荐。',
   'settings.compressMaxHint': '另外删除代码中的文档字符串、文档注释和许可证头。',
+  'settings.haptics': '触感反馈',
+  'settings.hapticsHelp': '发送、回答开始和回答完成时轻震一下；出错时震动方式不同。',
   'settings.summaries': '显示模型思考摘要',
   'settings.summariesHelp': '请 OpenAI 和 Claude 的推理模型边思考边给出摘要。关闭后回答最多可提前 2 秒出现，但不显示思考过程。',
   'settings.diagnostics': '诊断信息',
