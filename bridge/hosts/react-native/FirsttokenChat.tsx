@@ -12,6 +12,7 @@
 
 import React, { forwardRef, useCallback, useImperativeHandle, useRef, useState } from 'react';
 import { WebView, WebViewMessageEvent } from 'react-native-webview';
+import { Vibration } from 'react-native';
 
 export type FirsttokenEvent = { v: 1; type: string; id?: string; [field: string]: unknown };
 /** The API dialect a chat speaks (bridge/PROTOCOL.md, "settings": `api`); null in
@@ -44,6 +45,12 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
         return;
       }
       if (parsed && typeof parsed === 'object' && typeof (parsed as FirsttokenEvent).type === 'string') {
+        // The page's haptics (bridge/PROTOCOL.md, "Haptics, for hosts"), paced by the
+        // page; the app's own switch: settings.set {"haptics": false}. (Not compiled here.)
+        if ((parsed as FirsttokenEvent).type === 'haptic') {
+          Vibration.vibrate((parsed as { kind?: unknown }).kind === 'error' ? [0, 30, 60, 30] : 10);
+          return;
+        }
         onEvent(parsed as FirsttokenEvent);
       }
     };

@@ -71,6 +71,16 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
               event["type"] is String
         else { return }
         if event["type"] as? String == "ready" { isReady = true }
+        // The page's haptics (bridge/PROTOCOL.md, "Haptics, for hosts"), paced by the
+        // page; the app's own switch: settings.set {"haptics": false}. (Not compiled here.)
+        if event["type"] as? String == "haptic" {
+            if event["kind"] as? String == "error" {
+                UINotificationFeedbackGenerator().notificationOccurred(.error)
+            } else {
+                UIImpactFeedbackGenerator(style: .light).impactOccurred()
+            }
+            return
+        }
         onEvent?(event)
     }
 

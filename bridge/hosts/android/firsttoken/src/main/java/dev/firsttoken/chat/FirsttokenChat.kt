@@ -201,6 +201,15 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
     private fun deliver(text: String?) {
         val event = try { JSONObject(text ?: return) } catch (e: Exception) { return }
         if (event.optString("type") == "ready") isReady = true
+        // The page's haptics (bridge/PROTOCOL.md, "Haptics, for hosts"), paced by the
+        // page; the app's own switch: settings.set {"haptics": false}. (Not compiled here.)
+        if (event.optString("type") == "haptic") {
+            webView.performHapticFeedback(
+                if (event.optString("kind") == "error") android.view.HapticFeedbackConstants.REJECT
+                else android.view.HapticFeedbackConstants.CLOCK_TICK,
+            )
+            return
+        }
         onEvent(event)
     }
 
