@@ -96,5 +96,9 @@ def test_bold_across_chunks_never_shows_asterisks_in_webkit(host: WebKitHost) ->
     finally:
         reset(host)
     assert shown["strong"] == ["注意 Python 3.12 的新语法：", "《The Big Short 大空头》"]
-    assert len(set(shown["texts"])) > 5  # painted as it streamed
+    # Painted as it streamed: states between nothing and the whole, one of them with the
+    # second bold still open (how many frames a loaded machine paints is not the point).
+    final = shown["texts"][-1]
+    between = {t for t in shown["texts"] if t and t != final}
+    assert any("《The Big Short" not in t or "大空头" not in t for t in between), shown["texts"]
     assert [t for t in shown["texts"] if "*" in t] == []
