@@ -72,7 +72,10 @@ def test_bold_opened_in_one_chunk_and_closed_three_later_never_shows_asterisks(p
     content = page.locator(CONTENT).last
     assert content.locator("strong").all_inner_texts() == ["注意 Python 3.12 的新语法：", "《The Big Short 大空头》"]
     texts = page.evaluate("window.__answerTexts")
-    assert len(set(texts)) > 5  # painted as it streamed
+    # Painted as it streamed: states between nothing and the whole (how many frames a
+    # loaded machine paints is not the point).
+    between = {t for t in texts if t and t != texts[-1]}
+    assert between, texts
     assert [t for t in texts if "*" in t] == []
 
 
