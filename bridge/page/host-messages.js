@@ -192,11 +192,13 @@ function checkSettings(settings, fail) {
       out.locale = null;
     }
   }
-  // The page's haptics (js/page/haptics.js): a host may turn them off (its own switch).
-  if ('haptics' in settings) {
-    const on = settings.haptics;
-    if (on !== null && typeof on !== 'boolean') fail('settings.haptics must be a boolean or null');
-    out.haptics = on;
+  // The page's haptics (js/page/haptics.js) and screen kept on while answering
+  // (js/page/awake.js): a host may turn either off (its own switch).
+  for (const name of ['haptics', 'awake']) {
+    if (!(name in settings)) continue;
+    const on = settings[name];
+    if (on !== null && typeof on !== 'boolean') fail(`settings.${name} must be a boolean or null`);
+    out[name] = on;
   }
   if ('reasoning_summary' in settings) {
     const on = settings.reasoning_summary;

@@ -88,7 +88,7 @@ export function attachHosts(link, options = {}) {
   const counts = { received: 0, rejected: 0, dropped: { origin: 0, frame: 0 } };
   let lastReady = null;
   let hostSettings = {}; // settings.set from hosts: memory only, never stored
-  // The page's own behaviour a host set (`haptics`): the page's, never in a request.
+  // The page's own behaviour a host set (`haptics`, `awake`): the page's, never in a request.
   const pageSettings = {};
 
   // ---- the channels to hosts ------------------------------------------------------
@@ -178,10 +178,12 @@ export function attachHosts(link, options = {}) {
     }
     if (type === 'settings.set') {
       // The locale is the page's, not the model's: kept apart, never in a request.
-      const { locale, haptics, ...settings } = request.settings;
+      const { locale, haptics, awake, ...settings } = request.settings;
       if (locale !== undefined) link.hostLocale = locale;
-      if (haptics === null) delete pageSettings.haptics;
-      else if (haptics !== undefined) pageSettings.haptics = haptics;
+      for (const [name, value] of Object.entries({ haptics, awake })) {
+        if (value === null) delete pageSettings[name];
+        else if (value !== undefined) pageSettings[name] = value;
+      }
       hostSettings = mergeSettings(hostSettings, settings);
       const applied = { ...describeSettings(hostSettings), ...pageSettings };
       if (link.hostLocale) applied.locale = link.hostLocale;
@@ -342,7 +344,7 @@ export function attachHosts(link, options = {}) {
       return true;
     },
     attached: () => attachedChannels().length > 0,
-    // What a host set about the page's behaviour (`haptics`), or undefined.
+    // What a host set about the page's behaviour (`haptics`, `awake`), or undefined.
     setting: (name) => pageSettings[name],
   };
 }

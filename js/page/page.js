@@ -20,6 +20,7 @@ import { LiveCount } from './live-count.js';
 import { MessageList } from './messages.js';
 import { Connection } from './offline.js';
 import { Replies } from './replies.js';
+import { Awake } from './awake.js';
 import { Haptics } from './haptics.js';
 import { Settings } from './settings.js';
 import { SettingsSheet } from './settings-sheet.js';
@@ -54,7 +55,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   const settings = new Settings({
     baseUrl: $('base-url'), baseUrlError: $('base-url-error'), model: $('model'), system: $('system'),
     api: $('api'), apiHint: $('api-help'), compress: $('compress'), compressHint: $('compress-hint'), apiKey: $('api-key'),
-    reasoningSummary: $('reasoning-summary'), haptics: $('haptics'),
+    reasoningSummary: $('reasoning-summary'), haptics: $('haptics'), awake: $('awake'),
   });
   // Haptics (haptics.js): through the host once attachHosts (below) has run, else the
   // browser's vibrate; the person's switch and a host's `haptics: false` both say off.
@@ -64,10 +65,19 @@ export function startPage({ answers, link = pageLink } = {}) {
     hostAttached: () => hosts?.attached() ?? false,
     enabled: () => settings.haptics && hosts?.setting('haptics') !== false,
   });
-  // The switch shows only where the phone can tick (a host, or navigator.vibrate).
+  // The screen kept on while an answer streams (awake.js): the Wake Lock API, else the host.
+  const awake = new Awake({
+    host: (msg) => hosts?.post(msg) ?? false,
+    hostAttached: () => hosts?.attached() ?? false,
+    enabled: () => settings.awake && hosts?.setting('awake') !== false,
+  });
+  settings.addEventListener('awake', () => awake.update());
+  // Each switch shows only where it can do something (a host, navigator.vibrate, a wake lock).
   const showHapticsField = () => {
     const field = $('haptics-field');
     if (field) field.hidden = !haptics.available;
+    const awakeField = $('awake-field');
+    if (awakeField) awakeField.hidden = !awake.available;
   };
   $('open-settings')?.addEventListener('click', showHapticsField);
   // The first token of each of the page's own answers ticks once (a host's chats are its own).
@@ -121,7 +131,10 @@ export function startPage({ answers, link = pageLink } = {}) {
     // seconds are hidden from them (thinking.js).
     onThinking: () => announce(t('status.thinking')),
     connection: new Connection({ before: els.chat }),
-    onBusy: (busy) => showSendOrStop(els, busy),
+    onBusy: (busy) => {
+      showSendOrStop(els, busy);
+      awake.set(busy);
+    },
     onSettled: (li, state, msg) => {
       count.request();
       settled(li, state, msg);

@@ -144,6 +144,15 @@ export class Settings extends EventTarget {
         this.keep('haptics', fields.haptics.checked ? undefined : false);
       });
     }
+    // The screen kept on while an answer streams (awake.js): on by default, kept as
+    // `awake: false` only; never sent with a request.
+    if (fields.awake) {
+      fields.awake.checked = this.awake;
+      fields.awake.addEventListener('change', () => {
+        this.keep('awake', fields.awake.checked ? undefined : false);
+        this.dispatchEvent(new Event('awake'));
+      });
+    }
     fields.apiKey.value = session.getItem(API_KEY) || '';
     fields.apiKey.addEventListener('change', () => {
       try {
@@ -225,6 +234,11 @@ export class Settings extends EventTarget {
   /** Whether the person wants haptics (the Settings switch; on by default). */
   get haptics() {
     return this.stored.haptics !== false;
+  }
+
+  /** Whether the screen stays on while an answer streams (the Settings switch; on by default). */
+  get awake() {
+    return this.stored.awake !== false;
   }
 
   /** The API key, or '' for none. */

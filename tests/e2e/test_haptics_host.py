@@ -145,7 +145,7 @@ def test_without_a_host_navigator_vibrate_plays_them(page: Page, gateway_url: st
     page.reload()
     wait_ready(page)
     ask(page, "vibrate, then fail", state="error")
-    page.wait_for_function("window.__vibrations.length >= 2")
+    page.wait_for_function("() => window.__vibrations.length >= 2")
     assert page.evaluate("window.__vibrations") == [[10], [30, 60, 30]]
     page.click("#open-settings")
     assert page.is_visible("#haptics")

@@ -170,6 +170,8 @@ export const en = {
   'settings.compressMaxHint': 'Also drops docstrings, doc comments and licence headers in code.',
   'settings.haptics': 'Haptics',
   'settings.hapticsHelp': 'A light tick when you send, when the answer starts and when it is done; a different one if it fails.',
+  'settings.awake': 'Keep the screen on while answering',
+  'settings.awakeHelp': 'The screen does not lock while an answer comes in, as long as the page is showing.',
   'settings.summaries': 'Summaries of the model\'s thinking',
   'settings.summariesHelp': 'Asks OpenAI and Claude reasoning models for a summary of their thinking, shown as it comes. Off: the answer may come up to 2 s sooner, and their thinking is not shown.',
   'settings.diagnostics': 'Diagnostics',

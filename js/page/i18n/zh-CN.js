@@ -167,6 +167,8 @@ export const zhCN = {
   'settings.compressMaxHint': '另外删除代码中的文档字符串、文档注释和许可证头。',
   'settings.haptics': '触感反馈',
   'settings.hapticsHelp': '发送、回答开始和回答完成时轻震一下；出错时震动方式不同。',
+  'settings.awake': '回答时保持屏幕常亮',
+  'settings.awakeHelp': '页面显示时，回答生成期间屏幕不会自动锁定。',
   'settings.summaries': '显示模型思考摘要',
   'settings.summariesHelp': '请 OpenAI 和 Claude 的推理模型边思考边给出摘要。关闭后回答最多可提前 2 秒出现，但不显示思考过程。',
   'settings.diagnostics': '诊断信息',
