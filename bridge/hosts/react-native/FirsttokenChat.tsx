@@ -51,6 +51,9 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
           Vibration.vibrate((parsed as { kind?: unknown }).kind === 'error' ? [0, 30, 60, 30] : 10);
           return;
         }
+        // The screen kept on while the page's answer streams ("Screen awake, for hosts"):
+        // with expo-keep-awake, activateKeepAwakeAsync() / deactivateKeepAwake(); here the
+        // app gets the event (onEvent) to do it. (Not compiled here.)
         onEvent(parsed as FirsttokenEvent);
       }
     };

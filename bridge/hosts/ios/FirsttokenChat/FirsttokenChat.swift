@@ -81,6 +81,11 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
             }
             return
         }
+        // The screen kept on while the page's answer streams ("Screen awake, for hosts").
+        if event["type"] as? String == "screen.awake" {
+            UIApplication.shared.isIdleTimerDisabled = event["on"] as? Bool == true
+            return
+        }
         onEvent?(event)
     }
 

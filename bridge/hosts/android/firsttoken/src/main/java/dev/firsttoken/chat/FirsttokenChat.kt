@@ -210,6 +210,11 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
             )
             return
         }
+        // The screen kept on while the page's answer streams ("Screen awake, for hosts").
+        if (event.optString("type") == "screen.awake") {
+            webView.keepScreenOn = event.optBoolean("on")
+            return
+        }
         onEvent(event)
     }
 
