@@ -6,6 +6,7 @@
 // page can make. bench/reasoning.py serves the page with this module as its entry.
 
 import { startPage } from '../js/page/page.js';
+import { plainAnswers } from './plain-text.js';
 import { ThinkingRow } from '../js/page/thinking.js';
 
 // The thinking row never shows: taken out of the reply as it is made, and deaf to the
@@ -27,26 +28,4 @@ quiet.done = function done() {
 quiet.answerBegins = function answerBegins() {};
 quiet.end = function end() {};
 
-class PlainText {
-  constructor(container) {
-    const tail = document.createElement('div');
-    tail.className = 'md-tail';
-    this.node = document.createTextNode('');
-    tail.append(this.node);
-    container.style.whiteSpace = 'pre-wrap'; // (CSSOM, which the page's CSP allows)
-    container.replaceChildren(tail);
-  }
-
-  append(text) {
-    if (text) this.node.appendData(text);
-  }
-
-  end() {}
-}
-
-startPage({
-  answers: {
-    open: (container) => new PlainText(container),
-    show: (container, text) => new PlainText(container).append(text),
-  },
-});
+startPage({ answers: plainAnswers });

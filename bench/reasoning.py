@@ -192,8 +192,10 @@ def serve_entry(context: BrowserContext, url: str, peer: bool) -> None:
         route.fulfill(status=response.status, headers=headers, body=body)
 
     context.route(url + "/", document)
-    context.route(url + "/" + PEER_ENTRY, lambda route: route.fulfill(
-        path=str(ROOT / PEER_ENTRY), headers={"content-type": "text/javascript; charset=utf-8"}))
+    # The entry and the module it imports, from this folder (the gateway serves no bench/).
+    for name in (PEER_ENTRY, "bench/plain-text.js"):
+        context.route(url + "/" + name, lambda route, name=name: route.fulfill(
+            path=str(ROOT / name), headers={"content-type": "text/javascript; charset=utf-8"}))
 
 
 class Phone:

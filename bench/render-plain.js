@@ -5,28 +5,6 @@
 // bench/render.py serves the page with this module as its entry instead of main.js.
 
 import { startPage } from '../js/page/page.js';
+import { plainAnswers } from './plain-text.js';
 
-class PlainText {
-  constructor(container) {
-    // The same nodes as an open markdown tail holding one text node.
-    const tail = document.createElement('div');
-    tail.className = 'md-tail';
-    this.node = document.createTextNode('');
-    tail.append(this.node);
-    container.style.whiteSpace = 'pre-wrap'; // (CSSOM, which the page's CSP allows)
-    container.replaceChildren(tail);
-  }
-
-  append(text) {
-    if (text) this.node.appendData(text);
-  }
-
-  end() {}
-}
-
-startPage({
-  answers: {
-    open: (container) => new PlainText(container),
-    show: (container, text) => new PlainText(container).append(text),
-  },
-});
+startPage({ answers: plainAnswers });

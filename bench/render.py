@@ -90,6 +90,7 @@ WAIT_METRICS = """() => new Promise((resolve) => {
 
 PAGE_ENTRY = 'src="js/page/main.js"'
 PLAIN_ENTRY = "bench/render-plain.js"
+PLAIN_MODULE = "bench/plain-text.js"
 
 
 async def serve_page(context: Any, url: str, plain: bool) -> None:
@@ -106,11 +107,15 @@ async def serve_page(context: Any, url: str, plain: bool) -> None:
         headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-encoding")}
         await route.fulfill(status=response.status, headers=headers, body=body)
 
-    async def entry(route: Any) -> None:
-        await route.fulfill(path=str(ROOT / PLAIN_ENTRY), headers={"content-type": "text/javascript; charset=utf-8"})
+    def module(name: str) -> Any:
+        async def fulfill(route: Any) -> None:
+            await route.fulfill(path=str(ROOT / name), headers={"content-type": "text/javascript; charset=utf-8"})
+        return fulfill
 
     await context.route(url + "/", document)
-    await context.route(url + "/" + PLAIN_ENTRY, entry)
+    # The entry and the module it imports, from this folder (the gateway serves no bench/).
+    for name in (PLAIN_ENTRY, PLAIN_MODULE):
+        await context.route(url + "/" + name, module(name))
 
 
 def settings_script(sim: str, compress: str | None = None) -> str:

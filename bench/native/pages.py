@@ -301,6 +301,8 @@ def plain_page_tree(parent: Path) -> Path:
     if PAGE_ENTRY not in index or PEER_IMPORT not in entry:
         raise RuntimeError(f"index.html has no {PAGE_ENTRY}, or {PLAIN_ENTRY.name} no {PEER_IMPORT}: the peer cannot be built")
     (tree / "index.html").write_text(index.replace(PAGE_ENTRY, f'src="{PEER_ENTRY}"'), encoding="utf-8")
-    # Served from js/ now: its import of the page's wiring, relative to there.
+    # Served from js/ now: its import of the page's wiring, relative to there, and the
+    # plain-text answers it imports from beside it (bench/plain-text.js).
     (tree / PEER_ENTRY).write_text(entry.replace(PEER_IMPORT, "'./page/page.js'"), encoding="utf-8")
+    shutil.copy2(ROOT / "bench" / "plain-text.js", tree / "js" / "plain-text.js")
     return tree

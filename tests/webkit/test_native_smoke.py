@@ -63,6 +63,8 @@ def test_the_plain_text_peer_is_served_as_the_page_is(tmp_path: Path) -> None:
             csp = response.headers["content-security-policy"]
         with urllib.request.urlopen(url + "/js/bench-render-plain.js") as response:
             entry = response.read().decode()
+        with urllib.request.urlopen(url + "/js/plain-text.js") as response:
+            answers = response.read().decode()
     assert 'src="js/bench-render-plain.js"' in document and "js/page/main.js" not in document
-    assert "from './page/page.js'" in entry and "PlainText" in entry
+    assert "from './page/page.js'" in entry and "from './plain-text.js'" in entry and "PlainText" in answers
     assert csp  # the gateway's own headers: the peer loads under the page's rules
