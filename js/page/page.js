@@ -135,11 +135,28 @@ export function startPage({ answers, link = pageLink } = {}) {
       showSendOrStop(els, busy);
       awake.set(busy);
     },
-    onSettled: (li, state, msg) => {
+    onSettled: (li, state, msg, entry) => {
       count.request();
       settled(li, state, msg);
+      if (state === 'done') replyReady(msg, entry);
     },
   });
+
+  // "Reply ready" (issue 46, item 4): an answer done while the page is hidden (the app in
+  // the background, the phone locked) is told to the host, with the conversation's title
+  // and the answer's first words, for a notification of its own (bridge/PROTOCOL.md,
+  // "Reply ready, for hosts"). Nothing is posted while the page shows.
+  const replyReady = (msg, entry) => {
+    if (document.visibilityState !== 'hidden' || !hosts) return;
+    const c = entry ? store.ownerOf(entry) : null;
+    const text = typeof entry?.content === 'string' ? entry.content : '';
+    hosts.post({
+      type: 'reply.ready',
+      id: typeof msg?.id === 'string' ? `page:${msg.id}` : undefined,
+      conversation: { id: c?.id ?? null, title: c?.title || t('conversations.untitled') },
+      text: firstWords(text),
+    });
+  };
 
   // ---- header, status ------------------------------------------------------------
   // The connection as the user cares about it: Python starting, ready, or failed; the
@@ -288,6 +305,17 @@ export function startPage({ answers, link = pageLink } = {}) {
   showHapticsField();
   link.start();
   return { link };
+}
+
+/** The first words of an answer, for a notification: whitespace folded, at most
+ * REPLY_READY_CHARS characters, cut at a word where one ends near there. */
+const REPLY_READY_CHARS = 120;
+function firstWords(text) {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= REPLY_READY_CHARS) return flat;
+  const cut = flat.slice(0, REPLY_READY_CHARS);
+  const space = cut.lastIndexOf(' ');
+  return `${space > REPLY_READY_CHARS / 2 ? cut.slice(0, space) : cut}…`;
 }
 
 // ---- Send becomes Stop ------------------------------------------------------------

@@ -46,7 +46,7 @@ export class Replies {
    * kept, conversation-store.js, or one plain conversation), `settings`: the page's;
    * `header`: the {metrics, quota} lines; `connection`: offline.js's (`online`, and an
    * `online` event); `outbox`: outbox.js's; `onBusy(busy)`: whether the conversation
-   * shown has an answer on its way changed; `onSettled()`: after each reply ends. */
+   * shown has an answer on its way changed; `onSettled(li, state, msg, entry)`: after each reply ends. */
   constructor({ link, view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, onRequest = () => {}, onThinking = () => {}, win = window }) {
     // onRequest: a chat request is about to go to the API (warm.js: the connection is in use).
     // onThinking: an answer's thinking row appeared (said once to screen readers).

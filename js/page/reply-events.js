@@ -137,7 +137,7 @@ function finish(replies, r, state, msg) {
   if (r.conversation === replies.shown) replies.actions.showEnding(entry, r.li, msg.error);
   replies.painter.showQuota(msg.quota);
   replies.busyChanged();
-  replies.onSettled?.(r.li, state, msg);
+  replies.onSettled?.(r.li, state, msg, entry);
   replies.outboxSender.flush();
 }
 
