@@ -1,0 +1,52 @@
+""""Reply ready" through the real GTK host in WebKitGTK (issue 46, item 4;
+bridge/PROTOCOL.md "Reply ready, for hosts"): `reply.ready` with the conversation's
+title and the answer's first words for an answer done while the page is hidden, none
+for one done while it shows. Hidden is played by the document's `visibilityState`
+(the host's window stays mapped), with the `visibilitychange` the engine would send.
+No sleeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.webkit.conftest import of, wait
+from tests.webkit_host import WebKitHost
+
+pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(20)]
+
+HIDE = """((h) => {
+  Object.defineProperty(document, 'visibilityState', { get: () => (h ? 'hidden' : 'visible'), configurable: true });
+  document.dispatchEvent(new Event('visibilitychange'));
+  return 1;
+})"""
+DONE = "document.querySelectorAll('.msg[data-role=\"assistant\"][data-state=\"done\"]').length"
+
+
+def ask(host: WebKitHost, text: str) -> int:
+    start = len(host.messages)
+    n = int(host.eval(DONE))
+    host.eval(f"(document.getElementById('prompt').value = {text!r}, document.getElementById('composer').requestSubmit(), 1)")
+    wait(host, f"{DONE} > {n}")
+    host.send({"v": 1, "type": "ping", "id": f"after-{start}"})
+    host.wait_for(of(host, f"after-{start}", "pong"), start=start)
+    return start
+
+
+def ready(host: WebKitHost, start: int) -> list[dict]:
+    return [m for m in host.messages[start:] if m.get("type") == "reply.ready"]
+
+
+def test_reply_ready_only_when_hidden(host: WebKitHost) -> None:
+    start = ask(host, "watching in webkit")
+    assert ready(host, start) == []
+    host.eval(f"{HIDE}(true)")
+    try:
+        start = ask(host, "away from webkit")
+        [msg] = ready(host, start)
+        assert msg["text"].startswith("You said: away from webkit"), msg
+        assert msg["conversation"]["title"] == host.eval("document.getElementById('conversation-title').textContent")
+        assert msg["id"].startswith("page:")
+    finally:
+        host.eval(f"{HIDE}(false)")
+    start = ask(host, "back in webkit")
+    assert ready(host, start) == []
