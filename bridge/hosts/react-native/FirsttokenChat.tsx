@@ -53,7 +53,8 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
         }
         // The screen kept on while the page's answer streams ("Screen awake, for hosts"):
         // with expo-keep-awake, activateKeepAwakeAsync() / deactivateKeepAwake(); here the
-        // app gets the event (onEvent) to do it. (Not compiled here.)
+        // app gets the event (onEvent) to do it; so with reply.ready (an answer done while
+        // the app was in the background), for a local notification. (Not compiled here.)
         onEvent(parsed as FirsttokenEvent);
       }
     };

@@ -86,6 +86,8 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
             UIApplication.shared.isIdleTimerDisabled = event["on"] as? Bool == true
             return
         }
+        // reply.ready (an answer done while the app was in the background) goes on to the
+        // app with every other event: a UNNotificationRequest that opens the conversation.
         onEvent?(event)
     }
 

@@ -215,6 +215,8 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
             webView.keepScreenOn = event.optBoolean("on")
             return
         }
+        // reply.ready (an answer done while the app was in the background) goes on to the
+        // app with every other event: a NotificationCompat that opens the conversation.
         onEvent(event)
     }
 
