@@ -3,9 +3,9 @@
 host's `screen.awake {on}` paired on done, Stop, error and reload, none with the host's
 `awake: false`, and a wrong-typed `awake` refused.
 
-The page would take WebKit's own Screen Wake Lock where WebKit grants it; these tests
-remove the API (`delete Navigator.prototype.wakeLock`, as in a web view without it) so
-that the host's path is the one exercised, deterministically. No sleeps."""
+WebKitGTK has the Screen Wake Lock API and grants it, so the page takes it (the last
+test); the others remove the API (`delete Navigator.prototype.wakeLock`, as in a web view
+without it) so that the host's path is the one exercised. No sleeps."""
 
 from __future__ import annotations
 
@@ -111,3 +111,17 @@ def test_paired_on_reload(host: WebKitHost, gateway_url: str) -> None:
     host.wait_for(of(host, "after-reload", "pong"))
     seen = awake(host, start)
     assert all(on == (i % 2 == 0) for i, on in enumerate(seen)) and not seen[-1], seen
+
+
+def test_webkits_own_wake_lock_is_taken_and_released(host: WebKitHost) -> None:
+    # After the reload above the page has WebKit's Screen Wake Lock API again, which
+    # WebKitGTK grants: the page takes it, and asks the host for nothing.
+    assert host.eval("typeof navigator.wakeLock") == "object"
+    set_settings(host, "slow", headers={"x-firsttoken-sim": SLOW})
+    done = count(host, "done")
+    start = len(host.messages)
+    host.eval("(document.getElementById('prompt').value = 'locked in webkit', document.getElementById('composer').requestSubmit(), 1)")
+    wait(host, "document.documentElement.dataset.awake === 'lock'")
+    wait(host, f"{ANSWERS.format('done')} > {done}")
+    wait(host, "document.documentElement.dataset.awake === 'off'")
+    assert awake(host, start) == []
