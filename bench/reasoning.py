@@ -177,6 +177,16 @@ def settings_script(api: str, sim: str, max_tokens: int | None = None) -> str:
     return f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(json.dumps(settings))})"
 
 
+def module(name: str) -> Any:
+    """A route handler serving this checkout's `name` as a JavaScript module (one
+    argument: Playwright passes the request too to a handler that takes two)."""
+
+    def fulfill(route: Any) -> None:
+        route.fulfill(path=str(ROOT / name), headers={"content-type": "text/javascript; charset=utf-8"})
+
+    return fulfill
+
+
 def serve_entry(context: BrowserContext, url: str, peer: bool) -> None:
     """The page's document through Playwright; for the peer, with bench/reasoning-peer.js
     as its entry (bench/render.py does the same for its plain-text peer)."""
@@ -194,8 +204,7 @@ def serve_entry(context: BrowserContext, url: str, peer: bool) -> None:
     context.route(url + "/", document)
     # The entry and the module it imports, from this folder (the gateway serves no bench/).
     for name in (PEER_ENTRY, "bench/plain-text.js"):
-        context.route(url + "/" + name, lambda route, name=name: route.fulfill(
-            path=str(ROOT / name), headers={"content-type": "text/javascript; charset=utf-8"}))
+        context.route(url + "/" + name, module(name))
 
 
 class Phone:
