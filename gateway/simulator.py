@@ -18,6 +18,8 @@ Responses, Anthropic's `cache_control` on Messages, per API key and model:
     cache_min_tokens=N  the shortest prefix cached (default 1024)
     cache_step=N        automatic hits grow in steps of N tokens (default 128)
     cache_idle_s=S      a prefix unused this long is gone (default 300)
+    cache_saving=F      the share of a token's prefill a cache hit saves (default
+                        0.82, OpenAI's measured rate: gateway/prefill.py; 1 = free)
 The delay decided comes back in the `x-firsttoken-sim-first-token-ms` response header
 (and when the first answer token is due, after any thinking, in
 `x-firsttoken-sim-first-answer-ms`),
@@ -70,8 +72,8 @@ from .dialects.reasoning import THINKING_MODEL, thinking_tokens
 from .dialects.wire import Outcome, json_string
 from .errors import APIError, invalid
 from .options import option
-from .prefill import (DEFAULT_CACHE_ENTRIES, Breakpoint, CacheRules, PrefixCache, RenderedPrompt, cache_use,
-                      first_token_ms, render_prompt, rough_encode)
+from .prefill import (CACHE_SAVING, DEFAULT_CACHE_ENTRIES, Breakpoint, CacheRules, PrefixCache, RenderedPrompt,
+                      cache_use, first_token_ms, render_prompt, rough_encode)
 from .validation import ChatRequest, message_text
 
 if TYPE_CHECKING:  # types only
@@ -115,6 +117,9 @@ class SimParams:
         "--cache-step", "automatic cache hits grow in steps of this many tokens (OpenAI: 128)", section="built-in model"))
     cache_idle_s: float = field(default=300.0, metadata=option(
         "--cache-idle-s", "seconds a cached prefix survives unused (OpenAI: 5-10 minutes)", section="built-in model"))
+    cache_saving: float = field(default=CACHE_SAVING, metadata=option(
+        "--cache-saving", "the share of a token's prefill a cache hit saves (OpenAI measured: 0.82; 1 = free)",
+        section="built-in model"))
     #: Thinking forced on (True) or off (False); None: the model decides.
     think: bool | None = None
     #: Exactly this many thinking tokens; None: by effort, from `think_budget`.
@@ -151,6 +156,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     # than the prompt's answer.
     "cache_step": (16, 1_000_000),
     "cache_idle_s": (0, 86_400),
+    "cache_saving": (0, 1),
     "think": (0, 1),
     "think_tokens": (0, 1_000_000),
     "think_budget": (0, 1_000_000),
@@ -433,7 +439,7 @@ class Simulator:
         outcome = Outcome(finish, prompt_tokens, count + think, cached_tokens=cached,
                           cache_write_tokens=min(use.written, prompt_tokens - cached), reasoning_tokens=think,
                           think_tags=params.think_tags)
-        delay = first_token_ms(params.ttft_ms, prompt_tokens, cached, params.prefill_tps)
+        delay = first_token_ms(params.ttft_ms, prompt_tokens, cached, params.prefill_tps, params.cache_saving)
         return Answer(pieces, outcome, delay, iter_thinking(req.messages, think) if think else iter(()))
 
     @staticmethod

@@ -14,6 +14,7 @@ import anthropic
 import openai
 import pytest
 
+from gateway.prefill import CACHE_SAVING
 from gateway.simulator import FIRST_TOKEN_HEADER, SIM_HEADER
 
 MODEL = "firsttoken-sim"
@@ -65,8 +66,11 @@ def test_a_repeated_long_prompt_is_read_from_the_cache_in_128_token_steps(gatewa
     second, second_delay = streamed_chat(client, LONG, "and a frame budget?")
     cached = second.prompt_tokens_details.cached_tokens  # type: ignore[union-attr]
     assert cached >= 1024 and cached % 128 == 0 and cached < second.prompt_tokens
-    assert second_delay == pytest.approx((second.prompt_tokens - cached) / 1000, abs=0.001)
-    assert second_delay < first_delay / 5
+    # A cached token costs what its prefill keeps after the cache's saving (OpenAI's
+    # measured rate, gateway/prefill.py): cheaper than reading it, not free.
+    kept = 1 - CACHE_SAVING
+    assert second_delay == pytest.approx((second.prompt_tokens - cached + cached * kept) / 1000, abs=0.001)
+    assert (second.prompt_tokens - cached) / 1000 < second_delay < first_delay / 3
 
 
 def test_a_short_prompt_is_never_cached(gateway_url: str) -> None:
