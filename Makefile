@@ -58,7 +58,7 @@ deps: $(VENV)/.stamp node_modules/.package-lock.json js/link/protocol.js build/s
 
 # Debian's Chromium: Playwright cannot download its own browser here (no CDN), so tests drive this one.
 # Debian's Chromium: the full browser (benchmarks, and the tests of its own layer) and
-# its headless shell, the same release, which the browser tests drive (tests/servers.py).
+# its headless shell, the same release, which the browser tests drive (harness/servers.py).
 browser: fonts
 	@test -x $(CHROMIUM) -a -x $(HEADLESS_SHELL) || { \
 	  echo "installing Debian chromium and chromium-headless-shell"; \
@@ -115,13 +115,14 @@ test: deps browser redis webkit lint
 
 # The gate (issue 47), first in `make test-fast` and `make test`: cheap, and it fails on
 # the first finding. Ruff for what is surely a bug (syntax, undefined and unused names,
-# bugbear's likely bugs) over every Python file; mypy over the two packages, untyped
+# bugbear's likely bugs) over every Python file; mypy over the two packages and the test
+# harness (harness/, what tests and benchmarks share), untyped
 # functions checked too (both configured in pyproject.toml, pinned in requirements.lock);
 # ESLint's recommended rules over every JavaScript file of the page and the benchmarks
 # (eslint.config.mjs), and tsc over the JSDoc types of the modules that say `// @ts-check`
 # (tsconfig.json; npm devDependencies, pinned in package-lock.json).
 lint: $(VENV)/.stamp node_modules/.package-lock.json
-	$(PY) -m ruff check py gateway bench tests
+	$(PY) -m ruff check py gateway harness bench tests
 	$(PY) -m mypy
 	node_modules/.bin/eslint js bridge/page sw.js bench
 	node_modules/.bin/tsc -p tsconfig.json

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from gateway.static import Assets, PackageZip  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, copy_tree, gateway, serve_app  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, copy_tree, gateway, serve_app  # noqa: E402
 
 #: A cold boot takes 5–10 s on this machine; a stuck one fails the benchmark, not hangs it.
 TIMEOUT_MS = 120_000

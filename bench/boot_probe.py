@@ -25,9 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
-from bench.harness import bench_app, bench_page  # noqa: E402
-from tests.servers import serve_app  # noqa: E402
-from tests.webkit_host import WebKitHost, Xvfb  # noqa: E402
+from harness.bench_page import bench_app, bench_page  # noqa: E402
+from harness.servers import serve_app  # noqa: E402
+from harness.gtk import WebKitHost, Xvfb  # noqa: E402
 
 
 def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:

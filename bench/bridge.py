@@ -53,8 +53,8 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 
 from playwright.sync_api import BrowserContext, sync_playwright  # noqa: E402
 
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
-from tests.webkit_host import WebKitHost, Xvfb  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
+from harness.gtk import WebKitHost, Xvfb  # noqa: E402
 
 BOOT_TIMEOUT_S = 180
 WARM_UP = 100  # pings before the timed ones

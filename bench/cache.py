@@ -55,9 +55,9 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from firsttoken import tokens  # noqa: E402
-from tests.e2e.conftest import ARGS, BOOT_TIMEOUT_MS, CHROMIUM  # noqa: E402
-from tests.e2e.protocol_spy import PROTOCOL_SPY  # noqa: E402 - test-only: the page's protocol, to Playwright
-from tests.servers import gateway  # noqa: E402
+from harness.chromium import ARGS, BOOT_TIMEOUT_MS, CHROMIUM  # noqa: E402
+from harness.protocol_spy import PROTOCOL_SPY  # noqa: E402 - test-only: the page's protocol, to Playwright
+from harness.servers import gateway  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "compress"
 PARTS = [

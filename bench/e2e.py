@@ -90,7 +90,7 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 
 from e2e_users import APIS, KINDS, STEPS, FirsttokenUser, Record, user_turn  # noqa: E402
 from profiles import PROFILES  # noqa: E402
-from tests.servers import gateway  # noqa: E402
+from harness.servers import gateway  # noqa: E402
 
 OUT = ROOT / "build" / "bench" / "e2e.json"
 

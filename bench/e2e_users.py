@@ -19,7 +19,7 @@ conversation so far, as chat clients do.
   (compression at the page's default level, exact counts, fitting), the system-message
   cache with gateway references (an in-memory store: what a page session keeps in its
   memory tier), and the governor's pacing and retries. Its transport is
-  `tests.socket_transport.SocketTransport`, the httpx adapter the core's gateway tests
+  `harness.socket_transport.SocketTransport`, the httpx adapter the core's gateway tests
   already use (`tests/gateway/test_core_over_sockets.py`): the same seam the page's
   fetch plugs into (`firsttoken.stream.client.Transport`), so nothing of the core is
   reimplemented here.
@@ -275,7 +275,7 @@ class FirsttokenUser:
         from firsttoken.cache import Cache, MemoryStore
         from firsttoken.core import Core
         from firsttoken.ratelimit import Governor
-        from tests.socket_transport import SocketTransport
+        from harness.socket_transport import SocketTransport
 
         self.wire = Wire()
         self.http = self.wire.client()

@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
-from tests.servers import gateway  # noqa: E402
+from harness.servers import gateway  # noqa: E402
 
 SIM = "x-firsttoken-sim"
 LOUD = ("--rpm", "100000000", "--tpm", "1000000000000", "--log-level", "error")

@@ -39,7 +39,7 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 import httpx  # noqa: E402
 
 from firsttoken.ratelimit import parse_retry_after  # noqa: E402
-from tests.servers import gateway, redis_server  # noqa: E402
+from harness.servers import gateway, redis_server  # noqa: E402
 
 CHAT = {"model": "firsttoken-sim", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 5}
 SIM = {"x-firsttoken-sim": "ttft_ms=0,tps=100000,tokens=5"}

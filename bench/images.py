@@ -52,9 +52,9 @@ from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
 from bench.profiles import PROFILES  # noqa: E402
 from bench.shaper import shaped_url  # noqa: E402
-from tests.e2e.conftest import ARGS, BOOT_TIMEOUT_MS, CHROMIUM  # noqa: E402
-from tests.e2e.protocol_spy import PROTOCOL_SPY  # noqa: E402 - test-only: the page's protocol, to Playwright
-from tests.servers import gateway  # noqa: E402
+from harness.chromium import ARGS, BOOT_TIMEOUT_MS, CHROMIUM  # noqa: E402
+from harness.protocol_spy import PROTOCOL_SPY  # noqa: E402 - test-only: the page's protocol, to Playwright
+from harness.servers import gateway  # noqa: E402
 
 MODEL = "firsttoken-sim"
 TEXT = "What does this receipt say?"

@@ -61,8 +61,8 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from bench.native.pages import ChromiumPage, WebKitPage, plain_page_tree  # noqa: E402
 from bench.native.renderers import NativeRenderer, Reply, percentile, sim_header  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
-from tests.webkit_host import Xvfb  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
+from harness.gtk import Xvfb  # noqa: E402
 
 RENDERERS = ("native", "native-markdown", "webkit", "webkit-plain", "chromium", "chromium-4x", "chromium-plain")
 OUT = ROOT / "build" / "bench" / "native.json"

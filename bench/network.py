@@ -11,7 +11,7 @@ through a CDP session on the page) at issue 13's three profiles:
 
 (upload at the same rate: a first visit uploads only request heads). Every run is a
 first visit: a fresh browser context (empty HTTP cache, no service worker, no stored
-snapshot). Both pages come from one server in this process (bench/harness.py: the
+snapshot). Both pages come from one server in this process (harness/bench_page.py: the
 product gateway with its precompressed variants from build/encoded/, and the bench
 folder in front of it), interleaved run by run:
 
@@ -74,9 +74,9 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 
 from playwright.sync_api import BrowserContext, sync_playwright  # noqa: E402
 
-from bench.harness import CHROMIUM, CHROMIUM_ARGS, bench_app  # noqa: E402
+from harness.bench_page import CHROMIUM, CHROMIUM_ARGS, bench_app  # noqa: E402
 from bench.profiles import PROFILES  # noqa: E402
-from tests.servers import serve_app  # noqa: E402
+from harness.servers import serve_app  # noqa: E402
 
 TIMEOUT_MS = 300_000
 SNAPSHOT = "/py/firsttoken.snapshot"

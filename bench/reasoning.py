@@ -71,8 +71,8 @@ from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E
 
 from bench.profiles import PROFILES  # noqa: E402
 from bench.shaper import shaped_url  # noqa: E402
-from tests.e2e.conftest import ARGS, CHROMIUM  # noqa: E402
-from tests.servers import gateway  # noqa: E402
+from harness.chromium import ARGS, CHROMIUM  # noqa: E402
+from harness.servers import gateway  # noqa: E402
 
 APIS = ("chat_completions", "responses", "anthropic_messages")
 MODEL = "firsttoken-sim-think"

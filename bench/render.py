@@ -63,8 +63,8 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 
 from playwright.async_api import Browser, async_playwright  # noqa: E402
 
-from tests.e2e.conftest import ARGS, CHROMIUM  # noqa: E402
-from tests.servers import gateway  # noqa: E402
+from harness.chromium import ARGS, CHROMIUM  # noqa: E402
+from harness.servers import gateway  # noqa: E402
 
 THROTTLE = 4
 DEVICE = "Pixel 7"

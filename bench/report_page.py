@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from e2e import percentile  # noqa: E402
 from bench.profiles import PROFILES, Profile  # noqa: E402
 from bench.shaper import LinkThread, shaped_url  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
 #: name → (download Mbit/s, round trip ms) of bench/profiles.py; upload at the same rate,
 #: as bench/network.py.

@@ -55,7 +55,7 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from e2e import percentile  # noqa: E402
 from bench.profiles import PROFILES  # noqa: E402
 from bench.shaper import LinkThread, shaped_url  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
 
 SLOW_4G = PROFILES["slow4g"]
 #: The built-in model at its default first-token time, streaming at a phone-readable pace,

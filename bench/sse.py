@@ -12,7 +12,7 @@ Builds a realistic `chat.completion.chunk` stream, cuts it the way a network wou
 Then in the page, where the decoder really runs: the same bytes, cut into the same
 chunks, decoded by `SSEDecoder` in Pyodide and by npm `eventsource-parser` (behind a
 streaming `TextDecoder`, since it takes strings and fetch() gives bytes), interleaved in
-one headless Chromium page (bench/sse_page.mjs, served by bench/harness.py). Each side
+one headless Chromium page (bench/sse_page.mjs, served by harness/bench_page.py). Each side
 is timed over decoding alone, chunk by chunk, counting events; the chunks are handed
 over once before any timing. Both must agree event for event first.
 
@@ -274,7 +274,7 @@ def _long_line_seconds(size: int, piece: int = 64 * 1024) -> float:
 
 def run_in_page(data: bytes, chunks: list[bytes], repeat: int) -> dict[str, Any]:
     """Time both in-page decoders on `chunks` (of `data`); the page's raw result."""
-    from harness import bench_page  # Playwright and the gateway: only for this part
+    from harness.bench_page import bench_page  # Playwright and the gateway: only for this part
 
     assert b"".join(chunks) == data
     files = {

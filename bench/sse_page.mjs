@@ -1,10 +1,10 @@
-// Bench only (bench/sse.py via bench/harness.py): the same SSE bytes, cut into the same
+// Bench only (bench/sse.py via harness/bench_page.py): the same SSE bytes, cut into the same
 // network chunks, decoded to events in this page by firsttoken.stream.sse.SSEDecoder in Pyodide
 // and by npm eventsource-parser, interleaved, in one run.
 //
 // Query: ?repeat=R. Data: /bench/data/stream.bin (the body) and
 // /bench/data/chunk_lengths.json (where the network cut it). Result in
-// window.benchResult, then <html data-bench="done">; see bench/harness.py.
+// window.benchResult, then <html data-bench="done">; see harness/bench_page.py.
 import { loadPyodide } from '/vendor/pyodide/pyodide.mjs';
 import { createParser } from '/bench/node_modules/eventsource-parser/dist/index.js';
 

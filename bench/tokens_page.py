@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:  # run as a script: the repository is not on the p
 from gateway import static  # noqa: E402
 from gateway.app import GatewayConfig  # noqa: E402
 from gateway.headers import SecurityHeaders, content_security_policy  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, serve_app  # noqa: E402, F401 - CHROMIUM*: for bench/tokens.py
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, serve_app  # noqa: E402, F401 - CHROMIUM*: for bench/tokens.py
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "PAGE", "TokensPage", "load", "open_page", "serve"]
 

@@ -47,8 +47,8 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from bench.bridge import chromium_boot, median_boot, webkit_boot  # noqa: E402
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
-from tests.webkit_host import Xvfb  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
+from harness.gtk import Xvfb  # noqa: E402
 
 # The tree reads the stored snapshot the way each engine does fastest: FileReaderSync in
 # Chromium, Response.arrayBuffer() elsewhere (js/boot/snapshot.js, SYNC_READ_IS_FASTER,

@@ -1,4 +1,5 @@
-"""In-page benchmarks: the product gateway plus bench-only files, driven by real Chromium.
+"""In-page benchmarks: the product gateway plus bench-only files, driven by real Chromium
+(bench/sse.py, tokens_page.py, boot_probe.py, network.py).
 
     with bench_page({"stream.bin": data}) as bench:
         result = bench.run("/bench/sse_page.html")
@@ -37,13 +38,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway.app import create_app
+from harness.servers import CHROMIUM, serve_app
+from harness.servers import CHROMIUM_ARGS as BROWSER_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = ROOT / "bench"
-import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
-
-from gateway.app import create_app  # noqa: E402
-from tests.servers import CHROMIUM, serve_app  # noqa: E402
-from tests.servers import CHROMIUM_ARGS as BROWSER_ARGS  # noqa: E402
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "BenchFailed", "BenchPage", "bench_app", "bench_page"]
 

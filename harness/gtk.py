@@ -1,11 +1,14 @@
-"""Drive the WebKitGTK host (bridge/hosts/gtk/host.py) from tests and benchmarks.
+"""Drive GTK programs under Xvfb from tests and benchmarks: the WebKitGTK host
+(bridge/hosts/gtk/host.py) and the native renderer (bench/native/gtk_renderer.py).
 
 `Xvfb` starts a virtual X server on a free display and returns once it accepts
 clients (`-displayfd`: the server writes its display number when it is ready, so
-nothing sleeps). `WebKitHost` runs the host with Debian's system Python (PyGObject is
-there, not in the virtualenv), speaks its JSON lines, and stands in for a native app:
-`send` is the app's `evaluateJavaScript("window.firsttoken.post(…)")`, `wait_for`
-watches what the page posted to `window.webkit.messageHandlers.firsttoken`.
+nothing sleeps). `GtkProcess` is the one driver of such a program: run with Debian's
+system Python (PyGObject is there, not in the virtualenv), spoken to in JSON lines on
+its stdin, its JSON-line events read on a thread, its stderr kept, closed politely and
+then killed. `WebKitHost` is the host on it, standing in for a native app: `send` is
+the app's `evaluateJavaScript("window.firsttoken.post(…)")`, `wait_for` watches what
+the page posted to `window.webkit.messageHandlers.firsttoken`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = ROOT / "bridge" / "hosts" / "gtk" / "host.py"
@@ -73,7 +76,87 @@ class HostError(RuntimeError):
     pass
 
 
-class WebKitHost:
+def gtk_env(display: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a GTK program on `display` (an Xvfb's)."""
+    return {
+        **os.environ,
+        "DISPLAY": display,
+        "GDK_BACKEND": "x11",
+        # No accessibility bus here; GTK and WebKit would only warn about it.
+        "GTK_A11Y": "none", "NO_AT_BRIDGE": "1",
+        **(extra or {}),
+    }
+
+
+class GtkProcess:
+    """`script` (with `args`) run by Debian's Python on `display`, driven over JSON lines.
+
+    Each line the program prints is parsed and handed to `on_event` on a reader thread
+    (a line that is not JSON as `{"event": "garbage", "line": …}`), and its end as
+    `{"event": "exit"}`; what it writes to stderr is kept in `stderr`."""
+
+    def __init__(self, script: Path, args: list[str], *, display: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [SYSTEM_PYTHON, str(script), *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+            env=gtk_env(display, env),
+        )
+        self.stderr: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read_stdout, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """One event the program printed (on the reader thread)."""
+        raise NotImplementedError
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = {"event": "garbage", "line": line}
+            self.on_event(event)
+        self.on_event({"event": "exit"})
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip("\n"))
+
+    def command(self, cmd: dict[str, Any]) -> None:
+        """Write one command line to the program."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """Ask the program to close (`{"cmd": "close"}`), kill it if it does not."""
+        if self.proc.poll() is None:
+            try:
+                self.command({"cmd": "close"})
+                self.proc.wait(timeout=15)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class WebKitHost(GtkProcess):
     """One WebKitGTK web view on `url`, driven over the host's JSON lines.
 
     `messages` holds every protocol message the page posted, parsed, in order;
@@ -85,69 +168,37 @@ class WebKitHost:
 
     def __init__(self, url: str, *, display: str, profile: Path | None = None, bundle: Path | None = None,
                  env: dict[str, str] | None = None, started_timeout: float = 60, storage: bool = True) -> None:
-        args = [SYSTEM_PYTHON, str(HOST), "--url", url]
+        args = ["--url", url]
         if not storage:
             args.append("--no-storage")
         if profile is not None:
             args += ["--profile", str(profile)]
         if bundle is not None:
             args += ["--bundle", str(bundle)]
-        self.proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-            env={
-                **os.environ,
-                "DISPLAY": display,
-                "GDK_BACKEND": "x11",
-                # No accessibility bus here; GTK and WebKit would only warn about it.
-                "GTK_A11Y": "none", "NO_AT_BRIDGE": "1",
-                **(env or {}),
-            },
-        )
         self.events: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.console: list[dict[str, Any]] = []
-        self.stderr: list[str] = []
         self._changed = threading.Condition()
         self._eval_id = 0
-        self._readers = [
-            threading.Thread(target=self._read_stdout, daemon=True),
-            threading.Thread(target=self._read_stderr, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
+        super().__init__(HOST, args, display=display, env=env)
         started = self.wait_event(lambda e: e["event"] == "started", started_timeout)
         self.webkit_version: str = started["webkit"]
 
     # ---- reading -------------------------------------------------------------
-    def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"event": "garbage", "line": line}
-            with self._changed:
-                self.events.append(event)
-                if event["event"] == "message":
-                    text = event.get("text")
-                    try:
-                        msg = json.loads(text) if isinstance(text, str) else {"type": None, "value": event.get("value")}
-                    except ValueError:
-                        msg = {"type": None, "text": text}
-                    msg["_received"] = time.perf_counter()
-                    self.messages.append(msg)
-                elif event["event"] == "console":
-                    self.console.append(event)
-                self._changed.notify_all()
+    def on_event(self, event: dict[str, Any]) -> None:
         with self._changed:
-            self.events.append({"event": "exit"})
+            self.events.append(event)
+            if event["event"] == "message":
+                text = event.get("text")
+                try:
+                    msg = json.loads(text) if isinstance(text, str) else {"type": None, "value": event.get("value")}
+                except ValueError:
+                    msg = {"type": None, "text": text}
+                msg["_received"] = time.perf_counter()
+                self.messages.append(msg)
+            elif event["event"] == "console":
+                self.console.append(event)
             self._changed.notify_all()
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n"))
 
     def wait_event(self, predicate: Callable[[dict[str, Any]], bool], timeout: float, start: int = 0) -> dict[str, Any]:
         """The first host event (from index `start`) for which `predicate` holds."""
@@ -181,20 +232,15 @@ class WebKitHost:
                 self._changed.wait(left)
 
     # ---- writing -------------------------------------------------------------
-    def _command(self, cmd: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-
     def send(self, msg: dict[str, Any] | str) -> None:
         """Post a protocol message to the page (a dict is sent as its JSON text)."""
-        self._command({"cmd": "post", "text": msg if isinstance(msg, str) else json.dumps(msg)})
+        self.command({"cmd": "post", "text": msg if isinstance(msg, str) else json.dumps(msg)})
 
     def eval(self, js: str, timeout: float = 30) -> Any:
         """Evaluate a JavaScript expression in the page (promises awaited); its JSON value."""
         self._eval_id += 1
         request = self._eval_id
-        self._command({"cmd": "eval", "id": request, "js": js})
+        self.command({"cmd": "eval", "id": request, "js": js})
         event = self.wait_event(lambda e: e["event"] == "eval" and e["id"] == request, timeout)
         if "error" in event:
             raise HostError(f"{js[:80]}: {event['error']}")
@@ -205,31 +251,11 @@ class WebKitHost:
         ms. `ping`: native → page → Python → page → native; `hello` (answered with the
         replayed `ready` by the page itself): native → page → native."""
         start = len(self.events)
-        self._command({"cmd": "ping-loop", "n": n, "type": kind})
+        self.command({"cmd": "ping-loop", "n": n, "type": kind})
         return self.wait_event(lambda e: e["event"] == "ping-loop", timeout, start)["ms"]
 
     def load(self, url: str) -> int:
         """Navigate; returns the index in `events` to wait from."""
         start = len(self.events)
-        self._command({"cmd": "load", "url": url})
+        self.command({"cmd": "load", "url": url})
         return start
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self._command({"cmd": "close"})
-                self.proc.wait(timeout=15)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-        for reader in self._readers:
-            reader.join(timeout=5)
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None and not pipe.closed:
-                pipe.close()
-
-    def __enter__(self) -> "WebKitHost":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -11,11 +11,11 @@ from typing import Any
 
 from playwright.sync_api import Page, Worker, expect
 
-from tests.e2e.conftest import ANSWER, request_json, wait_ready
+from harness.chromium import ANSWER, request_json, wait_ready
 
 #: A long system prompt, from the compression corpus (three of its system prompts).
 SYSTEM = "\n\n".join(
-    (Path(__file__).resolve().parents[1] / "corpus" / "compress" / f"system-prompt-0{i}.md").read_text() for i in (1, 2, 3)
+    (Path(__file__).resolve().parents[1] / "tests" / "corpus" / "compress" / f"system-prompt-0{i}.md").read_text() for i in (1, 2, 3)
 )
 
 #: Test-only: hands the page's protocol to the test. Keeps the PyScript worker (to post

@@ -8,7 +8,7 @@ import asyncio
 import concurrent.futures
 import json
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 import httpx
 
@@ -23,7 +23,7 @@ class SocketResponse:
         self._response = response
         self._abort = abort
         self.status = response.status_code
-        self.headers = dict(response.headers)
+        self.headers: Mapping[str, str] = dict(response.headers)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         try:

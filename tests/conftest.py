@@ -6,7 +6,7 @@ from typing import Iterator
 import pytest
 from hypothesis import settings
 
-from tests.servers import gateway
+from harness.servers import gateway
 
 # No per-example deadline: `make test` runs test files in parallel on a shared 2-core
 # machine, where an example's wall time says nothing about the code. Speed is the
@@ -87,7 +87,7 @@ def gateway_url() -> Iterator[str]:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Debian's redis-server (installed by `make redis`) for the tests that share state
     between gateway processes; started once, on a free port, with a temp dir."""
-    from tests.servers import redis_server
+    from harness.servers import redis_server
 
     with redis_server(tmp_path_factory.mktemp("redis")) as url:
         yield url

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.native.renderers import PROMPT, WINDOW, BenchReplyError, Reply, percentile, sim_header
-from tests.webkit_host import WebKitHost
+from harness.gtk import WebKitHost
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_ENTRY = ROOT / "bench" / "render-plain.js"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from bench.profiles import PROFILES
-from tests.servers import ROOT
+from harness.servers import ROOT
 
 KEYS = {f"{kind}{name}" for name in ("rtt_ms", "connect_ms", "up_mbps", "down_mbps") for kind in ("", "configured_")}
 RATIOS = {"rtt_ratio", "connect_ratio", "up_ratio", "down_ratio"}

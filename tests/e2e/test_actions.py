@@ -13,12 +13,12 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.e2e.conftest import (
+from harness.chromium import (
     ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, send, steer, wait_ready, watched_page,
 )
-from tests.e2e.stored import stored_messages
+from harness.stored import stored_messages
 from tests.e2e.native_host import as_host, host_answer, host_message, post
-from tests.servers import gateway
+from harness.servers import gateway
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from gateway.app import GatewayConfig, create_app
-from tests.servers import ROOT
+from harness.servers import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'py'}{os.pathsep}{ROOT}"}
 

@@ -25,10 +25,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Response, expect
 
-from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS
-from tests.e2e.stored import stored_messages
+from harness.chromium import ANSWER, BOOT_TIMEOUT_MS
+from harness.stored import stored_messages
 from tests.e2e.visitor import Visitor
-from tests.servers import ROOT, copy_tree, gateway
+from harness.servers import ROOT, copy_tree, gateway
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(190)]
 

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.bridge_cases import EMBED_JS, HOSTILE, UNTOUCHED, UNTOUCHED_JS
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, chat_bodies, wait_ready
+from harness.chromium import BOOT_TIMEOUT_MS, chat_bodies, wait_ready
 from tests.e2e.native_host import NATIVE, as_host, host_answer, host_message, post
 
 pytestmark = pytest.mark.e2e

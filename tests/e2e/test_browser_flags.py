@@ -1,4 +1,4 @@
-"""The harness's Chromium flags do what tests/servers.py says: Playwright's own list of
+"""The harness's Chromium flags do what harness/servers.py says: Playwright's own list of
 disabled features is kept whole next to ours (Chromium reads only the last
 `--disable-features`), and the omnibox popup's WebUI is not loaded. And the browser the
 tests drive is the headless shell of the same Chromium release as the full browser."""
@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Error
 
-from tests.servers import CHROMIUM, NO_OMNIBOX_POPUP, PLAYWRIGHT_DISABLED_FEATURES
+from harness.servers import CHROMIUM, NO_OMNIBOX_POPUP, PLAYWRIGHT_DISABLED_FEATURES
 
 
 def features_disabled(browser: Browser) -> tuple[list[list[str]], set[str]]:
@@ -41,7 +41,7 @@ def test_playwrights_disabled_features_are_kept_and_the_omnibox_popup_is_gone(fu
     assert len(given) == 1
     assert set(given[0]) <= set(PLAYWRIGHT_DISABLED_FEATURES), set(given[0]) - set(PLAYWRIGHT_DISABLED_FEATURES)
 
-    # The harness's browser (tests/servers.py CHROMIUM_ARGS): that list and ours, taken.
+    # The harness's browser (harness/servers.py CHROMIUM_ARGS): that list and ours, taken.
     _, taken = features_disabled(browser)
     assert set(given[0]) <= taken, set(given[0]) - taken
     assert set(NO_OMNIBOX_POPUP) <= taken

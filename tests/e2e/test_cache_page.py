@@ -16,9 +16,9 @@ import socket
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ANSWER, BOOT_TIMEOUT_MS
-from tests.e2e.protocol_spy import Chat, system_sent
-from tests.servers import gateway
+from harness.chromium import ANSWER, BOOT_TIMEOUT_MS
+from harness.protocol_spy import Chat, system_sent
+from harness.servers import gateway
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.e2e.conftest import ANSWER, CONTENT, PIXEL_7, Console, send, steer, wait_ready, watched_page
+from harness.chromium import ANSWER, CONTENT, PIXEL_7, Console, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Response
 from gateway.precompressed import read_index
 from gateway.static import ROOT
 from tests.e2e.visitor import Visitor
-from tests.servers import gateway
+from harness.servers import gateway
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,8 @@ from typing import Any, Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, ask, wait_ready, watched_page
-from tests.e2e.stored import store, stored_messages
+from harness.chromium import ANSWER, DESKTOP, PIXEL_7, Console, ask, wait_ready, watched_page
+from harness.stored import store, stored_messages
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.e2e.conftest import Console, wait_ready, watched_page
+from harness.chromium import Console, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
-from tests.e2e.conftest import (
+from harness.chromium import (
     ANSWER, DESKTOP, PIECE, PIXEL_7, Console, expected_answer, request_json, send, steer, stored_answers, wait_ready,
     watched_page,
 )

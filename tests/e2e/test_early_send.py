@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, Request, Route, expect
 from firsttoken.notices import Notices
 from firsttoken.prepare.preparer import Preparer
 from firsttoken.settings import ChatSettings
-from tests.e2e.conftest import ANSWER, Console, expected_answer, steer, stored_answers, wait_ready, watched_page
+from harness.chromium import ANSWER, Console, expected_answer, steer, stored_answers, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from tests.e2e.conftest import wait_ready
+from harness.chromium import wait_ready
 from tests.e2e.native_host import host_message, post
 
 pytestmark = pytest.mark.e2e

@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, PIXEL_7, Console, send, steer, wait_ready, watched_page
+from harness.chromium import ANSWER, PIXEL_7, Console, send, steer, wait_ready, watched_page
 from tests.e2e.native_host import as_host, host_message, post
 from tests.e2e.test_shell import axe
 

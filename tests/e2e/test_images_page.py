@@ -18,9 +18,9 @@ from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
 from firsttoken.tokens import image_target_size
-from tests.e2e.conftest import ANSWER, Console, steer, wait_ready
+from harness.chromium import ANSWER, Console, steer, wait_ready
 from tests.e2e.native_host import as_host, host_message, post
-from tests.e2e.protocol_spy import PROTOCOL_SPY
+from harness.protocol_spy import PROTOCOL_SPY
 from tests.e2e.test_shell import axe, frames, shoot
 from tests.e2e.test_shell import open_page as open_shell
 from tests.unit.image_files import png
@@ -322,7 +322,7 @@ def test_a_photo_in_the_conversation_passes_axe_and_is_photographed(browser: Bro
 
 def test_a_photo_sent_before_python_is_ready_goes_through_the_gateway(browser: Browser, console: Console,
                                                                        gateway_url: str) -> None:
-    from tests.e2e.conftest import watched_page
+    from harness.chromium import watched_page
     from tests.e2e.test_early_send import HeldRuntime
 
     # A first visit (no service worker, which would answer the runtime past the route),

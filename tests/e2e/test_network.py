@@ -24,9 +24,9 @@ from playwright.sync_api import Browser, Page, Response
 
 from gateway.precompressed import read_index
 from gateway.static import ROOT
-from tests.e2e.conftest import BOOT_TIMEOUT_MS
+from harness.chromium import BOOT_TIMEOUT_MS
 from tests.e2e.visitor import Visitor
-from tests.servers import copy_tree, gateway
+from harness.servers import copy_tree, gateway
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(70)]
 

@@ -21,9 +21,9 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from firsttoken import tokens
-from tests.e2e.conftest import Console, watched_page
-from tests.e2e.protocol_spy import Chat, system_sent
-from tests.servers import gateway
+from harness.chromium import Console, watched_page
+from harness.protocol_spy import Chat, system_sent
+from harness.servers import gateway
 
 pytestmark = pytest.mark.e2e
 

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ANSWER, chat_bodies, expected_answer, steer, stored_answers, wait_ready
-from tests.e2e.stored import stored_messages
+from harness.chromium import ANSWER, chat_bodies, expected_answer, steer, stored_answers, wait_ready
+from harness.stored import stored_messages
 
 pytestmark = pytest.mark.e2e
 

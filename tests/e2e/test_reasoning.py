@@ -17,10 +17,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, Console, ask, chat_bodies, request_json, send, steer, wait_ready, watched_page
+from harness.chromium import ANSWER, Console, ask, chat_bodies, request_json, send, steer, wait_ready, watched_page
 from tests.e2e.test_early_send import HeldRuntime
 from tests.e2e.test_shell import axe, open_page
-from tests.e2e.stored import store, stored_messages
+from harness.stored import store, stored_messages
 
 pytestmark = [pytest.mark.e2e]
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, CONTENT, PIECE, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
+from harness.chromium import ANSWER, CONTENT, PIECE, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ANSWER, CONTENT, PIECE, send, steer, wait_ready
+from harness.chromium import ANSWER, CONTENT, PIECE, send, steer, wait_ready
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from tests.e2e.conftest import wait_ready
+from harness.chromium import wait_ready
 from tests.e2e.native_host import as_host, host_message, post
 
 pytestmark = pytest.mark.e2e

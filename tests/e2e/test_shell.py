@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ANSWER, DESKTOP, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
+from harness.chromium import ANSWER, DESKTOP, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 

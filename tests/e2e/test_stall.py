@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ANSWER, chat_bodies, expected_answer, stored_answers, wait_ready
-from tests.e2e.stored import stored_messages
+from harness.chromium import ANSWER, chat_bodies, expected_answer, stored_answers, wait_ready
+from harness.stored import stored_messages
 from tests.e2e.native_host import as_host, host_message, post
 
 pytestmark = pytest.mark.e2e

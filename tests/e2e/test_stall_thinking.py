@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ANSWER, send, steer, wait_ready
-from tests.e2e.protocol_spy import PROTOCOL_SPY
-from tests.servers import gateway
+from harness.chromium import ANSWER, send, steer, wait_ready
+from harness.protocol_spy import PROTOCOL_SPY
+from harness.servers import gateway
 
 pytestmark = pytest.mark.e2e
 

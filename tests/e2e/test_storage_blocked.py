@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.e2e.conftest import DESKTOP, Console, add_frame, attach_embedder, frame_of, user_chats, watched_page
-from tests.servers import gateway, serve_app
+from harness.chromium import DESKTOP, Console, add_frame, attach_embedder, frame_of, user_chats, watched_page
+from harness.servers import gateway, serve_app
 
 pytestmark = pytest.mark.e2e
 

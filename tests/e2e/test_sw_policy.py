@@ -30,8 +30,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from gateway.app import GatewayConfig, create_app
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
-from tests.servers import _free_port as free_port, copy_tree, gateway, serve_app
+from harness.chromium import BOOT_TIMEOUT_MS, Console
+from harness.servers import _free_port as free_port, copy_tree, gateway, serve_app
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from playwright.sync_api import Page, Request, expect
 
-from tests.e2e.conftest import wait_ready
+from harness.chromium import wait_ready
 from tests.e2e.native_host import as_host, host_message, post
 
 

@@ -1,6 +1,6 @@
 """A returning visitor (one browser context: one user's profile, across visits): the
 boot, network, compression and service-worker tests share it (with a gateway over a
-copy of the tree: tests/servers.py `copy_tree`)."""
+copy of the tree: harness/servers.py `copy_tree`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext, Page
 
-from tests.e2e.conftest import BOOT_TIMEOUT_MS, Console
+from harness.chromium import BOOT_TIMEOUT_MS, Console
 
 # Resolves once the named mark exists (at once if it already does); rejects when the
 # page reports the opposite outcome (`fail`) or after `timeout` ms.

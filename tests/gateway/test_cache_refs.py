@@ -20,9 +20,9 @@ from firsttoken.ratelimit import Governor
 from gateway.access import client_key
 from gateway.cache_refs import RefLimits, RefStore, chat_sites, expand_refs, referenced
 from gateway.errors import APIError
-from tests.socket_transport import run_core
-from tests.servers import gateway
-from tests.socket_transport import SocketTransport
+from harness.socket_transport import run_core
+from harness.servers import gateway
+from harness.socket_transport import SocketTransport
 from tests.unit.fakes import sent_json
 
 SIM = "x-firsttoken-sim"

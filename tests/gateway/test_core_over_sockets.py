@@ -9,7 +9,7 @@ import json
 import pytest
 
 from firsttoken.ratelimit import Governor
-from tests.socket_transport import run_core
+from harness.socket_transport import run_core
 
 SIM = "x-firsttoken-sim"
 

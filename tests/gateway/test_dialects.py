@@ -21,7 +21,7 @@ from gateway.cache_refs import CLIENT_HEADER
 from gateway.limits import FlowLimits
 from gateway.simulator import SimParams
 from gateway.streams import STREAM_HEADER
-from tests.servers import serve_app
+from harness.servers import serve_app
 
 SIM = "x-firsttoken-sim"
 FAST = {SIM: "ttft_ms=0,tps=100000,tokens=40"}

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from firsttoken.cache import Cache, MemoryStore
-from tests.socket_transport import run_core
+from harness.socket_transport import run_core
 from tests.unit.fakes import sent_json
 
 SIM = "x-firsttoken-sim"

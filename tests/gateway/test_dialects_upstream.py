@@ -23,7 +23,7 @@ from starlette.routing import Route
 from gateway.app import GatewayConfig, create_app
 from gateway.dialects import MESSAGES, RESPONSES
 from gateway.limits.usage import UsageMeter
-from tests.servers import gateway, serve_app
+from harness.servers import gateway, serve_app
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "dialects"
 TEXT = "A frame at 60 Hz lasts 16.7 ms — keep work under 8 ms. 🙂"

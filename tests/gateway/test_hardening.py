@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from tests.servers import gateway
+from harness.servers import gateway
 
 SIM = "x-firsttoken-sim"
 CHAT = {"model": "firsttoken-sim", "messages": [{"role": "user", "content": "hello"}]}
@@ -209,7 +209,7 @@ def echoing_upstream():
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from tests.servers import serve_app
+    from harness.servers import serve_app
 
     async def echo(request):
         seen = {"headers": dict(request.headers), "body": (await request.body()).decode()}
@@ -309,7 +309,7 @@ def test_a_mid_body_disconnect_and_an_upstream_failure_log_no_traceback() -> Non
 
 def test_an_internal_error_is_a_json_500_and_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
     from gateway.boundary import ErrorBoundary
-    from tests.servers import serve_app
+    from harness.servers import serve_app
 
     async def broken(scope, receive, send):
         if scope["type"] == "http":

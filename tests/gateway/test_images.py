@@ -15,7 +15,7 @@ import pytest
 from firsttoken import tokens
 from gateway.app import GatewayConfig, create_app
 from gateway.simulator import SimParams
-from tests.servers import serve_app
+from harness.servers import serve_app
 from tests.unit.image_files import data_url, gif, jpeg, png, webp_vp8x
 
 MODEL = "firsttoken-sim"

@@ -20,7 +20,7 @@ from starlette.routing import Route
 from gateway.app import GatewayConfig, create_app
 from gateway.keepalive import BOUNDARY_COMMENT, LINE_COMMENT, comment_after
 from gateway.simulator import SimParams
-from tests.servers import serve_app
+from harness.servers import serve_app
 
 INTERVAL_S = 0.02
 #: Intervals of silence the upstream keeps: 60 s at the default 15 s is four; this is more.

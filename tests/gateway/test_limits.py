@@ -296,7 +296,7 @@ def test_redis_down_is_closed_by_default_in_front_of_an_upstream() -> None:
 
 
 def test_an_upstream_is_limited_the_same_way() -> None:
-    from tests.servers import serve_app
+    from harness.servers import serve_app
 
     with serve_app(create_app(GatewayConfig(sim=FAST))) as origin:
         async def go() -> None:

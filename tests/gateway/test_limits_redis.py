@@ -17,7 +17,7 @@ from gateway.limits import FlowLimits, RedisBuckets
 from gateway.limits.gcra import Rate, decide
 from gateway.shared import SharedState
 from gateway.simulator import SimParams
-from tests.servers import gateway
+from harness.servers import gateway
 
 FAST = SimParams(ttft_ms=0, tps=1_000_000, tokens=20)
 CHAT = {"model": "firsttoken-sim", "messages": [{"role": "user", "content": "hello"}]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.servers import gateway
+from harness.servers import gateway
 
 
 def test_no_isolation_drops_coop_and_coep_only() -> None:

@@ -25,7 +25,7 @@ from firsttoken.prepare.preparer import Preparer
 from firsttoken.settings import ChatSettings
 from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER, PREPARED_EVENT
-from tests.servers import serve_app
+from harness.servers import serve_app
 
 SIM = "x-firsttoken-sim"
 USER_KEY = "sk-user-own-key-4e8a1c"

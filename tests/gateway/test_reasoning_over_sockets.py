@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.socket_transport import run_core
+from harness.socket_transport import run_core
 
 APIS = ("chat_completions", "responses", "anthropic_messages")
 FAST = "ttft_ms=0,prefill_tps=0,tps=4000,tokens=20"

@@ -21,7 +21,7 @@ from gateway.app import GatewayConfig, create_app
 from gateway.errors import APIError
 from gateway.simulator import SimParams
 from gateway.validation import decode_content
-from tests.servers import serve_app
+from harness.servers import serve_app
 
 BODY = json.dumps({"model": "firsttoken-sim", "stream": False,
                    "messages": [{"role": "system", "content": "Answer briefly. " * 200},

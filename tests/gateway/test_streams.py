@@ -20,7 +20,7 @@ from tests.gateway.stream_client import (
     CHAT, CLIENT_HEADER, FAST, NEVER, OTHER, SIM, SLOW, STREAM, STREAM_ID, HangingUpstream, Reader, cancel, content,
     contents, me, numbered, read, start, status, whole_answer,
 )
-from tests.servers import gateway, serve_app
+from harness.servers import gateway, serve_app
 
 
 @pytest.fixture(scope="module")

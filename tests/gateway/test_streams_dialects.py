@@ -16,7 +16,7 @@ import pytest
 from firsttoken.stream.sse import ServerSentEvent, SSEDecoder
 from gateway.streams.events import error_event, event_facts
 from tests.gateway.stream_client import NEVER, SIM, STREAM, cancel, me, numbered, read, status
-from tests.servers import gateway
+from harness.servers import gateway
 
 THINK = "firsttoken-sim-think"
 #: Slow enough that a cut lands mid-answer on a loaded machine (thinking 10 tokens, then 40).

@@ -16,7 +16,7 @@ from tests.gateway.stream_client import (
     CHAT, FAST, NEVER, OTHER, SIM, STREAM, HangingUpstream, cancel, content, contents, me, numbered, read, start,
     status, whole_answer,
 )
-from tests.servers import gateway, serve_app
+from harness.servers import gateway, serve_app
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import socket
 import httpx
 import pytest
 
-from tests.servers import gateway
+from harness.servers import gateway
 
 KEY = "sk-test-upstream-7f3a9c1e5b"
 SIM = "x-firsttoken-sim"

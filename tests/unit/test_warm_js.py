@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.servers import ROOT
+from harness.servers import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 

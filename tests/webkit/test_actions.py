@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webkit.conftest import READ, of, saved
-from tests.webkit_host import WebKitHost
+from harness.webkit import READ, of, saved
+from harness.gtk import WebKitHost
 
 pytestmark = pytest.mark.e2e
 

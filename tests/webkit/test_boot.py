@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.webkit.conftest import assert_clean_console, boot
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.webkit import assert_clean_console, boot
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

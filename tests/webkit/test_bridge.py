@@ -8,8 +8,8 @@ import json
 import pytest
 
 from tests.bridge_cases import EMBED_JS, HOSTILE, UNTOUCHED, UNTOUCHED_JS
-from tests.webkit.conftest import of, reply
-from tests.webkit_host import WebKitHost
+from harness.webkit import of, reply
+from harness.gtk import WebKitHost
 
 pytestmark = pytest.mark.e2e
 

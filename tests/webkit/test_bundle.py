@@ -10,9 +10,9 @@ from typing import Iterator
 import pytest
 
 from gateway.build.bundle import build_bundle
-from tests.servers import gateway
-from tests.webkit.conftest import assert_clean_console, boot, of, reply
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.servers import gateway
+from harness.webkit import assert_clean_console, boot, of, reply
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.webkit.conftest import of
-from tests.webkit_host import WebKitHost
+from harness.webkit import of
+from harness.gtk import WebKitHost
 
 pytestmark = pytest.mark.e2e
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests.webkit.conftest import READ, assert_clean_console, boot, saved, wait
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.webkit import READ, assert_clean_console, boot, saved, wait
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webkit.conftest import of, reply
-from tests.webkit_host import WebKitHost
+from harness.webkit import of, reply
+from harness.gtk import WebKitHost
 
 pytestmark = pytest.mark.e2e
 

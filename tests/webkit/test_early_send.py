@@ -25,9 +25,9 @@ from firsttoken.settings import ChatSettings
 from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER
 from gateway.simulator import SimParams
-from tests.servers import serve_app
-from tests.webkit.conftest import BOOT_TIMEOUT_S, READ, assert_clean_console, boot, saved, wait
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.servers import serve_app
+from harness.webkit import BOOT_TIMEOUT_S, READ, assert_clean_console, boot, saved, wait
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

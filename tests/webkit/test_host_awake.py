@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.webkit.conftest import of, wait
-from tests.webkit_host import WebKitHost
+from harness.webkit import of, wait
+from harness.gtk import WebKitHost
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(20)]
 

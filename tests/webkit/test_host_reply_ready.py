@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webkit.conftest import of, wait
-from tests.webkit_host import WebKitHost
+from harness.webkit import of, wait
+from harness.gtk import WebKitHost
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(20)]
 

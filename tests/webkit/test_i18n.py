@@ -15,8 +15,8 @@ import re
 import pytest
 
 from tests.e2e.test_i18n import ARABIC, NAMES, SHOWN
-from tests.webkit.conftest import of, wait
-from tests.webkit_host import WebKitHost
+from harness.webkit import of, wait
+from harness.gtk import WebKitHost
 
 pytestmark = pytest.mark.e2e
 

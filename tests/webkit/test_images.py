@@ -18,8 +18,8 @@ from PIL import Image
 
 from firsttoken.tokens import count_chat, image_target_size, image_tokens
 from tests.e2e.test_images_page import photo
-from tests.webkit.conftest import READ, assert_clean_console, boot, reply, saved, wait
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.webkit import READ, assert_clean_console, boot, reply, saved, wait
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

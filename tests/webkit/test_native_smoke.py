@@ -12,8 +12,8 @@ import pytest
 
 from bench.native.pages import WebKitPage, plain_page_tree
 from bench.native.renderers import NativeRenderer, percentile, sim_header
-from tests.servers import gateway
-from tests.webkit_host import Xvfb
+from harness.servers import gateway
+from harness.gtk import Xvfb
 
 CHUNKS = 30
 TPS = 100

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.webkit.conftest import READ, assert_clean_console, boot, of, reply, saved, wait
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.webkit import READ, assert_clean_console, boot, of, reply, saved, wait
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(30)]
 

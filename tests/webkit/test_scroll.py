@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.webkit.conftest import BOOT_TIMEOUT_S, assert_clean_console
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.webkit import BOOT_TIMEOUT_S, assert_clean_console
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

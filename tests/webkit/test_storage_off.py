@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webkit.conftest import assert_clean_console, boot, wait
-from tests.webkit_host import WebKitHost, Xvfb
+from harness.webkit import assert_clean_console, boot, wait
+from harness.gtk import WebKitHost, Xvfb
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ handler registered as `firsttoken` appears to the page as
 iOS app that does what `Host` does (bridge/PROTOCOL.md, "Hosts").
 
 Run it with Debian's `/usr/bin/python3` (PyGObject lives there, not in the virtualenv),
-under an X server (tests/webkit_host.py starts Xvfb):
+under an X server (harness/gtk.py starts Xvfb):
 
     /usr/bin/python3 bridge/hosts/gtk/host.py --url http://127.0.0.1:8000/ [--profile DIR]
 
