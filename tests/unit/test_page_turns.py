@@ -21,7 +21,9 @@ import { conversation, promptOf, wellFormed } from './js/page/conversation.js';
 import { ConversationStore } from './js/page/conversation-store.js';
 const store = new Map();
 const storage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v) };
-const h = new ConversationStore(storage);
+// The store takes its options as one object: given `storage` alone (as this test once
+// did), it destructured nothing from it and silently fell back to the real localStorage.
+const h = new ConversationStore({ storage });
 const u1 = h.add('user', 'one');
 const a1 = h.add('assistant', 'first answer'); a1.state = 'done';
 const u2 = h.add('user', 'two');
@@ -56,6 +58,7 @@ out.fixed = old;
 out.again = wellFormed(old);
 out.fixedSent = conversation('', old);
 out.seeded = conversation('', [{ role: 'system', content: 'seeded' }, { role: 'user', content: 'q' }]);
+out.ownStorage = h.storage === storage;
 console.log(JSON.stringify(out));
 """
 
@@ -69,6 +72,10 @@ def run() -> Any:
 def roles_alternate(messages: list[dict]) -> bool:
     roles = [m["role"] for m in messages if m["role"] != "system"]
     return all(a != b for a, b in zip(roles, roles[1:]))
+
+
+def test_the_store_keeps_what_it_keeps_where_it_was_told() -> None:
+    assert run()["ownStorage"] is True
 
 
 def test_a_turn_whose_answer_has_no_text_is_left_out_whole() -> None:
