@@ -51,8 +51,11 @@ def test_the_page_in_webkit_measures_the_same_stream(xvfb: Xvfb, gateway_url: st
     assert_sane(reply.samples_ms, CHUNKS, CHUNKS + 3)
     assert reply.extra["chunk_clock"] == "server"
     assert reply.extra["chunk_to_paint_ms"]["p95"] == pytest.approx(percentile(reply.samples_ms, 95), abs=0.1)
-    assert reply.clock_skew_ms is not None and abs(reply.clock_skew_ms) < 50
-    assert 5 < page.frame_interval_ms < 100  # animation frames were paced, not free-running
+    # What was measured, not how fast: a skew is reported, and no more than a broken clock
+    # would make it; frames came paced (a free-running loop gives them back to back).
+    # Upper bounds on either (once 50 ms and 100 ms) measured the machine's load.
+    assert reply.clock_skew_ms is not None and abs(reply.clock_skew_ms) < SANE_MS
+    assert page.frame_interval_ms > 5
 
 
 def test_the_plain_text_peer_is_served_as_the_page_is(tmp_path: Path) -> None:
