@@ -310,3 +310,62 @@ function withPolicy(received, policy) {
   }
   return headers;
 }
+
+// ---- Share target (issue 46, item 3) -------------------------------------------------
+// The installed web app's Web Share Target (manifest.webmanifest, `share_target`: Android
+// Chrome): the share sheet POSTs a multipart form (title, text, url, images) to
+// SHARE_ACTION as a navigation. The worker keeps the form as it came, in a cache of its
+// own, and sends the page to `./?share=<key>` (303, so a reload does not post again);
+// the page takes it from there once and fills the composer (js/page/share.js).
+// https://w3c.github.io/web-share-target/#handling-incoming-shares
+// Bounds: one share kept at a time (a share the page never took goes when the next
+// comes), and SHARE_MAX_BYTES a form: the photos come at full size (a phone's is 3-15
+// MB) and are shrunk by the page; past this the form is refused before it is stored,
+// and the page says so (`?share=refused`). The sharing app still has what it shared.
+const SHARE_ACTION = new URL('share-target', SCOPE).href;
+const SHARE_CACHE = 'firsttoken-share';
+const SHARE_MAX_BYTES = 32 * 1024 * 1024;
+
+self.addEventListener('fetch', (event) => {
+  const request = event.request;
+  if (request.method !== 'POST' || request.url.split(/[?#]/)[0] !== SHARE_ACTION) return;
+  event.respondWith(keepShare(request));
+});
+
+async function keepShare(request) {
+  const page = new URL('./', SCOPE);
+  let key = 'refused';
+  try {
+    const type = request.headers.get('content-type') ?? '';
+    const body = /^(multipart\/form-data|application\/x-www-form-urlencoded)\b/i.test(type) ? await boundedBody(request, SHARE_MAX_BYTES) : null;
+    if (body) {
+      const cache = await caches.open(SHARE_CACHE);
+      for (const old of await cache.keys()) await cache.delete(old);
+      const id = crypto.randomUUID();
+      await cache.put(new URL(`share-target/${id}`, SCOPE).href, new Response(body, { headers: { 'content-type': type } }));
+      key = id;
+    }
+  } catch {
+    // unreadable, or no room to keep it: refused, said by the page
+  }
+  page.searchParams.set('share', key);
+  return Response.redirect(page.href, 303);
+}
+
+// The body as a Blob, or null past `max` bytes (read no further than that).
+async function boundedBody(request, max) {
+  if (Number(request.headers.get('content-length') ?? 0) > max || !request.body) return null;
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return new Blob(chunks);
+    size += value.byteLength;
+    if (size > max) {
+      reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+}

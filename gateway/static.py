@@ -136,6 +136,10 @@ PAGE_FILES = {
     "index.html": "text/html; charset=utf-8",
     "pyscript.toml": "application/toml",
     "py/boot.py": "text/x-python; charset=utf-8",
+    # The installed web app: its name, icon, standalone display and the share target
+    # (js/page/share.js, sw.js). Linked from index.html, so kept offline with the page.
+    "manifest.webmanifest": "application/manifest+json",
+    "icon.svg": "image/svg+xml",
 }
 PACKAGE_PATH = "py/firsttoken.zip"
 SERVICE_WORKER_PATH = "sw.js"

@@ -36,6 +36,10 @@ const REQUESTS = {
   'settings.set': { id: 'optional', settings: 'required' },
   'connection.warm': { id: 'optional' },
   'composer.attach': { id: 'optional', image: 'required' },
+  // Dictation by the host's recogniser (js/page/dictation.js) and a share into the
+  // composer (js/page/share.js): bridge/PROTOCOL.md, "Dictation" and "Share".
+  'composer.dictation': { id: 'optional', dictation: 'required' },
+  'composer.share': { id: 'optional', share: 'required' },
 };
 for (const [type, { id, fields }] of Object.entries(CORE_REQUESTS)) {
   if (PAGE_ONLY.has(type)) continue;
@@ -99,6 +103,10 @@ export function parseHostMessage(data) {
   if (id !== null) request.id = id;
   if (spec.messages) request.messages = checkMessages(msg.messages, fail);
   if (spec.image) request.image = checkImage(msg.image, fail);
+  if (spec.dictation) Object.assign(request, checkDictation(msg, fail));
+  if (spec.share) Object.assign(request, checkShare(msg, fail));
+  // What the host can do for the page (`hello {capabilities}`): only `dictation` so far.
+  if (msg.type === 'hello' && msg.capabilities !== undefined) request.capabilities = checkCapabilities(msg.capabilities, fail);
   if (spec.settings === 'required' || (spec.settings === 'optional' && msg.settings !== undefined)) {
     request.settings = checkSettings(msg.settings, fail);
   }
@@ -123,6 +131,106 @@ function checkImage(image, fail) {
     fail(`image.name must be a string of at most ${MAX_NAME_LENGTH} characters`);
   }
   return { data, type: type.toLowerCase(), name: typeof name === 'string' ? name : '' };
+}
+
+/** What a host may say it can do in its `hello`; unknown names are ignored (forward
+ * compatible), a known one must be a boolean. */
+const CAPABILITIES = ['dictation'];
+
+function checkCapabilities(capabilities, fail) {
+  if (!isObject(capabilities)) fail("'capabilities' must be an object of booleans");
+  const out = {};
+  for (const name of CAPABILITIES) {
+    if (!(name in capabilities)) continue;
+    if (typeof capabilities[name] !== 'boolean') fail(`capabilities.${name} must be a boolean`);
+    out[name] = capabilities[name];
+  }
+  return out;
+}
+
+/** Longest text one `composer.dictation` may carry: one utterance's transcript, which
+ * SFSpeechRecognizer and Android's SpeechRecognizer give whole each time (a minute of
+ * speech is ~1,000 characters; this is far past any). */
+export const MAX_DICTATION_CHARS = 16384;
+/** How a host's recogniser may fail: `denied` (the person refused the microphone or
+ * speech recognition), `unavailable` (no recogniser for the locale, offline), `failed`. */
+export const DICTATION_ERRORS = Object.freeze(['denied', 'unavailable', 'failed']);
+
+// `composer.dictation {text, final, listening?, error?}`: the utterance so far (`final`
+// false: provisional, replaced by the next) or its final text; `listening: false` when
+// the recogniser stopped; `error` (one of DICTATION_ERRORS) stops it too.
+function checkDictation(msg, fail) {
+  const out = {};
+  if (msg.error !== undefined) {
+    if (!DICTATION_ERRORS.includes(msg.error)) fail(`'error' must be one of ${DICTATION_ERRORS.join(', ')}`);
+    out.error = msg.error;
+  }
+  if (msg.text !== undefined || out.error === undefined) {
+    if (typeof msg.text !== 'string' || msg.text.length > MAX_DICTATION_CHARS) fail(`'text' must be a string of at most ${MAX_DICTATION_CHARS} characters`);
+    out.text = msg.text;
+  }
+  for (const name of ['final', 'listening']) {
+    if (msg[name] !== undefined && typeof msg[name] !== 'boolean') fail(`'${name}' must be a boolean`);
+  }
+  out.final = msg.final === true;
+  out.listening = out.error === undefined && msg.listening !== false;
+  return out;
+}
+
+/** Longest text a share may put in the composer. The whole message is bounded already
+ * (MAX_MESSAGE_BYTES, 8 MB: a 50 MB share never gets parsed); the text is bounded again
+ * because it becomes a prompt: the gateway takes request bodies of 4 MiB by default and
+ * the largest context windows hold about a million tokens, so past this a prompt cannot
+ * be sent anyway, and refusing it now (the host keeps it) beats a composer that cannot
+ * send. An article or a chat log shared whole fits many times over. */
+export const MAX_SHARE_TEXT_CHARS = 1_000_000;
+/** Longest URL a share may carry (browsers and servers commonly stop near 8 KiB). */
+export const MAX_SHARE_URL_CHARS = 8192;
+/** Most images one share may carry: as many as one message takes (js/page/attachments.js). */
+export const MAX_SHARE_IMAGES = 20;
+/** Longest conversation id (ours are UUIDs). */
+const MAX_CONVERSATION_ID = 128;
+
+/**
+ * A shared URL as the composer will hold it: http(s) only, so a `javascript:`, `data:`
+ * or `file:` URL never lands where a person might follow or send it; null when it is not
+ * one. Pure: also used for a Web Share Target's `url` (js/page/share.js).
+ */
+export function sharedUrl(text) {
+  if (typeof text !== 'string' || text.length > MAX_SHARE_URL_CHARS) return null;
+  let url;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return null;
+  }
+  return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
+}
+
+// `composer.share {text?, url?, images?, conversation?}`: at least one of text, url and
+// images. The text is plain text (the composer is a textarea: HTML in it stays text).
+function checkShare(msg, fail) {
+  const out = {};
+  if (msg.text !== undefined) {
+    if (typeof msg.text !== 'string' || msg.text.length > MAX_SHARE_TEXT_CHARS) fail(`'text' must be a string of at most ${MAX_SHARE_TEXT_CHARS} characters`);
+    if (msg.text) out.text = msg.text;
+  }
+  if (msg.url !== undefined) {
+    const url = sharedUrl(msg.url);
+    if (url === null) fail(`'url' must be an http(s) URL of at most ${MAX_SHARE_URL_CHARS} characters`);
+    out.url = url;
+  }
+  if (msg.images !== undefined) {
+    if (!Array.isArray(msg.images) || msg.images.length > MAX_SHARE_IMAGES) fail(`'images' must be an array of at most ${MAX_SHARE_IMAGES} images`);
+    out.images = msg.images.map((image) => checkImage(image, fail));
+  }
+  if (msg.conversation !== undefined) {
+    const c = msg.conversation;
+    if (typeof c !== 'string' || !c || c.length > MAX_CONVERSATION_ID) fail("'conversation' must be \"new\" or a conversation's id");
+    out.conversation = c;
+  }
+  if (!out.text && !out.url && !out.images?.length) fail('a share needs text, a url or images');
+  return out;
 }
 
 function checkMessages(messages, fail) {

@@ -79,6 +79,9 @@ export function embedOriginsFrom(search) {
  * options.attach: puts a host's image (`{data, type, name}`, checked) in the composer
  * as a picked photo (js/page/attachments.js); a promise of `{width, height, bytes}`,
  * or a rejection with the ImageError saying why not.
+ * options.dictation: takes each checked `composer.dictation` (js/page/dictation.js).
+ * options.share: lands a checked `composer.share` in the composer (js/page/share.js); a
+ * promise of what `composer.shared` says, or a rejection with a `code`.
  * Returns a handle with `counts()` (what was received, refused and dropped).
  */
 export function attachHosts(link, options = {}) {
@@ -170,6 +173,12 @@ export function attachHosts(link, options = {}) {
   function handle(channel, request) {
     const { type, id } = request;
     if (type === 'hello') {
+      // What this host can do for the page (`capabilities`: its own recogniser), for
+      // as long as it is attached; a later hello says it again, whole.
+      if (request.capabilities) {
+        channel.capabilities = request.capabilities;
+        link.dispatchEvent?.(new Event('host-capabilities'));
+      }
       // Attaching: `ready` is replayed to a host that arrives after it.
       const ready = lastReady ?? link.lastReady ?? null;
       if (ready) out(channel, { ...ready, id });
@@ -210,6 +219,23 @@ export function attachHosts(link, options = {}) {
         // An ImageError's code (js/images/header.js); anything else (bytes that are not
         // base64 after all) is an invalid image.
         (e) => out(channel, { type: 'error', id, error: { code: typeof e?.code === 'string' ? e.code : 'invalid_image', message: String(e?.message ?? e) } }),
+      );
+      return;
+    }
+    if (type === 'composer.dictation') {
+      // The host's recogniser heard something (js/page/dictation.js): no answer, a stream.
+      options.dictation?.(request);
+      return;
+    }
+    if (type === 'composer.share') {
+      // Shared into the chat (js/page/share.js): lands in the composer, for the person
+      // to send; refused whole (an unknown conversation) with nothing changed.
+      Promise.resolve().then(() => {
+        if (!options.share) throw Object.assign(new Error('this page has no composer'), { code: 'unsupported' });
+        return options.share(request);
+      }).then(
+        (landed) => out(channel, { type: 'composer.shared', id, ...landed }),
+        (e) => out(channel, { type: 'error', id, error: { code: typeof e?.code === 'string' ? e.code : 'invalid_share', message: String(e?.message ?? e) } }),
       );
       return;
     }
@@ -344,6 +370,14 @@ export function attachHosts(link, options = {}) {
       return true;
     },
     attached: () => attachedChannels().length > 0,
+    // Whether an attached host said in its hello that it can do `name` ('dictation').
+    can: (name) => attachedChannels().some((channel) => channel.capabilities?.[name] === true),
+    // To the hosts that can do `name` only (`composer.dictate`: one recogniser listens).
+    postTo(name, msg) {
+      const to = attachedChannels().filter((channel) => channel.capabilities?.[name] === true);
+      for (const channel of to) out(channel, msg);
+      return to.length > 0;
+    },
     // What a host set about the page's behaviour (`haptics`, `awake`), or undefined.
     setting: (name) => pageSettings[name],
   };

@@ -22,13 +22,15 @@ import { Connection } from './offline.js';
 import { Replies } from './replies.js';
 import { Awake } from './awake.js';
 import { Haptics } from './haptics.js';
+import { Dictation } from './dictation.js';
+import { Share } from './share.js';
 import { Settings } from './settings.js';
 import { SettingsSheet } from './settings-sheet.js';
 import { StorageNotice } from './storage.js';
 import { Theme } from './theme.js';
 import { ThinkingControl } from './thinking-control.js';
 import { Warmer } from './warm.js';
-import { formatNumber, onLocaleChange, setHostLocale, t, translateDocument } from './i18n.js';
+import { formatNumber, locale, onLocaleChange, setHostLocale, t, translateDocument } from './i18n.js';
 import { languageField } from './language-field.js';
 import { early as storedConversations } from './store/db.js';
 
@@ -301,7 +303,19 @@ export function startPage({ answers, link = pageLink } = {}) {
   document.documentElement.dataset.interactive = String(Math.round(performance.now()));
   // Native hosts and embedding windows (bridge/PROTOCOL.md, "Hosts"), attached before
   // the link starts so that `ready` is seen and can be replayed to a late host.
-  hosts = attachHosts(link, { warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)) });
+  // Dictation (dictation.js) and shares into the composer (share.js): issue 46, items 1 and 3.
+  const dictation = new Dictation({ button: $('dictate'), partial: $('dictation'), prompt: els.prompt }, {
+    host: { can: () => hosts?.can('dictation') ?? false, post: (msg) => hosts?.postTo('dictation', msg) ?? false },
+    locale, say: (text, code) => attachments.say(text, code),
+  });
+  const share = new Share({ store, attachments, prompt: els.prompt });
+  hosts = attachHosts(link, {
+    warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)),
+    dictation: (msg) => dictation.fromHost(msg),
+    share: ({ images, ...rest }) => share.land({ ...rest, images: (images ?? []).map(hostFile) }),
+  });
+  link.addEventListener?.('host-capabilities', () => dictation.update());
+  share.fromServiceWorker(window, (text, code) => attachments.say(text, code));
   showHapticsField();
   link.start();
   return { link };
