@@ -129,6 +129,36 @@ self.addEventListener('activate', (event) => {
   })());
 });
 
+// ---- Reply ready (issue 46, item 4) ---------------------------------------------------
+// The page shows a notification through this worker's registration when an answer is done
+// while it is hidden (js/page/notify.js: title, first words, `data.conversation`, one tag
+// per conversation). A tap on it brings the page back on that conversation: a window of
+// ours already open is told (`conversation.open`) and focused; with none, one is opened
+// at `./#conversation=<id>`, which the page reads as it starts. Only windows in our scope
+// are ours to reuse. https://notifications.spec.whatwg.org/#activating-a-notification
+self.addEventListener('notificationclick', (event) => {
+  const id = event.notification.data?.conversation;
+  event.notification.close();
+  // Started before waitUntil, which only lends the worker time to finish it.
+  const opening = openConversation(typeof id === 'string' ? id : null);
+  event.waitUntil(opening);
+});
+
+async function openConversation(id) {
+  const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
+  const open = windows.find((client) => client.url.startsWith(SCOPE.href));
+  if (open) {
+    if (id) open.postMessage({ type: 'conversation.open', conversation: id });
+    // focus() is allowed only while the click lends its user activation; past it the
+    // page has been told already, and stays where it is.
+    await open.focus().catch(() => {});
+    return;
+  }
+  const url = new URL('./', SCOPE);
+  if (id) url.hash = `conversation=${encodeURIComponent(id)}`;
+  await self.clients.openWindow(url.href);
+}
+
 self.addEventListener('fetch', (event) => {
   const request = event.request;
   if (request.method !== 'GET') return;

@@ -22,6 +22,7 @@ import { Connection } from './offline.js';
 import { Replies } from './replies.js';
 import { Awake } from './awake.js';
 import { Haptics } from './haptics.js';
+import { ReplyNotifier } from './notify.js';
 import { Dictation } from './dictation.js';
 import { Share } from './share.js';
 import { Settings } from './settings.js';
@@ -82,6 +83,14 @@ export function startPage({ answers, link = pageLink } = {}) {
     if (awakeField) awakeField.hidden = !awake.available;
   };
   $('open-settings')?.addEventListener('click', showHapticsField);
+  // Reply ready without a host: a notification through the service worker, and the one
+  // offer to allow them after an answer the person waited for (notify.js says when).
+  const notifier = new ReplyNotifier({
+    settings, hostAttached: () => hosts?.attached() ?? false, after: els.messages,
+    open: (id) => adopted.then(() => store.open(id)),
+    sheet: { field: $('notify-field'), input: /** @type {HTMLInputElement | null} */ ($('notify')), note: $('notify-note') },
+  });
+  $('open-settings')?.addEventListener('click', () => notifier.refresh());
   // The first token of each of the page's own answers ticks once (a host's chats are its own).
   const ticked = new Set();
   // The Thinking level, per conversation (thinking-control.js).
@@ -136,11 +145,13 @@ export function startPage({ answers, link = pageLink } = {}) {
     onBusy: (busy) => {
       showSendOrStop(els, busy);
       awake.set(busy);
+      notifier.busy(busy);
     },
     onSettled: (li, state, msg, entry) => {
       count.request();
       settled(li, state, msg);
       if (state === 'done') replyReady(msg, entry);
+      notifier.settled(state);
     },
   });
 
@@ -152,12 +163,10 @@ export function startPage({ answers, link = pageLink } = {}) {
     if (document.visibilityState !== 'hidden' || !hosts) return;
     const c = entry ? store.ownerOf(entry) : null;
     const text = typeof entry?.content === 'string' ? entry.content : '';
-    hosts.post({
-      type: 'reply.ready',
-      id: typeof msg?.id === 'string' ? `page:${msg.id}` : undefined,
-      conversation: { id: c?.id ?? null, title: c?.title || t('conversations.untitled') },
-      text: firstWords(text),
-    });
+    const reply = { conversation: { id: c?.id ?? null, title: c?.title || t('conversations.untitled') }, text: firstWords(text) };
+    const id = typeof msg?.id === 'string' ? `page:${msg.id}` : undefined;
+    // No host to tell: the service worker's notification, where allowed (notify.js).
+    if (!hosts.post({ type: 'reply.ready', id, ...reply })) notifier.notify(reply);
   };
 
   // ---- header, status ------------------------------------------------------------
@@ -268,6 +277,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     if (mod && e.key === ',') {
       e.preventDefault();
       showHapticsField();
+      notifier.refresh();
       sheet.show();
     } else if (mod && e.key === '/') {
       e.preventDefault();
@@ -294,7 +304,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     paintConversation();
     count.request();
   });
-  store.adopt(storedConversations).catch((e) => store.setStore('memory', e));
+  const adopted = store.adopt(storedConversations).catch((e) => store.setStore('memory', e));
 
   // ---- start ----------------------------------------------------------------------
   paintConversation();
@@ -317,6 +327,9 @@ export function startPage({ answers, link = pageLink } = {}) {
   link.addEventListener?.('host-capabilities', () => dictation.update());
   share.fromServiceWorker(window, (text, code) => attachments.say(text, code));
   showHapticsField();
+  notifier.refresh();
+  // A notification's conversation, opened once the kept ones are read (notify.js).
+  notifier.start();
   link.start();
   return { link };
 }

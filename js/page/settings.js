@@ -241,6 +241,17 @@ export class Settings extends EventTarget {
     return this.stored.awake !== false;
   }
 
+  /** Whether the person wants a notification when a reply is ready (notify.js): true
+   * (they allowed it), false (they declined or turned it off), null (never said). */
+  get notify() {
+    return typeof this.stored.notify === 'boolean' ? this.stored.notify : null;
+  }
+
+  /** Whether the offer to notify (notify.js) was shown already: it is shown once. */
+  get notifyOffered() {
+    return this.stored.notify_offered === true;
+  }
+
   /** The API key, or '' for none. */
   get apiKey() {
     return this.fields.apiKey.value;
