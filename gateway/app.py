@@ -174,6 +174,16 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     async def model(request: Request) -> Response:
         return await backend.model(request, request.path_params["model_id"])
 
+    # The built-in model's held stalls (`hold=K`, gateway/simulator.py `Holds`): a test
+    # ends the stall it asked for once it has seen the stream mid-way. Built-in model only.
+    holds = backend.simulator.holds if isinstance(backend, SimulatedBackend) else None
+
+    async def release_hold(request: Request) -> Response:
+        if holds is None:
+            return Response(status_code=404)
+        holds.release(request.path_params["key"])
+        return Response(status_code=204)
+
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True, "backend": backend.name, "pid": os.getpid(), **await flow.health()})
 
@@ -242,6 +252,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             *(stream_routes(streams) if streams is not None else []),
             Route("/healthz", health, methods=["GET"]),
+            *([Route("/sim/release/{key:int}", release_hold, methods=["POST"])] if holds is not None else []),
             *(report_routes(config.report_dir) if config.report_dir is not None else []),
             *static.routes(root=config.root, snapshot_measure_link=config.snapshot_measure_link, run=offload.run),
         ],

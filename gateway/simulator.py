@@ -31,6 +31,9 @@ Faults, by the same header:
     status=429        answer at once with that status (429 carries rate-limit headers)
     retry_after=S     the retry-after seconds sent with status=429/503/529 (default 1)
     stall_ms=N        stall N ms, after `stall_after` content chunks (default 0)
+    hold=K            end that stall early when a client posts /sim/release/K (K > 0):
+                      a test holds the stream mid-way, looks, and lets it go, with no
+                      time window to race (`Holds`); `stall_ms` still bounds it
     stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk (every
                       text delta, in Responses and Messages), for measuring
                       chunk-to-paint latency in benchmarks
@@ -57,11 +60,13 @@ chunk, thinking chunks included, so a fault can strike while the model thinks.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
 import re
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, fields, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator
@@ -105,6 +110,7 @@ class SimParams:
     retry_after: float = 1.0
     stall_ms: float = 0.0
     stall_after: int = 0
+    hold: int = 0
     stamp: bool = False
     echo: bool = False
     prefill_tps: float = field(default=50_000.0, metadata=option(
@@ -147,6 +153,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "retry_after": (0, 86_400),
     "stall_ms": (0, 600_000),
     "stall_after": (0, 1_000_000),
+    "hold": (0, 1_000_000_000),
     "stamp": (0, 1),
     "echo": (0, 1),
     "prefill_tps": (0, 1_000_000_000),
@@ -357,6 +364,38 @@ def render_ids(messages: list[dict[str, Any]], model: str) -> RenderedPrompt:
     return render_prompt(messages, encode)
 
 
+class Holds:
+    """Stalls that a client ends (`hold=K`; POST /sim/release/K, gateway/app.py).
+
+    A release is kept, so a release that comes before its stream reaches the stall
+    ends that stall at once: the order of the two never matters (a test releases once
+    it has seen what it looks for, which may be before the stall begins). At most
+    `MAX` keys are kept, the oldest forgotten: a stream whose key was forgotten stalls
+    for its `stall_ms`, as without a hold."""
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self._events: OrderedDict[int, asyncio.Event] = OrderedDict()
+
+    def _event(self, key: int) -> asyncio.Event:
+        event = self._events.pop(key, None) or asyncio.Event()
+        self._events[key] = event
+        while len(self._events) > self.MAX:
+            self._events.popitem(last=False)
+        return event
+
+    def release(self, key: int) -> None:
+        self._event(key).set()
+
+    async def hold(self, key: int, timeout_s: float) -> None:
+        """Until `key` is released, or `timeout_s` at the most."""
+        try:
+            await asyncio.wait_for(self._event(key).wait(), timeout_s)
+        except TimeoutError:
+            pass
+
+
 class Simulator:
     """The built-in model. `sleep`, `count_tokens`, `render` and `clock` (which also
     ages the prefix cache) are injectable for tests; `cache_entries` bounds the cache."""
@@ -377,6 +416,7 @@ class Simulator:
         self.count_tokens = count_tokens
         self.render = render
         self.cache = PrefixCache(cache_entries, clock=clock)
+        self.holds = Holds()
 
     def params(self, header: str | None) -> SimParams:
         return parse_sim_header(header, self.defaults)
@@ -513,8 +553,13 @@ class Simulator:
                     if batch:
                         yield b"".join(batch)
                         batch, size = [], 0
-                    await self.sleep(params.stall_ms / 1000.0)
-                    t0 += params.stall_ms / 1000.0
+                    if params.hold:
+                        held = clock()
+                        await self.holds.hold(params.hold, params.stall_ms / 1000.0)
+                        t0 += clock() - held
+                    else:
+                        await self.sleep(params.stall_ms / 1000.0)
+                        t0 += params.stall_ms / 1000.0
                 now = clock()
                 delay = t0 + sent * interval - now
                 if delay > 0 or size >= _BATCH_BYTES or now - given_back >= _SLICE_S:
