@@ -1,17 +1,23 @@
-"""Benchmark: answers interrupted as a phone interrupts them, resumed against retried.
+"""Benchmark: answers interrupted as a phone interrupts them, resumed against re-POSTed.
 
     .venv/bin/python bench/resume.py [--rounds N]
 
 Real Chromium (a Pixel 7 context) talks to a real gateway process on the built-in
-model through a loopback proxy shaped as slow 4G (bench/shaper.py with
-bench/profiles.py's `slow4g`: 4 Mbit/s down, 0.75 Mbit/s up, 150 ms round trip, and a
-new connection's handshake). Each answer is interrupted mid-way, once, in one of three
-ways, in turn:
+model at its default physics (a first token waits 1.1 s plus the prompt's prefill at
+50k tokens/s, gateway/prefill.py; no override of either) through a loopback proxy shaped
+as slow 4G (bench/shaper.py with bench/profiles.py's `slow4g`), every new connection
+charged its TCP handshake and TLS 1.3's (`tls=True`: the client's first byte leaves two
+round trips after it connected, as on an https:// origin). Each answer is interrupted
+mid-way, once, in one of three ways, in turn:
 
 - `offline`: the device loses its network for 2 s (the proxy resets every connection
   and refuses new ones; Chromium reports the device offline), then it is back;
-- `frozen`: the page is frozen for 5 s, as a backgrounded WebView is (Page Lifecycle
-  `freeze`, CDP `Page.setWebLifecycleState`), then woken (`resume`);
+- `frozen`: the app is suspended for 5 s, as iOS suspends a backgrounded app: the page
+  is frozen (Page Lifecycle `freeze`, CDP `Page.setWebLifecycleState`) and the link is
+  cut while it is (the proxy resets every connection and refuses new ones, as the
+  system reclaims a suspended app's sockets), then the link is back and the page woken
+  (`resume`). The device is not offline: the page learns of the loss from its failed
+  stream, as a woken WebView does;
 - `reload`: the page is reloaded (a WebView the OS killed and the user reopened).
 
 Two clients, interleaved answer by answer, on two gateway processes that differ only
@@ -19,21 +25,30 @@ in `--no-resume`:
 
 - firsttoken: the page as it is; the gateway keeps the answer going and the page
   resumes its stream from the last event it painted;
-- peer (today's behaviour before resume): the answer ends interrupted; the user taps
-  Retry as soon as it is offered, which sends the prompt again.
+- re-POST: what a client without resumable streams does: its answer ends interrupted,
+  the user taps Retry as soon as it is offered, and the prompt is POSTed again (the
+  same page against a gateway that offers no resume, so both sides share everything
+  else).
 
 Per answer it records `back_to_paint_ms`: from the moment the interruption ends (back
 online; woken; for a reload, Python ready again on the new page, the first moment
 either client can act) to the next painted text of that answer (the page's
-`data-paints` counter, timed in the page); the POSTs the answer cost (each one bills
-the prompt again); and whether the finished text equals the built-in model's
+`data-paints` counter, timed in the page); the prompt tokens the answer was billed, from
+the gateway's usage records (bench/usage_gateway.py: the built-in model's settled
+usage of every answer it started, including those whose client went away before their
+usage object arrived); and whether the finished text equals the built-in model's
 uninterrupted answer to the same request.
 
 Prints one line per answer, then LAST one JSON line:
-    {"resumed_ms_p50", "resumed_ms_p95", "peer_retry_ttft_ms_p50", "peer_retry_ttft_ms_p95",
-     "billed_prompt_ratio", "peer_billed_prompt_ratio", "identical_pct", "by_kind", ...}
-`billed_prompt_ratio`: prompt tokens billed per answer ÷ those of one uninterrupted
-answer (POSTs × the request's `usage.prompt_tokens`).
+    {"peer", "resumed_ms_p50", "resumed_ms_p95", "repost_ms_p50", "repost_ms_p95",
+     "billed_prompt_ratio", "repost_billed_prompt_ratio", "uncached_prompt_ratio",
+     "repost_uncached_prompt_ratio", "identical_pct", "by_kind", ...}
+`billed_prompt_ratio`: the prompt tokens the gateway billed for an answer ÷ the prompt
+tokens of one uninterrupted answer (its first request's record), mean over answers;
+`uncached_prompt_ratio` the same for the prompt tokens not read from the prefix cache
+(which providers bill at a discount, and which cost prefill time). Both are counted
+from what the gateway billed: neither holds by construction (a resumed answer that
+re-POSTed, or a retry the cache served, would show).
 """
 
 from __future__ import annotations
@@ -41,6 +56,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -50,24 +66,31 @@ ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 import httpx  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
-from e2e import percentile  # noqa: E402
 from bench.profiles import PROFILES  # noqa: E402
 from bench.shaper import LinkThread, shaped_url  # noqa: E402
-from harness.servers import CHROMIUM, CHROMIUM_ARGS, gateway  # noqa: E402
+from bench.usage_gateway import usage_gateway, usage_records  # noqa: E402
+from gateway.simulator import SimParams  # noqa: E402
+from harness.servers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 SLOW_4G = PROFILES["slow4g"]
-#: The built-in model at its default first-token time, streaming at a phone-readable pace,
-#: an answer long enough (15 s) to outlast every interruption.
+#: The built-in model's defaults, which both gateways run on (said in the JSON line).
+MODEL = SimParams()
+#: The built-in model at its default first-token cost (no `ttft_ms` or `prefill_tps`
+#: here), streaming at a phone-readable pace, an answer long enough (15 s) to outlast
+#: every interruption.
 SIM = "tps=40,tokens=600"
 ANSWER = '.msg[data-role="assistant"]'
 KINDS = ("offline", "frozen", "reload")
+PEER = "re-POST"
 PROMPT = (ROOT / "tests" / "corpus" / "compress" / "code-python-02.md").read_text()
 BOOT_TIMEOUT_MS = 120_000
+WAIT_MS = 120_000
 
 #: Records, in the page, when the last answer's `data-paints` changes (ms since the
-#: epoch), into window.__paints; set again after a reload.
+#: epoch), into window.__paints, and says so with a `bench-paint` event; set again
+#: after a reload.
 WATCH_PAINTS = """() => {
   window.__paints = [];
   new MutationObserver(() => {
@@ -76,9 +99,41 @@ WATCH_PAINTS = """() => {
     if (last && last.dataset.paints !== window.__lastPaints) {
       window.__lastPaints = last.dataset.paints;
       window.__paints.push(performance.timeOrigin + performance.now());
+      window.dispatchEvent(new Event('bench-paint'));
     }
   }).observe(document.getElementById('messages'), { subtree: true, attributes: true, attributeFilter: ['data-paints'] });
 }"""
+#: The first paint recorded after `t` (ms since the epoch), awaited on the paints' own
+#: event (the page's CSP forbids Playwright's wait_for_function, which evaluates a
+#: string); rejected after `ms`.
+PAINT_AFTER = """([t, ms]) => new Promise((ok, no) => {
+  const found = () => (window.__paints || []).find((p) => p > t);
+  if (found()) return ok(found());
+  const timer = setTimeout(() => no(new Error('no paint after the interruption in ' + ms + ' ms')), ms);
+  window.addEventListener('bench-paint', function seen() {
+    if (!found()) return;
+    clearTimeout(timer);
+    window.removeEventListener('bench-paint', seen);
+    ok(found());
+  });
+})"""
+#: Resolves once the last answer has painted `n` times; rejected after `ms`.
+PAINTED = """([n, ms]) => new Promise((ok, no) => {
+  const count = () => {
+    const a = document.querySelectorAll('.msg[data-role="assistant"]');
+    return a.length ? +(a[a.length - 1].dataset.paints || 0) : 0;
+  };
+  if (count() >= n) return ok();
+  const timer = setTimeout(() => no(new Error('the answer painted fewer than ' + n + ' times in ' + ms + ' ms')), ms);
+  const watch = new MutationObserver(() => {
+    if (count() < n) return;
+    clearTimeout(timer);
+    watch.disconnect();
+    ok();
+  });
+  watch.observe(document.getElementById('messages'),
+                { subtree: true, childList: true, attributes: true, attributeFilter: ['data-paints'] });
+})"""
 NOW = "() => performance.timeOrigin + performance.now()"
 
 
@@ -93,15 +148,10 @@ def ready(page: Page) -> None:
         raise RuntimeError(f"Python did not start: {page.inner_text('#boot')}")
 
 
-def last_answer(page: Page):
-    return page.locator(ANSWER).last
-
-
-def wait_state(page: Page, states: str, timeout_ms: int = 120_000) -> str:
-    page.wait_for_function(
-        f"(s) => {{ const a = document.querySelectorAll('{ANSWER}'); const l = a[a.length - 1];"
-        " return l && s.split(',').includes(l.dataset.state); }", arg=states, timeout=timeout_ms)
-    return last_answer(page).get_attribute("data-state") or ""
+def wait_state(page: Page, states: tuple[str, ...]) -> str:
+    answer = page.locator(ANSWER).last
+    expect(answer).to_have_attribute("data-state", re.compile("^(" + "|".join(states) + ")$"), timeout=WAIT_MS)
+    return answer.get_attribute("data-state") or ""
 
 
 def uninterrupted(url: str, body: dict[str, Any]) -> str:
@@ -127,9 +177,9 @@ def stored_answer(page: Page) -> str:
     })""")
 
 
-def interrupt(page: Page, proxy: LinkThread, kind: str, peer: bool) -> float:
+def interrupt(page: Page, proxy: LinkThread, kind: str) -> float:
     """Interrupt the answer streaming on `page`; returns when it ended (ms since the
-    epoch, page clock), the moment from which the next paint is timed."""
+    epoch), the moment from which the next paint is timed."""
     if kind == "offline":
         page.context.set_offline(True)
         proxy.cut()
@@ -142,10 +192,15 @@ def interrupt(page: Page, proxy: LinkThread, kind: str, peer: bool) -> float:
         cdp = page.context.new_cdp_session(page)
         page.evaluate("() => document.dispatchEvent(new Event('freeze'))")
         cdp.send("Page.setWebLifecycleState", {"state": "frozen"})
+        # iOS reclaims a suspended app's sockets: its connections are gone when it wakes,
+        # and nothing arrives while it sleeps (issue 45: a link kept up fed the frozen
+        # page deltas that a plain page would simply have painted on waking).
+        proxy.cut()
         time.sleep(5.0)  # the scenario's length: the app sits in the background
+        proxy.restore()
         cdp.send("Page.setWebLifecycleState", {"state": "active"})
         # Taken here, not in the page: once active, the page runs what it queued while
-        # frozen (deltas a live connection brought) before it would answer an evaluate.
+        # frozen before it would answer an evaluate. Same clock (the page's is the epoch's).
         back = time.time() * 1000.0
         page.evaluate("() => document.dispatchEvent(new Event('resume'))")
         cdp.detach()
@@ -156,7 +211,7 @@ def interrupt(page: Page, proxy: LinkThread, kind: str, peer: bool) -> float:
     return page.evaluate(NOW)
 
 
-def one_answer(page: Page, proxy: LinkThread, url: str, kind: str, n: int, peer: bool) -> dict[str, Any]:
+def one_answer(page: Page, proxy: LinkThread, gateway: Any, kind: str, n: int, peer: bool) -> dict[str, Any]:
     posts: list[dict[str, Any]] = []
 
     def on_request(request: Any) -> None:
@@ -165,37 +220,53 @@ def one_answer(page: Page, proxy: LinkThread, url: str, kind: str, n: int, peer:
             # Gzipped to this gateway (it says it takes it): the JSON as the gateway reads it.
             posts.append(json.loads(gzip.decompress(body) if request.headers.get("content-encoding") == "gzip" else body))
 
+    billed_before = len(usage_records(gateway))
     page.on("request", on_request)
     try:
         page.fill("#prompt", f"{PROMPT}\n\n(answer {n}: {kind})")
         page.get_by_role("button", name="Send", exact=True).click()
-        page.wait_for_function(
-            f"() => {{ const a = document.querySelectorAll('{ANSWER}'); const l = a[a.length - 1];"
-            " return l && +(l.dataset.paints || 0) >= 5; }", timeout=120_000)
-        back = interrupt(page, proxy, kind, peer)
+        page.evaluate(PAINTED, [5, WAIT_MS])
+        back = interrupt(page, proxy, kind)
         if peer:
-            # Today's behaviour: the answer ends interrupted (or failed offline); the user
-            # taps Retry as soon as it is offered.
-            wait_state(page, "interrupted,error,stopped")
-            last_answer(page).get_by_role("button", name="Retry", exact=True).click()
-        page.wait_for_function(
-            "(t) => (window.__paints || []).some((p) => p > t)", arg=back, timeout=120_000)
-        painted = page.evaluate("(t) => window.__paints.find((p) => p > t)", back)
-        state = wait_state(page, "done,error,interrupted,stopped")
+            # A client without resume: the answer ends interrupted (or failed offline);
+            # the user taps Retry as soon as it is offered, which POSTs the prompt again.
+            wait_state(page, ("interrupted", "error", "stopped"))
+            page.locator(ANSWER).last.get_by_role("button", name="Retry", exact=True).click()
+        painted = page.evaluate(PAINT_AFTER, [back, WAIT_MS])
+        state = wait_state(page, ("done", "error", "interrupted", "stopped"))
         text = stored_answer(page)
     finally:
         page.remove_listener("request", on_request)
+    # Read before the reference answer below, which the gateway bills too.
+    billed = usage_records(gateway, at_least=billed_before + 1)[billed_before:]
     return {
-        "client": "peer" if peer else "firsttoken", "kind": kind, "state": state,
+        "client": PEER if peer else "firsttoken", "kind": kind, "state": state,
         "back_to_paint_ms": round(painted - back, 1), "posts": len(posts),
-        "identical": state == "done" and bool(posts) and text == uninterrupted(url, posts[0]),
+        "prompt_tokens": [r["prompt_tokens"] for r in billed],
+        "cached_tokens": [r["cached_tokens"] for r in billed],
+        "identical": state == "done" and bool(posts) and text == uninterrupted(gateway, posts[0]),
     }
+
+
+def ratios(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """Mean over answers of the prompt tokens billed, and of those not read from the
+    prefix cache, each ÷ the same for one uninterrupted answer (the answer's first
+    request's record: what it would have cost had nothing interrupted it)."""
+    if any(not r["prompt_tokens"] for r in rows):
+        raise RuntimeError("an answer has no usage record: the gateway billed nothing for it")
+    billed, uncached = [], []
+    for r in rows:
+        fresh = [p - c for p, c in zip(r["prompt_tokens"], r["cached_tokens"], strict=True)]
+        billed.append(sum(r["prompt_tokens"]) / r["prompt_tokens"][0])
+        uncached.append(sum(fresh) / fresh[0])
+    return round(statistics.mean(billed), 3), round(statistics.mean(uncached), 3)
 
 
 def run(rounds: int) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
-    with (gateway("--log-level", "warning") as resuming, gateway("--log-level", "warning", "--no-resume") as plain,
-          shaped_url(resuming) as (url, proxy), shaped_url(plain) as (peer_url, peer_proxy),
+    with (usage_gateway("--log-level", "warning") as resuming,
+          usage_gateway("--log-level", "warning", "--no-resume") as plain,
+          shaped_url(resuming, tls=True) as (url, proxy), shaped_url(plain, tls=True) as (peer_url, peer_proxy),
           sync_playwright() as pw):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         pages = {}
@@ -221,30 +292,41 @@ def run(rounds: int) -> dict[str, Any]:
                     results.append(result)
         browser.close()
     ours = [r for r in results if r["client"] == "firsttoken"]
-    theirs = [r for r in results if r["client"] == "peer"]
+    theirs = [r for r in results if r["client"] == PEER]
 
-    def p(rows: list[dict[str, Any]], q: float) -> float:
-        return round(percentile([r["back_to_paint_ms"] for r in rows], q), 1)
+    def p(rows: list[dict[str, Any]], q: int) -> float:
+        values = [r["back_to_paint_ms"] for r in rows]
+        # Linear between closest ranks (statistics' "inclusive" method), as bench/e2e.py's.
+        return round(values[0] if len(values) == 1 else statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
 
     by_kind = {
         kind: {
             "resumed_ms_p50": p([r for r in ours if r["kind"] == kind], 50),
-            "peer_retry_ttft_ms_p50": p([r for r in theirs if r["kind"] == kind], 50),
+            "repost_ms_p50": p([r for r in theirs if r["kind"] == kind], 50),
         }
         for kind in KINDS
     }
+    billed, uncached = ratios(ours)
+    repost_billed, repost_uncached = ratios(theirs)
     return {
+        "peer": f"{PEER}: the same page on a --no-resume gateway, Retry tapped as soon as offered",
         "rounds": rounds,
         "answers": len(results),
-        "profile": {"down_mbps": SLOW_4G.down_mbps, "up_mbps": SLOW_4G.up_mbps, "rtt_ms": SLOW_4G.rtt_ms},
+        "profile": {"down_mbps": SLOW_4G.down_mbps, "up_mbps": SLOW_4G.up_mbps, "rtt_ms": SLOW_4G.rtt_ms, "tls": True},
+        "model": {"ttft_ms": MODEL.ttft_ms, "prefill_tps": MODEL.prefill_tps},
         "resumed_ms_p50": p(ours, 50),
         "resumed_ms_p95": p(ours, 95),
-        "peer_retry_ttft_ms_p50": p(theirs, 50),
-        "peer_retry_ttft_ms_p95": p(theirs, 95),
-        "resumed_vs_retry_p95": round(p(ours, 95) / p(theirs, 95), 3),
-        "billed_prompt_ratio": round(statistics.mean(r["posts"] for r in ours), 3),
-        "peer_billed_prompt_ratio": round(statistics.mean(r["posts"] for r in theirs), 3),
+        "repost_ms_p50": p(theirs, 50),
+        "repost_ms_p95": p(theirs, 95),
+        "resumed_vs_repost_p95": round(p(ours, 95) / p(theirs, 95), 3),
+        "billed_prompt_ratio": billed,
+        "repost_billed_prompt_ratio": repost_billed,
+        "uncached_prompt_ratio": uncached,
+        "repost_uncached_prompt_ratio": repost_uncached,
+        "posts_per_answer": round(statistics.mean(r["posts"] for r in ours), 3),
+        "repost_posts_per_answer": round(statistics.mean(r["posts"] for r in theirs), 3),
         "identical_pct": round(100 * sum(r["identical"] for r in ours) / len(ours), 1),
+        "repost_identical_pct": round(100 * sum(r["identical"] for r in theirs) / len(theirs), 1),
         "by_kind": by_kind,
     }
 
