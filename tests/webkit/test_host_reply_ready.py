@@ -50,3 +50,24 @@ def test_reply_ready_only_when_hidden(host: WebKitHost) -> None:
         host.eval(f"{HIDE}(false)")
     start = ask(host, "back in webkit")
     assert ready(host, start) == []
+
+
+def test_beside_a_host_the_page_offers_and_shows_no_notification_of_its_own(host: WebKitHost) -> None:
+    # The host notifies natively (js/page/notify.js): no offer to allow notifications, no
+    # switch, nothing shown by the page; and nothing throws in WebKitGTK, whatever it has
+    # of Notification and service workers (the console is checked as the module ends).
+    host.eval(f"{HIDE}(true)")
+    try:
+        start = len(host.messages)
+        host.eval("(document.getElementById('prompt').value = 'the host notifies in webkit', document.getElementById('composer').requestSubmit(), 1)")
+        msg = host.wait_for(lambda m: m.get("type") == "reply.ready", start=start)
+        assert msg["text"].startswith("You said: the host notifies in webkit"), msg
+    finally:
+        host.eval(f"{HIDE}(false)")
+    assert host.eval("String(document.querySelectorAll('.notify-offer').length)") == "0"
+    assert host.eval("String(document.documentElement.dataset.notified ?? 'none')") == "none"
+    host.eval("(document.getElementById('open-settings').click(), 1)")
+    try:
+        assert host.eval("String(document.getElementById('notify-field').hidden)") == "true"
+    finally:
+        host.eval("(document.getElementById('settings').close(), 1)")
