@@ -31,9 +31,10 @@ Faults, by the same header:
     status=429        answer at once with that status (429 carries rate-limit headers)
     retry_after=S     the retry-after seconds sent with status=429/503/529 (default 1)
     stall_ms=N        stall N ms, after `stall_after` content chunks (default 0)
-    hold=K            end that stall early when a client posts /sim/release/K (K > 0):
-                      a test holds the stream mid-way, looks, and lets it go, with no
-                      time window to race (`Holds`); `stall_ms` still bounds it
+    hold=K            end that stall early when a client posts /sim/release/K (K > 0;
+                      each post lets one such stall go, held now or next): a test
+                      holds the stream mid-way, looks, and lets it go, with no time
+                      window to race (`Holds`); `stall_ms` still bounds it
     stamp=1           add "x_firsttoken_sent_ms" (wall-clock ms) to every chunk (every
                       text delta, in Responses and Messages), for measuring
                       chunk-to-paint latency in benchmarks
@@ -367,31 +368,32 @@ def render_ids(messages: list[dict[str, Any]], model: str) -> RenderedPrompt:
 class Holds:
     """Stalls that a client ends (`hold=K`; POST /sim/release/K, gateway/app.py).
 
-    A release is kept, so a release that comes before its stream reaches the stall
-    ends that stall at once: the order of the two never matters (a test releases once
-    it has seen what it looks for, which may be before the stall begins). At most
-    `MAX` keys are kept, the oldest forgotten: a stream whose key was forgotten stalls
-    for its `stall_ms`, as without a hold."""
+    Each release lets one stall of key K go: the one held now, else the next to come,
+    so the order of the two never matters (a test releases once it has seen what it
+    looks for, which may be before the stream reaches its stall), and a test that sends
+    twice on one key releases once for each. At most `MAX` keys are kept, the oldest
+    forgotten: a stream whose key was forgotten stalls for its `stall_ms`, as without a
+    hold."""
 
     MAX = 1024
 
     def __init__(self) -> None:
-        self._events: OrderedDict[int, asyncio.Event] = OrderedDict()
+        self._gates: OrderedDict[int, asyncio.Semaphore] = OrderedDict()
 
-    def _event(self, key: int) -> asyncio.Event:
-        event = self._events.pop(key, None) or asyncio.Event()
-        self._events[key] = event
-        while len(self._events) > self.MAX:
-            self._events.popitem(last=False)
-        return event
+    def _gate(self, key: int) -> asyncio.Semaphore:
+        gate = self._gates.pop(key, None) or asyncio.Semaphore(0)
+        self._gates[key] = gate
+        while len(self._gates) > self.MAX:
+            self._gates.popitem(last=False)
+        return gate
 
     def release(self, key: int) -> None:
-        self._event(key).set()
+        self._gate(key).release()
 
     async def hold(self, key: int, timeout_s: float) -> None:
-        """Until `key` is released, or `timeout_s` at the most."""
+        """Until a release of `key` lets this stall go, or `timeout_s` at the most."""
         try:
-            await asyncio.wait_for(self._event(key).wait(), timeout_s)
+            await asyncio.wait_for(self._gate(key).acquire(), timeout_s)
         except TimeoutError:
             pass
 

@@ -86,3 +86,17 @@ def test_a_hold_is_a_number_and_releases_only_on_the_built_in_model(gateway_url:
 def test_a_hold_key_out_of_range_is_a_400(gateway_url: str, key: int) -> None:
     r = httpx.post(gateway_url + "/v1/chat/completions", headers={SIM: f"hold={key}"}, json=CHAT, timeout=30)
     assert r.status_code == 400
+
+
+def test_each_release_lets_one_stall_go(gateway_url: str) -> None:
+    key = secrets.randbelow(10**9) + 1
+    with httpx.Client(base_url=gateway_url, timeout=60) as client:
+        assert client.post(f"/sim/release/{key}").status_code == 204
+        first = client.post("/v1/chat/completions", headers={SIM: header(key)}, json=CHAT)  # let go
+        assert len(content_chunks(first.text.splitlines())) == TOKENS
+        # The one release is spent: the second stream on the key stalls for its bound.
+        sim = f"ttft_ms=0,tps=1000,tokens={TOKENS},stall_ms=400,stall_after={STALL_AFTER},hold={key}"
+        started = time.monotonic()
+        second = client.post("/v1/chat/completions", headers={SIM: sim}, json=CHAT)
+        assert time.monotonic() - started >= 0.4  # a lower bound: load only lengthens it
+    assert len(content_chunks(second.text.splitlines())) == TOKENS
