@@ -14,6 +14,7 @@ from typing import Any, Callable
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from firsttoken import compress as _compress
 from firsttoken import prepare as _prepare
 from firsttoken import tokens
 from firsttoken.cache import Cache, MemoryStore
@@ -165,13 +166,13 @@ def test_old_photos_are_left_out_to_fit_and_counted() -> None:
 def compressed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many messages each call of `compress_messages` in the pipeline was given."""
     calls: list[int] = []
-    real = _prepare.compress_messages
+    real = _compress.compress_messages
 
     def recording(msgs, **kw):  # type: ignore[no-untyped-def]
         calls.append(len(msgs))
         return real(msgs, **kw)
 
-    monkeypatch.setattr(_prepare, "compress_messages", recording)
+    monkeypatch.setattr(_compress, "compress_messages", recording)
     return calls
 
 
@@ -224,7 +225,10 @@ def test_live_count_pieces_without_a_counter_are_compressed_but_not_counted() ->
     messages = json.loads(CHATS[0].read_text())["messages"]
     done = run(messages, "balanced", Cache(MemoryStore()), counter=None)
     assert done.prompt_tokens is None and done.saved_unit == "chars"
-    assert done.cache is None and done.uncompressed is None and done.lead == []
+    assert done.cache is None and done.lead == []
+    # Without a counter both counts are estimates, made once here for whoever reads them.
+    assert done.uncompressed == tokens.estimate_tokens(messages, MODEL)
+    assert done.estimate == tokens.estimate_tokens(done.messages, MODEL)
     assert done.messages == compress_messages(messages, level="balanced").messages
 
 

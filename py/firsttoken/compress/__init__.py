@@ -174,6 +174,8 @@ __all__ = [
     "Compressed",
     "CompressedMessages",
     "RepeatState",
+    "OFF",
+    "Compressor",
     "compress_text",
     "compress_messages",
     "compact_json",
@@ -193,6 +195,9 @@ LEVELS: Mapping[str, frozenset[str]] = {
     "balanced": frozenset({"json", "code", "tables", "whitespace", "repeats"}),
     "max": frozenset(PASSES),
 }
+
+#: The `compress` setting that leaves prompts as written (`Compressor`).
+OFF = "off"
 
 #: Roles whose text may lose repeats and counts as a first occurrence.
 _INSTRUCTIVE = frozenset({"system", "developer", "user"})
@@ -438,3 +443,50 @@ def compress_messages(
     reports = tuple(sum_reports(level, by_message.get(i, [empty])) for i in range(len(messages)))
     state = RepeatState(config, seen)  # unknown past MAX_STATE_KEYS
     return CompressedMessages(new, sum_reports(level, list(reports) or [empty]), reports, state)
+
+
+class Compressor:
+    """`compress_messages` at one level with one counter, resumable piece by piece: what
+    the prepare pipeline runs. Level `OFF` is the compressor that returns its input: a
+    copy of each message, no reports (nothing was compressed, so `chat.prepared` says
+    none) and no repeats state (there is nothing to carry from piece to piece, so every
+    piece resumes). That is the one place "off" is told apart.
+
+    Raises `LocalProtocolError` for an unknown level, before anything is compressed.
+    """
+
+    __slots__ = ("level", "count")
+
+    def __init__(self, level: str, count: Callable[[str], int] | None = None) -> None:
+        if level != OFF:
+            _enabled(level, None)
+        self.level = level
+        self.count = count
+
+    def __call__(self, messages: Sequence[Mapping[str, Any]], prior: RepeatState | None = None) -> CompressedMessages:
+        """`messages` compressed after the messages that left `prior`. Off: `reports` is
+        empty and `state` None."""
+        if self.level == OFF:
+            empty = make_report(OFF, [("", "")], None, ())
+            return CompressedMessages([dict(m) for m in messages], empty, ())
+        return compress_messages(messages, level=self.level, count=self.count, prior=prior)
+
+    def resumes(self, state: RepeatState | None) -> bool:
+        """Whether what follows can be compressed from `state` (a state past its bound
+        cannot: see `RepeatState`). Off carries no state, and always resumes."""
+        return self.level == OFF or (state is not None and state.known)
+
+    def restore(self, state: str | None, report: Mapping[str, Any]) -> tuple[RepeatState | None, Report | None]:
+        """A piece's result as it was kept (`RepeatState.to_json`, `Report.to_dict`, as
+        a cache entry holds them): the state, checked to be one this compressor resumes
+        from, and the report. Raises `LocalProtocolError` (or `KeyError`, `TypeError`,
+        `ValueError` for a malformed report) if either cannot be used. Off: neither."""
+        if self.level == OFF:
+            return None, None
+        if state is None:
+            raise LocalProtocolError("no repeat state to resume from")
+        prior = RepeatState.from_json(state)
+        # Whether the state belongs to this version and level is `compress_messages`'s
+        # to say: it refuses a state made under another, or one past its bound.
+        compress_messages([], level=self.level, prior=prior)
+        return prior, Report.from_dict(report)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..cache import Cache, Entry, cache_key, text_digest
-from ..compress import COMPRESSION_VERSION, RepeatState, Report, compress_messages
+from ..compress import COMPRESSION_VERSION, Compressor, RepeatState, Report
 from ..errors import LocalProtocolError
 
 __all__ = ["LEAD_ROLES", "Lead", "leading_system_count", "compression_id", "cache_keys", "cached", "entry_for"]
@@ -45,7 +45,7 @@ class Lead:
     """One leading system message, prepared: from the cache or just now."""
 
     text: str
-    report: Report | None  # None when compression is off
+    report: Report | None  # None when compression is off (`Compressor`)
     state: RepeatState | None  # the repeats state after it; None when off
     entry: Entry | None = None  # its cache entry (which needs an exact count)
 
@@ -60,45 +60,20 @@ def cache_keys(messages: Sequence[Mapping[str, Any]], encoding: str, level: str)
     return keys
 
 
-def _report_from(data: Mapping[str, Any]) -> Report:
-    # One reader for the stored form: `removed` (what kind of text went) must survive
-    # the cache, or a prepared conversation would report less than the whole does.
-    return Report.from_dict(data)
-
-
-def _report_data(report: Report) -> dict[str, Any]:
-    return {
-        "level": report.level,
-        "passes": [{"name": p.name, "chars": p.chars, "tokens": p.tokens} for p in report.passes],
-        "chars_before": report.chars_before,
-        "chars_after": report.chars_after,
-        "tokens_before": report.tokens_before,
-        "tokens_after": report.tokens_after,
-        "untouched": list(report.untouched),
-        "version": report.version,
-        "removed": report.removed_dict(),
-    }
-
-
-def _lead_of(entry: Entry, level: str) -> Lead | None:
+def _lead_of(entry: Entry, compressor: Compressor) -> Lead | None:
     """The entry as a result, or None if it cannot be used (then it is a miss)."""
-    if level == "off":
-        return Lead(entry.text, None, None, entry)
-    if entry.state is None:
-        return None
     try:
-        state = RepeatState.from_json(entry.state)
-        report = _report_from(entry.report)
-        # Whether the state belongs to this compressor and level is for compress to
-        # say: it refuses a state made under another (or one past its bound).
-        compress_messages([], level=level, prior=state)
+        # One reader for the stored form (`Report.from_dict`): `removed` (what kind of
+        # text went) must survive the cache, or a prepared conversation would report
+        # less than the whole does.
+        state, report = compressor.restore(entry.state, entry.report)
     except (LocalProtocolError, KeyError, TypeError, ValueError):
         return None
     return Lead(entry.text, report, state, entry)
 
 
 async def cached(
-    cache: Cache, keys: Sequence[str], encoding: str, level: str, *, peek: bool = False
+    cache: Cache, keys: Sequence[str], encoding: str, compressor: Compressor, *, peek: bool = False
 ) -> tuple[list[Lead], set[str | None]]:
     """The longest run of leading messages the cache holds, usable, and where each
     came from (`Cache.last_source`). `peek`: from its memory tier only (`Cache.peek`)."""
@@ -106,9 +81,9 @@ async def cached(
     sources: set[str | None] = set()
     for key in keys:
         entry = cache.peek(key) if peek else await cache.get(key)
-        if entry is None or entry.encoding != encoding or entry.compression != compression_id(level):
+        if entry is None or entry.encoding != encoding or entry.compression != compression_id(compressor.level):
             break
-        lead = _lead_of(entry, level)
+        lead = _lead_of(entry, compressor)
         if lead is None:
             break
         found.append(lead)
@@ -117,11 +92,9 @@ async def cached(
 
 
 def entry_for(key: str, lead: Lead, tokens: int, encoding: str, level: str, created_at: float) -> Entry:
-    """The cache entry of a leading message just prepared, counted `tokens`."""
+    """The cache entry of a leading message just prepared, counted `tokens`. Its report
+    is `Report.to_dict()`, the one serialised form (empty when compression is off)."""
     text = lead.text
-    # Compression off: the text as it is, counted.
-    report = lead.report or Report(level, (), len(text), len(text), tokens, tokens, (), COMPRESSION_VERSION)
+    report = lead.report.to_dict() if lead.report is not None else {}
     state = lead.state.to_json() if lead.state is not None else None
-    return Entry(
-        key, text, tokens, encoding, compression_id(level), _report_data(report), text_digest(text), created_at, state
-    )
+    return Entry(key, text, tokens, encoding, compression_id(level), report, text_digest(text), created_at, state)

@@ -15,20 +15,24 @@ every count) and the token counts of the texts the last prepare was given and se
 that a live count spends its time on the draft. Bounded: `keep` prefixes, one run of
 leading messages, and the counts of one conversation. In memory only: it lasts the
 session.
+
+The memory wraps a preparation and is never consulted inside it: `recall` before it
+gives everything it holds of the conversation (`Recalled`), the preparation says what
+it made (`Kept`), and `store` keeps that after it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..cache.entries import canonical_json
 from ..compress import RepeatState, Report
 from .lead import Lead
 
-__all__ = ["ConversationMemory", "Point", "prefix_digests"]
+__all__ = ["ConversationMemory", "Kept", "Point", "Recalled", "prefix_digests"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +42,38 @@ class Point:
 
     messages: tuple[dict[str, Any], ...]
     reports: tuple[Report, ...]
-    state: RepeatState
+    state: RepeatState | None  # None when compression is off
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """What the memory holds of one conversation, looked up before it is prepared."""
+
+    #: `digests[p]`: of the context and the first p messages (`prefix_digests`).
+    digests: tuple[bytes, ...] = ()
+    #: How many messages lead (`lead.leading_system_count`).
+    lead_count: int = 0
+    #: The encoding it is counted in.
+    encoding: str = ""
+    #: Token counts known already (of the last conversation, in the same encoding).
+    counts: dict[str, int] = field(default_factory=dict)
+    #: The leading system messages, as last prepared, if they are these.
+    leads: tuple[Lead, ...] | None = None
+    #: The longest prefix of the messages after the leading ones kept, and its length.
+    start: int = 0
+    point: Point | None = None
+
+
+@dataclass(slots=True)
+class Kept:
+    """What a preparation leaves for the memory to keep."""
+
+    #: The leading system messages, prepared (None: nothing to keep).
+    leads: tuple[Lead, ...] | None = None
+    #: (p, point): the first p messages after the leading ones, compressed.
+    points: list[tuple[int, Point]] = field(default_factory=list)
+    #: The counts of the texts given and sent (None: not counted).
+    counts: dict[str, int] | None = None
 
 
 class ConversationMemory:
@@ -51,44 +86,47 @@ class ConversationMemory:
         self._counts: tuple[str, dict[str, int]] = ("", {})
         self._leads: tuple[bytes, tuple[Lead, ...]] = (b"", ())
 
-    def longest(self, digests: Sequence[bytes]) -> tuple[int, Point | None]:
-        """(p, point) for the largest p > 0 whose `digests[p]` is kept, else (0, None)."""
-        for p in range(len(digests) - 1, 0, -1):
+    def recall(self, messages: Sequence[Mapping[str, Any]], lead_count: int, encoding: str, context: Any) -> Recalled:
+        """What is kept of `messages` (the first `lead_count` leading), prepared in
+        `encoding` under `context` (what else the result depends on: compressor
+        version and level, whether it is counted)."""
+        digests = tuple(prefix_digests(messages, (encoding, context)))
+        k = lead_count
+        leads = None
+        if self._leads[0] == digests[k]:
+            # Copies: a preparation gives its leads their cache entries.
+            leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in self._leads[1])
+        start, point = 0, None
+        for p in range(len(digests) - 1, k, -1):
             point = self._points.get(digests[p])
             if point is not None:
                 self._points.move_to_end(digests[p])
-                return p, point
-        return 0, None
+                start = p - k
+                break
+        counts = dict(self._counts[1]) if self._counts[0] == encoding else {}
+        return Recalled(digests, k, encoding, counts, leads, start, point)
 
-    def put(self, digest: bytes, point: Point) -> None:
-        self._points[digest] = point
-        self._points.move_to_end(digest)
-        while len(self._points) > self.keep:
-            self._points.popitem(last=False)
-
-    def leads(self, digest: bytes) -> list[Lead] | None:
-        """The leading system messages last prepared, if `digest` is theirs."""
-        return list(self._leads[1]) if self._leads[0] == digest else None
-
-    def keep_leads(self, digest: bytes, leads: Sequence[Lead]) -> None:
-        self._leads = (digest, tuple(leads))
-
-    def counts(self, encoding: str) -> dict[str, int]:
-        """The counts the last prepare kept, if it counted in `encoding` (a copy)."""
-        return dict(self._counts[1]) if self._counts[0] == encoding else {}
-
-    def keep_counts(self, encoding: str, counts: dict[str, int]) -> None:
-        self._counts = (encoding, counts)
+    def store(self, recalled: Recalled, kept: Kept) -> None:
+        """Store what the preparation of `recalled`'s conversation made."""
+        if kept.leads is not None:
+            self._leads = (recalled.digests[recalled.lead_count], kept.leads)
+        for p, point in kept.points:
+            digest = recalled.digests[recalled.lead_count + p]
+            self._points[digest] = point
+            self._points.move_to_end(digest)
+            while len(self._points) > self.keep:
+                self._points.popitem(last=False)
+        if kept.counts is not None:
+            self._counts = (recalled.encoding, kept.counts)
 
 
-def prefix_digests(rest: Sequence[Mapping[str, Any]], context: Any) -> list[bytes]:
-    """For p = 0..len(rest): a digest of `context` and rest[:p]. `context` is what
-    compressing `rest` depends on besides itself: the messages before it (the repeats
-    state they leave is its input), compressor version and level, tokenizer, and
-    whether it was counted."""
+def prefix_digests(messages: Sequence[Mapping[str, Any]], context: Any) -> list[bytes]:
+    """For p = 0..len(messages): a digest of `context` and messages[:p]. `context` is
+    what compressing them depends on besides themselves: compressor version and level,
+    tokenizer, and whether they were counted."""
     h = hashlib.sha256(canonical_json(context))
     digests = [h.digest()]
-    for m in rest:
+    for m in messages:
         h.update(canonical_json(m))
         digests.append(h.digest())
     return digests
