@@ -88,8 +88,10 @@ from typing import Any, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
-from e2e_users import APIS, KINDS, STEPS, FirsttokenUser, Record, user_turn  # noqa: E402
+from e2e_users import (ALL_KINDS, APIS, KINDS, PEERS, STEPS, FirsttokenUser, Record, tool_json_share,  # noqa: E402
+                       user_turn)
 from profiles import PROFILES  # noqa: E402
+from gateway.simulator import SimParams  # noqa: E402
 from harness.servers import gateway  # noqa: E402
 
 OUT = ROOT / "build" / "bench" / "e2e.json"
@@ -105,16 +107,19 @@ def scenarios(tpm: int, burst_s: float, sweep: list[int]) -> dict[str, tuple[lis
     """name → (gateway flags, parameters as reported). `queueing` is the headline; each
     `--sweep` quota is the same scenario at another tokens-per-minute limit."""
 
-    def queued(limit: int) -> tuple[list[str], dict[str, Any]]:
-        flags = ["--gateway-tpm", str(limit), "--burst-s", str(burst_s), "--queue-wait-s", str(QUEUE_WAIT_S)]
-        about = (f"one tokens-per-minute bucket for all users together ({limit:,} tpm, {burst_s:g} s burst), "
-                 f"the gateway's fair queue up to {QUEUE_WAIT_S} s, then 429")
-        return flags, {"gateway_tpm": limit, "burst_s": burst_s, "queue_wait_s": QUEUE_WAIT_S, "about": about}
-
-    out = {"queueing": queued(tpm), "uncontended": ([], {"gateway_tpm": 0, "about": "no rate limit: nothing queues"})}
+    out = {"queueing": queued(tpm, burst_s), "uncontended": ([], {"gateway_tpm": 0, "about": "no rate limit: nothing queues"})}
     for limit in sweep:
-        out[f"quota-{limit // 1000}k"] = queued(limit)
+        out[f"quota-{limit // 1000}k"] = queued(limit, burst_s)
     return out
+
+
+def queued(limit: int, burst_s: float) -> tuple[list[str], dict[str, Any]]:
+    """The queueing scenario's gateway flags and parameters at `limit` tokens a minute
+    and a bucket of `burst_s` seconds of it."""
+    flags = ["--gateway-tpm", str(limit), "--burst-s", str(burst_s), "--queue-wait-s", str(QUEUE_WAIT_S)]
+    about = (f"one tokens-per-minute bucket for all users together ({limit:,} tpm, {burst_s:g} s burst), "
+             f"the gateway's fair queue up to {QUEUE_WAIT_S} s, then 429")
+    return flags, {"gateway_tpm": limit, "burst_s": burst_s, "queue_wait_s": QUEUE_WAIT_S, "about": about}
 
 
 QUEUE_WAIT_S = 5
@@ -202,7 +207,7 @@ async def run_users(kind: str, urls: list[str], scenario: str, users: int, turns
     if kind == "firsttoken" and steps is not None:
         clients = [FirsttokenUser(urls[i], i, SIM, api, steps) for i in range(users)]
     else:
-        clients = [KINDS[kind](urls[i], i, SIM, api) for i in range(users)]
+        clients = [ALL_KINDS[kind](urls[i], i, SIM, api) for i in range(users)]
     records: list[Record] = []
     began = time.perf_counter()
 
@@ -248,10 +253,14 @@ def warm_up(url: str, api: str = "chat_completions") -> None:
 
 
 def run_kind(kind: str, scenario: str, flags: list[str], args: argparse.Namespace,
-             api: str = "chat_completions", steps: frozenset[str] | None = None) -> tuple[list[Record], float]:
+             api: str = "chat_completions", steps: frozenset[str] | None = None,
+             link: str | None = None) -> tuple[list[Record], float]:
+    """One run of `kind`'s users; `link` a profile other than `args.profile` ("none":
+    loopback)."""
+    profile = args.profile if link is None else (None if link == "none" else link)
     # Per-client limits off: the scenario's limit, if any, is the gateway's own.
     common = ["--rpm", "0", "--tpm", "0", "--log-level", "warning", "--no-precompressed"]
-    with gateway(*common, *flags) as url, phone_links(url, args.users, args.profile) as urls:
+    with gateway(*common, *flags) as url, phone_links(url, args.users, profile) as urls:
         warm_up(url, api)  # on loopback: this process' own first use, charged to no phone
         began = time.perf_counter()
         records = asyncio.run(run_users(kind, urls, scenario, args.users, args.turns, args.think_s, args.ramp_s,
@@ -285,8 +294,9 @@ def _line(label: str, kind: str, run: int, s: dict[str, Any], took: float) -> No
 
 
 def _one_run(kind: str, name: str, flags: list[str], args: argparse.Namespace, records: list[Record], run: int,
-             api: str = "chat_completions", steps: frozenset[str] | None = None) -> dict[str, Any]:
-    rows, took = run_kind(kind, name, flags, args, api, steps)
+             api: str = "chat_completions", steps: frozenset[str] | None = None,
+             link: str | None = None) -> dict[str, Any]:
+    rows, took = run_kind(kind, name, flags, args, api, steps, link)
     for row in rows:
         row.run = run
     records += rows
@@ -297,19 +307,22 @@ def _one_run(kind: str, name: str, flags: list[str], args: argparse.Namespace, r
 
 
 def run_scenario(name: str, flags: list[str], params: dict[str, Any], args: argparse.Namespace,
-                 records: list[Record], api: str = "chat_completions", runs: int | None = None) -> dict[str, Any]:
-    """Scenario `name` with both kinds speaking `api`, `runs` times (`args.runs`): per
-    kind the medians of the runs' figures, and naive against firsttoken. Raw records join
-    `records`."""
+                 records: list[Record], api: str = "chat_completions", runs: int | None = None,
+                 peers: list[str] | None = None) -> dict[str, Any]:
+    """Scenario `name` with both kinds and `peers` speaking `api`, `runs` times
+    (`args.runs`), every kind in every run, their order alternating: per kind the medians
+    of the runs' figures, naive against firsttoken, and firsttoken against each peer
+    (`result["peers"]`). Raw records join `records`."""
     runs = args.runs if runs is None else runs
+    kinds = [*KINDS, *(peers or [])]
     params = {"users": args.users, "turns": args.turns, "think_s": args.think_s, "ramp_s": args.ramp_s,
               "sim": SIM, "seed": args.seed, "runs": runs, "api": api, "profile": args.profile, **params}
     label = name if api == "chat_completions" else f"{name}@{api}"
     result: dict[str, Any] = {"params": params}
-    per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     for run in range(runs):
         # Alternate which kind goes first: the machine's load drifts.
-        for kind in (list(KINDS) if run % 2 == 0 else list(KINDS)[::-1]):
+        for kind in (kinds if run % 2 == 0 else kinds[::-1]):
             s = _one_run(kind, name, flags, args, records, run, api)
             per_run[kind].append(s)
             _line(label, kind, run, s, s["run_s"])
@@ -323,6 +336,11 @@ def run_scenario(name: str, flags: list[str], params: dict[str, Any], args: argp
     result["cold_ttft_p50_ratio"] = ratio(ours["ttft_p50_cold_ms"], naive["ttft_p50_cold_ms"])
     result["bytes_ratio"] = ratio(ours["bytes_up"], naive["bytes_up"])
     result["prompt_tokens_ratio"] = ratio(ours["prompt_tokens"], naive["prompt_tokens"])
+    result["peers"] = {peer: compare_peer(peer, result[peer], ours) for peer in peers or []}
+    for row in result["peers"].values():
+        print(f"{label:12s} firsttoken against {row['label']}: p50 ×{row['ttft_p50_ratio']}, p95 "
+              f"{row['ttft_p95_reduction_pct']}% lower, cold p50 ×{row['cold_ttft_p50_ratio']}, bytes ×{row['bytes_ratio']}, "
+              f"prompt tokens ×{row['prompt_tokens_ratio']}", flush=True)
     verdict = "faster" if (result["ttft_p95_reduction_pct"] or 0) > 0 else "NOT faster"
     print(f"{label:12s} firsttoken is {verdict} at p95: {result['ttft_p95_reduction_pct']}% "
           f"(p50 ×{result['ttft_p50_ratio']}, cold p50 ×{result['cold_ttft_p50_ratio']}, turns after the first "
@@ -333,6 +351,97 @@ def run_scenario(name: str, flags: list[str], params: dict[str, Any], args: argp
 
 def ratio(ours: float | None, naive: float | None) -> float | None:
     return round(ours / naive, 3) if ours is not None and naive else None
+
+
+def compare_peer(peer: str, theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """A peer's row of the table: its figures and firsttoken's against them (× is
+    firsttoken ÷ the peer)."""
+    return {"label": PEERS[peer][0].label,
+            "ttft_p50_ms": theirs["ttft_p50_ms"], "ttft_p95_ms": theirs["ttft_p95_ms"],
+            "ttft_p50_cold_ms": theirs["ttft_p50_cold_ms"], "bytes_up": theirs["bytes_up"],
+            "prompt_tokens": theirs["prompt_tokens"], "cached_tokens_pct": theirs["cached_tokens_pct"],
+            "http_429": theirs["http_429"], "failed": theirs["failed"],
+            "ttft_p50_ratio": ratio(ours["ttft_p50_ms"], theirs["ttft_p50_ms"]),
+            "ttft_p95_reduction_pct": reduction(theirs["ttft_p95_ms"], ours["ttft_p95_ms"]),
+            "cold_ttft_p50_ratio": ratio(ours["ttft_p50_cold_ms"], theirs["ttft_p50_cold_ms"]),
+            "bytes_ratio": ratio(ours["bytes_up"], theirs["bytes_up"]),
+            "prompt_tokens_ratio": ratio(ours["prompt_tokens"], theirs["prompt_tokens"])}
+
+
+def print_table(results: dict[str, Any], dialects: dict[str, dict[str, Any]], steps: dict[str, Any]) -> None:
+    """The article's table as markdown: per API and scenario, the naive client, each
+    peer, firsttoken with none of its steps (where the steps table ran) and firsttoken;
+    time to first token (p50, p95, the first turn's p50), bytes up, prompt tokens billed
+    and the share read from the prefix cache, and firsttoken's p50 against each row."""
+    columns = [("chat_completions", results), *((a, b) for a, b in dialects.items() if a != "chat_completions")]
+    for api, by_name in columns:
+        for name, result in by_name.items():
+            ours = result["firsttoken"]
+            print(f"\nThe article's table: {api}, {name} ({result['params']['about']}; "
+                  f"{result['params']['runs']} run(s), medians)")
+            print("| client | TTFT p50 | p95 | first turn p50 | bytes up | prompt tokens | cached | firsttoken p50 × |")
+            print("|---|---|---|---|---|---|---|---|")
+            rows = [("official SDK as is", result["naive"])]
+            rows += [(PEERS[peer][0].label, result[peer]) for peer in result.get("peers", {})]
+            table = steps.get(name) if api == "chat_completions" else None
+            if table:
+                rows.append(("firsttoken, none of its steps", table["configs"]["none"]))
+            rows.append(("firsttoken", ours))
+            for label, r in rows:
+                print(f"| {label} | {r['ttft_p50_ms']} | {r['ttft_p95_ms']} | {r['ttft_p50_cold_ms']} | {r['bytes_up']:,} | "
+                      f"{r['prompt_tokens']:,} | {r['cached_tokens_pct']}% | ×{ratio(ours['ttft_p50_ms'], r['ttft_p50_ms'])} |")
+
+
+def spread(values: list[float | None]) -> dict[str, Any]:
+    """Median, min, max and every value of one figure over runs (None where absent)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return {"median": None, "min": None, "max": None, "runs": values}
+    return {"median": round(statistics.median(present), 1), "min": round(min(present), 1),
+            "max": round(max(present), 1), "runs": values}
+
+
+def run_curve(args: argparse.Namespace, records: list[Record]) -> dict[str, list[dict[str, Any]]]:
+    """The quota × burst curve (issue 45): the queueing scenario at each
+    `--curve-tpm` × `--curve-burst-s` point, on each `--curve-profiles` link,
+    `--curve-runs` times per kind (alternating which goes first), with the run-to-run
+    spread of p95, p50 and the p95 reduction (naive and firsttoken of the same run
+    paired). Per profile, the points in order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for profile in args.curve_profiles:
+        points = out[profile] = []
+        for tpm in args.curve_tpm:
+            for burst in args.curve_burst_s:
+                flags, params = queued(tpm, burst)
+                name = f"curve-{profile}-{tpm // 1000}k-{burst:g}s"
+                per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+                for run in range(args.curve_runs):
+                    for kind in (list(KINDS) if run % 2 == 0 else list(KINDS)[::-1]):
+                        s = _one_run(kind, name, flags, args, records, run, link=profile)
+                        per_run[kind].append(s)
+                        _line(name, kind, run, s, s["run_s"])
+                naive, ours = per_run["naive"], per_run["firsttoken"]
+                point = {"profile": profile, "gateway_tpm": tpm, "burst_s": burst, "runs": args.curve_runs,
+                         "about": params["about"]}
+                for kind, each in per_run.items():
+                    point[kind] = {"ttft_p95_ms": spread([r["ttft_p95_ms"] for r in each]),
+                                   "ttft_p50_ms": spread([r["ttft_p50_ms"] for r in each]),
+                                   "http_429": spread([r["http_429"] for r in each])}
+                point["ttft_p95_reduction_pct"] = spread([reduction(n["ttft_p95_ms"], o["ttft_p95_ms"])
+                                                          for n, o in zip(naive, ours)])
+                cut = point["ttft_p95_reduction_pct"]
+                print(f"{name}: p95 naive {point['naive']['ttft_p95_ms']['median']} ms "
+                      f"({point['naive']['ttft_p95_ms']['min']}–{point['naive']['ttft_p95_ms']['max']}), firsttoken "
+                      f"{point['firsttoken']['ttft_p95_ms']['median']} ms ({point['firsttoken']['ttft_p95_ms']['min']}–"
+                      f"{point['firsttoken']['ttft_p95_ms']['max']}); reduction {cut['median']}% "
+                      f"({cut['min']}–{cut['max']}) over {args.curve_runs} runs", flush=True)
+                points.append(point)
+                # Each point as it is measured: a run cut short keeps what it measured.
+                partial = args.out.with_suffix(".curve.json")
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                partial.write_text(json.dumps({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                               "loadavg": [round(x, 2) for x in os.getloadavg()], "curve": out}, indent=1))
+    return out
 
 
 def step_configs() -> dict[str, frozenset[str]]:
@@ -404,15 +513,40 @@ def main() -> None:
     parser.add_argument("--steps", default="queueing,uncontended",
                         help="the scenarios whose steps table is measured ('' for none)")
     parser.add_argument("--step-runs", type=int, default=1, help="runs per configuration in the steps table")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help="the fair peers run beside both kinds, in every API each applies to (e2e_users.PEERS; '' none)")
+    parser.add_argument("--peer-scenarios", default="queueing,uncontended", help="the scenarios the peers run in")
+    parser.add_argument("--peer-apis", default="chat_completions,anthropic_messages",
+                        help="the APIs the peers run on (Responses' openai peers tell Chat Completions' story again)")
+    parser.add_argument("--curve-tpm", default="",
+                        help="the quota × burst curve's quotas (tpm, comma-separated; '' for no curve), "
+                             "e.g. 700000,1000000,1500000")
+    parser.add_argument("--curve-burst-s", default="2,8", help="the curve's buckets, in seconds of the quota")
+    parser.add_argument("--curve-profiles", default="4g,slow4g", help="the links the curve runs on")
+    parser.add_argument("--curve-runs", type=int, default=3, help="runs per kind at each point of the curve (its spread)")
     parser.add_argument("--profile", default="slow4g", choices=[*PROFILES, "none"],
                         help="each phone's link (bench/profiles.py); none: loopback")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     args.profile = None if args.profile == "none" else args.profile
+    peers = [n for n in args.peers.split(",") if n]
+    for peer in peers:
+        if peer not in PEERS:
+            parser.error(f"unknown peer {peer!r}; known: {', '.join(PEERS)}")
+    peer_names = [n for n in args.peer_scenarios.split(",") if n]
+    peer_apis = [a for a in args.peer_apis.split(",") if a]
+    args.curve_tpm = [int(v) for v in args.curve_tpm.split(",") if v]
+    args.curve_burst_s = [float(v) for v in args.curve_burst_s.split(",") if v]
+    args.curve_profiles = [v for v in args.curve_profiles.split(",") if v]
+    for profile in args.curve_profiles:
+        if profile not in PROFILES:
+            parser.error(f"unknown profile {profile!r} in --curve-profiles; known: {', '.join(PROFILES)}")
     sweep = [int(v) for v in args.sweep.split(",") if v]
     known = scenarios(args.tpm, args.burst_s, sweep)
     names = [s for s in args.scenarios.split(",") if s] + [n for n in known if n.startswith("quota-")]
+    if not names and not args.curve_tpm:
+        parser.error("nothing to run: no --scenarios and no --curve-tpm")
     for name in names:
         if name not in known:
             parser.error(f"unknown scenario {name!r}; known: {', '.join(known)}")
@@ -431,9 +565,12 @@ def main() -> None:
 
     records: list[Record] = []
     results: dict[str, Any] = {}
+    def peers_of(name: str, api: str) -> list[str]:
+        return [p for p in peers if name in peer_names and api in peer_apis and api in PEERS[p][1]]
+
     for name in names:
         flags, params = known[name]
-        results[name] = run_scenario(name, flags, params, args, records)
+        results[name] = run_scenario(name, flags, params, args, records, peers=peers_of(name, "chat_completions"))
     # The dialect column: the same scenarios on the other APIs (Chat Completions' row is
     # the runs above).
     dialects: dict[str, dict[str, Any]] = {"chat_completions": {n: results[n] for n in dialect_names if n in results}}
@@ -443,12 +580,15 @@ def main() -> None:
         dialects[api] = {}
         for name in dialect_names:
             flags, params = known[name]
-            dialects[api][name] = run_scenario(name, flags, params, args, records, api, args.dialect_runs)
+            dialects[api][name] = run_scenario(name, flags, params, args, records, api, args.dialect_runs,
+                                               peers=peers_of(name, api))
     # The article's table, step by step.
     steps: dict[str, Any] = {}
     for name in step_names:
         flags, _ = known[name]
         steps[name] = run_steps(name, flags, args, records, results[name])
+    curve = run_curve(args, records) if args.curve_tpm else {}
+    tools = tool_json_share()
 
     load = os.getloadavg()
     meta = {"machine": f"{platform.node()} · {os.cpu_count()} cores · {platform.platform()}",
@@ -456,8 +596,29 @@ def main() -> None:
             "loadavg": [round(x, 2) for x in load]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({**meta, "profile": args.profile, "scenarios": results, "dialects": dialects,
-                                    "steps": steps, "records": [r.to_dict() for r in records]}, indent=1))
-
+                                    "steps": steps, "curve": curve, "tool_json": tools,
+                                    "records": [r.to_dict() for r in records]}, indent=1))
+    peer_rows = {api: {n: r["peers"] for n, r in by_name.items() if r.get("peers")}
+                 for api, by_name in [("chat_completions", results),
+                                      *((a, b) for a, b in dialects.items() if a != "chat_completions")]}
+    peer_rows = {api: rows for api, rows in peer_rows.items() if rows}
+    if names:
+        print_table(results, dialects, steps)
+    for profile, points in curve.items():
+        print(f"quota × burst curve, {profile} (p95 reduction, median and min–max of {args.curve_runs} runs): "
+              + " · ".join(f"{p['gateway_tpm'] // 1000}k/{p['burst_s']:g}s {p['ttft_p95_reduction_pct']['median']}% "
+                           f"({p['ttft_p95_reduction_pct']['min']}–{p['ttft_p95_reduction_pct']['max']})" for p in points))
+    extra = {"peers": peer_rows, "tool_json": tools, "cache_saving": SimParams().cache_saving,
+             "uplink_mbps": PROFILES[args.profile].up_mbps if args.profile else None,
+             "curve": {profile: [{"gateway_tpm": p["gateway_tpm"], "burst_s": p["burst_s"], "runs": p["runs"],
+                                  "naive_ttft_p95_ms": p["naive"]["ttft_p95_ms"],
+                                  "firsttoken_ttft_p95_ms": p["firsttoken"]["ttft_p95_ms"],
+                                  "ttft_p95_reduction_pct": p["ttft_p95_reduction_pct"]} for p in points]
+                       for profile, points in curve.items()}}
+    if not names:  # the curve alone
+        print(f"wrote {args.out}")
+        print(json.dumps({"profile": args.profile, "users": args.users, "loadavg_1m": meta["loadavg"][0], **extra}))
+        return
     head = results.get(HEADLINE) or results[names[0]]
     calm = results.get("uncontended")
     line = {
@@ -489,6 +650,7 @@ def main() -> None:
                                "prompt_tokens_ratio": r["prompt_tokens_ratio"], "failed": r["naive"]["failed"] + r["firsttoken"]["failed"]}
                            for n, r in by_name.items()} for api, by_name in dialects.items()},
         "steps": {n: {k: v for k, v in t.items() if k != "configs"} for n, t in steps.items()},
+        **extra,
     }
     if len(dialects) > 1 and dialect_names:
         print("dialect column (p95 time to first token, naive → firsttoken, reduction; bytes up ×):")

@@ -1,10 +1,14 @@
 """The simulated users of `bench/e2e.py`: what they say, and the two clients they say it with.
 
-Both kinds of user hold the same conversation (`Conversation`): one long system prompt
-(an app's instructions with its tool schemas as pretty JSON, the compression corpus'
-system prompts, tool schemas, prose and code), then user turns that paste code and a
-JSON payload, each answered by the gateway's built-in model; every turn sends the whole
-conversation so far, as chat clients do.
+Every kind of user holds the same conversation: one long system prompt (an app's
+instructions with its tool schemas, the compression corpus' system prompts, tool
+schemas, prose and code), then user turns that paste code and a JSON payload, each
+answered by the gateway's built-in model; every turn sends the whole conversation so
+far, as chat clients do. The tool schemas' JSON is minified in the system prompt every
+client sends (`system_prompt()`): an app ships its own schemas as it likes, and pretty
+JSON there would only have measured firsttoken's compression undoing what the app need
+not have done (issue 45; `tool_json_share()` says what pretty JSON would have added).
+The pasted payloads stay pretty: a person pastes what they have.
 
 * `NaiveUser`: the official client of the API spoken, streaming, with its defaults:
   nothing compressed or counted, the full system prompt in every request, and its own
@@ -14,6 +18,15 @@ conversation so far, as chat clients do.
   `stream=True`; Responses gets the system prompt as `instructions`, as OpenAI's
   migration guide shows); Anthropic Messages through `anthropic.AsyncAnthropic`
   (`messages.stream`, the system prompt as `system`, `max_tokens` as a chat app sets it).
+* The naive client's fair cousins (issue 45, item 4), each one change an app could make
+  to the same official client (`PEERS`): `SdkGzipUser` ("SDK + gzip body": an httpx
+  transport that gzips each request body, `GzipTransport`, which the firsttoken gateway
+  takes as it takes the page's, RFC 9110 §8.4), `SdkPreconnectUser` ("SDK +
+  preconnect": the connection opened when the app opens, by the same keyless
+  `GET /v1/models` the page's warm-up makes), `SdkGzipPreconnectUser` (both), and on
+  Messages `SdkCacheControlUser` ("Messages SDK + cache_control": the system prompt as
+  one text block marked `cache_control: {"type": "ephemeral"}`, the one-line addition
+  Anthropic's prompt-caching guide shows).
 * `FirsttokenUser`: the core the page runs (`firsttoken.core.Core`), on CPython, given
   the `chat.send` messages the page would post to its worker (the API in its settings): the prepare pipeline
   (compression at the page's default level, exact counts, fitting), the system-message
@@ -32,7 +45,9 @@ status (429s), whoever decided to send it.
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -59,10 +74,41 @@ CODE = sorted(CORPUS.glob("code-*.md"))
 JSON_PAYLOADS = sorted(CORPUS.glob("json-pretty-*.md"))
 
 
-def system_prompt() -> str:
-    """The app's instructions: the same for every user, as one deployment's would be."""
-    body = "\n\n".join(p.read_text() for p in SYSTEM_PARTS)
+_JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.S)
+
+
+def minify_json_blocks(text: str) -> str:
+    """`text` with each fenced JSON block minified (no spaces after separators, no
+    indentation); a block that does not parse is left as it is."""
+
+    def minified(match: re.Match[str]) -> str:
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            return match.group(0)
+        return "```json\n" + json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n```"
+
+    return _JSON_BLOCK.sub(minified, text)
+
+
+def system_prompt(minify_tools: bool = True) -> str:
+    """The app's instructions: the same for every user, as one deployment's would be;
+    the tool schemas' JSON minified unless `minify_tools` is false."""
+    parts = [p.read_text() for p in SYSTEM_PARTS]
+    if minify_tools:
+        parts = [minify_json_blocks(t) if p.name.startswith("json-tool-schema-") else t for p, t in zip(SYSTEM_PARTS, parts)]
+    body = "\n\n".join(parts)
     return f"You are the coding assistant of the Acme developer portal.\n\n{body}"
+
+
+def tool_json_share() -> dict[str, int]:
+    """What the tool schemas' pretty JSON would add to the system prompt: its tokens
+    (o200k_base) and UTF-8 bytes, pretty and minified (the JSON line reports it)."""
+    from firsttoken import tokens
+
+    pretty, minified = system_prompt(minify_tools=False), system_prompt()
+    return {"pretty_tokens": tokens.count(pretty, "o200k_base"), "minified_tokens": tokens.count(minified, "o200k_base"),
+            "pretty_bytes": len(pretty.encode()), "minified_bytes": len(minified.encode())}
 
 
 def user_turn(user: int, turn: int) -> str:
@@ -112,7 +158,9 @@ class Wire:
 
     def client(self, http: Any = httpx, **kwargs: Any) -> Any:
         """An `http.AsyncClient` counting into this wire: httpx, or the `anthropic`
-        client's own fork of it (httpx2, same API), which that client requires."""
+        client's own fork of it (httpx2, same API), which that client requires. A
+        `transport` that changes the body (`GzipTransport`) corrects `bytes_up` itself:
+        the hook sees the request before the transport does."""
         async def on_request(request: httpx.Request) -> None:
             self.requests += 1
             self.bytes_up += len(request.content)
@@ -137,12 +185,49 @@ class Wire:
 
 #: A turn that failed (its client gave up) is sent again by the user, at most this often.
 USER_SENDS = 4
+#: What the gzipping transport leaves plain and at which level it packs, as firsttoken's
+#: core does (firsttoken.stream.client: GZIP_MIN_BYTES, GZIP_LEVEL), so that the two
+#: gzip alike and only who does it differs.
+GZIP_MIN_BYTES = 1024
+GZIP_LEVEL = 6
+
+
+class GzipTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that gzips each request body of `GZIP_MIN_BYTES` or more
+    (`Content-Encoding: gzip`, RFC 9110 §8.4) before the real transport sends it: the
+    few lines an app adds to the official client (`http_client=httpx.AsyncClient(
+    transport=...)`). What it saved is taken off `wire.bytes_up`."""
+
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        if len(body) >= GZIP_MIN_BYTES and "content-encoding" not in request.headers:
+            packed = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+            headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"]
+            request = httpx.Request(request.method, request.url, headers=[*headers, ("content-encoding", "gzip")],
+                                    content=packed, extensions=request.extensions)
+            self.wire.bytes_up += len(packed) - len(body)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class NaiveUser:
-    """The API's official client, as a straightforward app would use it."""
+    """The API's official client, as a straightforward app would use it; its subclasses
+    (`PEERS`) each make one change an app could make."""
 
     kind = "naive"
+    label = "SDK as is"
+    #: Request bodies gzipped by the client's transport (`GzipTransport`).
+    gzip = False
+    #: The connection opened when the app opens (`open`).
+    preconnect = False
+    #: Messages: the system prompt marked `cache_control` (ephemeral).
+    cache_control = False
 
     def __init__(self, base_url: str, user: int, sim: str, api: str = "chat_completions") -> None:
         self.wire = Wire()
@@ -161,16 +246,26 @@ class NaiveUser:
         else:
             import openai
 
-            self.http = self.wire.client()
+            self.http = self.wire.client(transport=GzipTransport(self.wire)) if self.gzip else self.wire.client()
             self.api = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=key, http_client=self.http,
                                           default_headers=headers)
             self.errors = (openai.APIError,)
         # The conversation after the system prompt, which each API takes apart from it
         # (Chat Completions as its first message).
         self.history: list[dict[str, Any]] = []
+        self.base_url = base_url
 
     async def open(self) -> None:
-        """The app opens: a straightforward app does nothing before the first Send."""
+        """The app opens: a straightforward app does nothing before the first Send; one
+        that preconnects makes the keyless `GET /v1/models` the page's warm-up makes
+        (js/page/warm.js), on the client's own pool, its body read whole, so that Send
+        finds the connection (TCP and TLS) open."""
+        if self.preconnect:
+            try:
+                response = await self.http.get(self.base_url + "/v1/models", headers={"accept": "application/json"})
+                await response.aread()
+            except httpx.HTTPError:
+                pass  # as the page: the turn will say so if it matters
 
     async def _stream(self, record: Record, start: float, answer: list[str]) -> None:
         """One request, streamed: text into `answer`, the first token's time and the usage
@@ -205,8 +300,12 @@ class NaiveUser:
                     u = event.response.usage
                     usage(u.input_tokens, u.output_tokens, u.input_tokens_details and u.input_tokens_details.cached_tokens)
         else:
+            # Anthropic's prompt-caching guide: the system prompt as a text block with
+            # `cache_control` (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching).
+            system: Any = ([{"type": "text", "text": self.system, "cache_control": {"type": "ephemeral"}}]
+                           if self.cache_control else self.system)
             async with self.api.messages.stream(
-                    model=self.model, max_tokens=MAX_TOKENS, system=self.system, messages=self.history) as stream:
+                    model=self.model, max_tokens=MAX_TOKENS, system=system, messages=self.history) as stream:
                 async for piece in stream.text_stream:
                     text(piece)
                 final = await stream.get_final_message()
@@ -243,11 +342,40 @@ class NaiveUser:
         await self.http.aclose()
 
 
+class SdkGzipUser(NaiveUser):
+    kind, label, gzip = "sdk_gzip", "SDK + gzip body", True
+
+
+class SdkPreconnectUser(NaiveUser):
+    kind, label, preconnect = "sdk_preconnect", "SDK + preconnect", True
+
+
+class SdkGzipPreconnectUser(NaiveUser):
+    kind, label, gzip, preconnect = "sdk_gzip_preconnect", "SDK + gzip body + preconnect", True, True
+
+
+class SdkCacheControlUser(NaiveUser):
+    kind, label, cache_control = "sdk_cache_control", "Messages SDK + cache_control", True
+
+
+#: The fair peers (issue 45, item 4): name → (class, the APIs it applies to). gzip and
+#: preconnect are the `openai` client's (Chat Completions and Responses); cache_control
+#: is Messages'.
+PEERS: dict[str, tuple[type[NaiveUser], tuple[str, ...]]] = {
+    "sdk_gzip": (SdkGzipUser, ("chat_completions", "responses")),
+    "sdk_preconnect": (SdkPreconnectUser, ("chat_completions", "responses")),
+    "sdk_gzip_preconnect": (SdkGzipPreconnectUser, ("chat_completions", "responses")),
+    "sdk_cache_control": (SdkCacheControlUser, ("anthropic_messages",)),
+}
+
+
 #: What the client does before a prompt leaves, step by step (the seed article's table):
 #: each can be switched off, to measure its share (`bench/e2e.py --steps`). Counting and
 #: fitting are not among them: the core prepares every prompt (it cannot send one it has
 #: not counted), and the governor paces by those counts; their cost is `prepare_ms`.
-STEPS = ("compression", "cache", "governor", "warm")
+#: `gzip`: request bodies gzipped to the page's own gateway (firsttoken.cache.refs
+#: `takes_gzip`); off, every body goes plain, as to any other server.
+STEPS = ("gzip", "compression", "cache", "governor", "warm")
 
 
 def _no_pacing() -> Any:
@@ -287,6 +415,9 @@ class FirsttokenUser:
         self.core = Core(post=self._post, transport=SocketTransport(self.http), clock=lambda: time.time() * 1000,
                          sleep=asyncio.sleep, cache=Cache(MemoryStore()) if "cache" in steps else None,
                          page_origin=base_url, governor=Governor if "governor" in steps else _no_pacing)
+        if "gzip" not in steps:
+            # The core's one question about gzip, answered no for every server.
+            setattr(self.core.refs, "takes_gzip", lambda _base_url: False)  # noqa: B010
         self.api_name = api
         self.settings = {"base_url": base_url + "/v1", "model": MODELS[api], "api_key": f"sk-bench-{user}", "api": api,
                          "headers": {"x-firsttoken-sim": sim},
@@ -358,4 +489,6 @@ class FirsttokenUser:
         await self.http.aclose()
 
 
-KINDS = {"naive": NaiveUser, "firsttoken": FirsttokenUser}
+KINDS: dict[str, Any] = {"naive": NaiveUser, "firsttoken": FirsttokenUser}
+#: Every kind a run can have: the two above and the peers.
+ALL_KINDS: dict[str, Any] = {**KINDS, **{name: cls for name, (cls, _) in PEERS.items()}}

@@ -162,6 +162,37 @@ def plot_quota_sweep(e2e: dict[str, Any], out: Path) -> str | None:
     return _save(fig, out, "ttft_quota.png")
 
 
+def plot_curve(e2e: dict[str, Any], out: Path) -> str | None:
+    """The quota × burst curve (issue 45): per link, p95 time to first token of each
+    kind against the quota, one line per burst, the median of the runs with their
+    min–max as error bars, so that a point's swing from run to run is seen beside the
+    swing from point to point."""
+    curve = e2e.get("curve") or {}
+    if not curve:
+        return None
+    fig, axes = plt.subplots(1, len(curve), figsize=(6.8 * len(curve), 4.4), squeeze=False)
+    styles = ["o-", "s--", "^:", "d-."]
+    for ax, (profile, points) in zip(axes[0], curve.items()):
+        bursts = sorted({p["burst_s"] for p in points})
+        for b, burst in enumerate(bursts):
+            row = sorted((p for p in points if p["burst_s"] == burst), key=lambda p: p["gateway_tpm"])
+            xs = [p["gateway_tpm"] / 1e6 for p in row]
+            for kind in ("naive", "firsttoken"):
+                stats = [p[kind]["ttft_p95_ms"] for p in row]
+                mids = [s["median"] or 0 for s in stats]
+                low = [m - (s["min"] if s["min"] is not None else m) for m, s in zip(mids, stats)]
+                high = [(s["max"] if s["max"] is not None else m) - m for m, s in zip(mids, stats)]
+                ax.errorbar(xs, mids, yerr=[low, high], fmt=styles[b % len(styles)], capsize=3,
+                            color=KIND_COLOURS[kind], label=f"{kind}, {burst:g} s burst")
+        ax.set_xlabel("gateway quota (million tokens per minute)")
+        ax.set_ylabel("p95 time to first token (ms)")
+        runs = points[0]["runs"] if points else 0
+        ax.set_title(f"{profile}: median of {runs} runs, min–max bars", fontsize=10)
+        ax.grid(alpha=.3)
+        ax.legend(fontsize=7)
+    return _save(fig, out, "ttft_curve.png")
+
+
 def plot_steps(e2e: dict[str, Any], out: Path) -> str | None:
     """Each step's share of firsttoken's time to first token (the article's table):
     ms taken off by each step alone and added in turn, per scenario, and the cold turn's."""
@@ -269,6 +300,20 @@ def figures(e2e: dict[str, Any], native: dict[str, Any] | None, page: dict[str, 
                               ("bytes_up", "bytes"), ("prompt_tokens", "tokens"), ("failed", "turns")):
                 add(e2e, "e2e", f"{name} · {kind} · {key}", r[key], unit)
         add(e2e, "e2e", f"{name} · TTFT p95 reduction", result.get("ttft_p95_reduction_pct"), "%")
+    for api, by_name in by_api(e2e):
+        for name, result in by_name.items():
+            for row in (result.get("peers") or {}).values():
+                add(e2e, "e2e", f"{name} · {api} · {row['label']} · ttft_p50_ms", row["ttft_p50_ms"], "ms")
+                add(e2e, "e2e", f"{name} · {api} · {row['label']} · ttft_p95_ms", row["ttft_p95_ms"], "ms")
+                add(e2e, "e2e", f"{name} · {api} · firsttoken ÷ {row['label']} · p50", row["ttft_p50_ratio"], "×")
+    for profile, points in (e2e.get("curve") or {}).items():
+        for point in points:
+            where = f"curve · {profile} · {point['gateway_tpm']:,} tpm · {point['burst_s']:g} s burst"
+            for kind in ("naive", "firsttoken"):
+                s = point[kind]["ttft_p95_ms"]
+                add(e2e, "e2e", f"{where} · {kind} · p95 median (min–max)", f"{s['median']} ({s['min']}–{s['max']})", "ms")
+            cut = point["ttft_p95_reduction_pct"]
+            add(e2e, "e2e", f"{where} · p95 reduction median (min–max)", f"{cut['median']} ({cut['min']}–{cut['max']})", "%")
     for name, table in (e2e.get("steps") or {}).items():
         for step in table["alone"]:
             add(e2e, "e2e", f"{name} · step {step} · ms off alone", table["alone"][step], "ms")
@@ -297,6 +342,13 @@ def figures(e2e: dict[str, Any], native: dict[str, Any] | None, page: dict[str, 
 
 
 # ---- the page --------------------------------------------------------------------------------
+
+
+def by_api(e2e: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every scenario run, by API: Chat Completions' are the main scenarios (all of them,
+    not only those the dialect column repeats), the others the dialect column's."""
+    return [("chat_completions", e2e["scenarios"]),
+            *((api, b) for api, b in (e2e.get("dialects") or {}).items() if api != "chat_completions")]
 
 
 def _figure(src: str | None, alt: str, caption: str) -> str:
@@ -336,6 +388,21 @@ def _e2e_section(e2e: dict[str, Any], origin: str, plots: dict[str, str | None])
     table = ("<table><caption>The dialect column: each scenario with both clients speaking each API (the naive "
              "client is that API's official client)</caption><tr><th>API</th><th>scenario</th><th>naive p95 ms</th>"
              f"<th>firsttoken p95 ms</th><th>p95 reduction</th><th>bytes up</th></tr>{''.join(rows)}</table>") if rows else ""
+    peer_rows = []
+    for api, by_name in by_api(e2e):
+        for name, result in by_name.items():
+            for label, r in [("official SDK as is", result["naive"]),
+                             *((row["label"], row) for row in (result.get("peers") or {}).values()),
+                             ("firsttoken", result["firsttoken"])]:
+                ours = result["firsttoken"]["ttft_p50_ms"]
+                peer_rows.append(f"<tr><td>{html.escape(api)}</td><td>{html.escape(name)}</td><td>{html.escape(label)}</td>"
+                                 f"<td>{r['ttft_p50_ms']}</td><td>{r['ttft_p95_ms']}</td><td>{r['ttft_p50_cold_ms']}</td>"
+                                 f"<td>{r['bytes_up']:,}</td><td>×{round(ours / r['ttft_p50_ms'], 3) if ours and r['ttft_p50_ms'] else None}</td></tr>")
+    peers_table = ("<table><caption>The article's table with its caveats as rows: the official client as is, and with "
+                   "each change an app could make to it (gzipped bodies, a connection opened ahead, Messages' "
+                   "cache_control), beside firsttoken</caption><tr><th>API</th><th>scenario</th><th>client</th>"
+                   "<th>p50 ms</th><th>p95 ms</th><th>first turn p50 ms</th><th>bytes up</th><th>firsttoken p50 ×</th></tr>"
+                   f"{''.join(peer_rows)}</table>") if any(r.get("peers") for _, b in by_api(e2e) for r in b.values()) else ""
     step_rows = []
     for name, steps in (e2e.get("steps") or {}).items():
         metric = "p95" if steps["metric"] == "ttft_p95_ms" else "p50"
@@ -351,12 +418,15 @@ def _e2e_section(e2e: dict[str, Any], origin: str, plots: dict[str, str | None])
                              "Each step's share of firsttoken's time to first token.")) if step_rows else ""
     return (f"<p class=\"note\">Source: {html.escape(origin)}. Time to first token runs from the user's Send to the first "
             "content token, with the client's own waiting, retries and the user's re-sends of a failed turn.</p>"
-            f"<ul>{''.join(lines)}</ul>{table}{steps_table}"
+            f"<ul>{''.join(lines)}</ul>{peers_table}{table}{steps_table}"
             + _figure(plots["ttft"], "bar chart of time to first token per scenario and client",
                       "p50 (light) and p95 (dark) time to first token, naive client against firsttoken, per scenario.")
             + (_figure(plots["ttft_quota"], "time to first token against the gateway quota",
                        "The same scenario at several quotas: the reduction depends on where the quota sits against what each client asks for.")
-               if plots.get("ttft_quota") else ""))
+               if plots.get("ttft_quota") else "")
+            + (_figure(plots["ttft_curve"], "p95 time to first token against the quota, per burst and link, with run-to-run spread",
+                       "The quota × burst curve: the median of several runs per point, min–max as bars, at each link.")
+               if plots.get("ttft_curve") else ""))
 
 
 def _value(value: Any) -> str:
@@ -433,6 +503,7 @@ def main() -> None:
     plots: dict[str, str | None] = {
         "ttft": plot_ttft(e2e, args.out),
         "ttft_quota": plot_quota_sweep(e2e, args.out),
+        "ttft_curve": plot_curve(e2e, args.out),
         "steps": plot_steps(e2e, args.out),
         "chunk_paint_cdf": plot_native_cdf(native, args.out) if native else None,
         "boot": plot_boot(page["boot"], args.out),

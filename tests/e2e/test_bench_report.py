@@ -42,7 +42,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[
     # requests, and refills at 5,000 tokens/s. Each user on a slow-4G link of its own.
     line, _ = run("e2e.py", "--users", "2", "--turns", "2", "--think-s", "0.05", "--ramp-s", "0.05",
                   "--tpm", "300000", "--burst-s", "4", "--runs", "1", "--sweep", "", "--dialect-scenarios", "uncontended",
-                  "--steps", "uncontended", "--profile", "slow4g", "--out", str(out))
+                  "--steps", "uncontended", "--peer-scenarios", "uncontended", "--profile", "slow4g", "--out", str(out))
     return line, json.loads(out.read_text()), out
 
 
@@ -54,12 +54,12 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
     assert set(data["scenarios"]) == {"queueing", "uncontended"}
     assert data["scenarios"]["queueing"]["params"]["gateway_tpm"] > 0
     records = data["records"]
-    # scenarios × kinds × users × turns, then the dialect column's other two APIs, in one
-    # scenario each
-    # scenario, then firsttoken alone in each configuration of the steps table but "all"
-    # (the headline's)
-    configs = 1 + 4 + 3
-    assert len(records) == 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2 + configs * 2 * 2
+    # Runs × users × turns: the two scenarios' two kinds, the three openai peers in
+    # uncontended; the dialect column's other two APIs in uncontended (Messages with its
+    # cache_control peer); firsttoken alone in each configuration of the steps table but
+    # "all" (the headline's): none, each of five steps alone, the first 1-4 added.
+    configs = 1 + 5 + 4
+    assert len(records) == (2 * 2 + 3 + 2 + 3 + configs) * 2 * 2
     assert {r["api"] for r in records} == {"chat_completions", "responses", "anthropic_messages"}
     assert line["profile"] == "slow4g" and data["scenarios"]["uncontended"]["params"]["profile"] == "slow4g"
     # The issue's figures, each present.
@@ -71,7 +71,7 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
     steps = line["steps"]["uncontended"]
     assert steps["metric"] == "ttft_p50_ms"
     for table in ("alone", "added", "cold_alone", "cold_added"):
-        assert set(steps[table]) == {"compression", "cache", "governor", "warm"}, table
+        assert set(steps[table]) == {"gzip", "compression", "cache", "governor", "warm"}, table
         assert all(isinstance(v, float) for v in steps[table].values()), table
     # What each step changes on the wire: the configurations with compression bill fewer
     # prompt tokens, those with the cache upload fewer bytes.
@@ -79,6 +79,24 @@ def test_the_scenario_runner_measures_both_clients(e2e: tuple[dict[str, Any], di
     assert configs_seen["only compression"]["prompt_tokens"] < configs_seen["none"]["prompt_tokens"]
     assert configs_seen["only cache"]["bytes_up"] < configs_seen["none"]["bytes_up"]
     assert configs_seen["only cache"]["prompt_tokens"] == configs_seen["none"]["prompt_tokens"]
+    assert configs_seen["only gzip"]["bytes_up"] < configs_seen["none"]["bytes_up"] / 2
+    assert configs_seen["only gzip"]["prompt_tokens"] == configs_seen["none"]["prompt_tokens"]
+    # The fair peers (issue 45): each one change to the official client, seen on the wire.
+    calm = data["scenarios"]["uncontended"]
+    assert set(calm["peers"]) == set(line["peers"]["chat_completions"]["uncontended"]) == {
+        "sdk_gzip", "sdk_preconnect", "sdk_gzip_preconnect"}
+    naive = calm["naive"]
+    assert calm["sdk_gzip"]["bytes_up"] < naive["bytes_up"] / 2 == calm["sdk_preconnect"]["bytes_up"] / 2
+    assert calm["sdk_gzip_preconnect"]["bytes_up"] == calm["sdk_gzip"]["bytes_up"]
+    assert calm["sdk_gzip"]["prompt_tokens"] == calm["sdk_preconnect"]["prompt_tokens"] == naive["prompt_tokens"]
+    # Messages: the system prompt marked cache_control is read from the cache from the
+    # second turn on; unmarked, never.
+    messages = data["dialects"]["anthropic_messages"]["uncontended"]
+    assert set(messages["peers"]) == {"sdk_cache_control"}
+    assert messages["naive"]["cached_tokens"] == 0 < messages["sdk_cache_control"]["cached_tokens"]
+    # The tool schemas go minified in every client's system prompt; what pretty JSON adds is said.
+    tools = line["tool_json"]
+    assert tools["minified_tokens"] < tools["pretty_tokens"] and tools["minified_bytes"] < tools["pretty_bytes"]
     for r in records:
         assert r["ok"] and r["ttft_ms"] > 0 and r["total_ms"] >= r["ttft_ms"], r
         assert r["attempts"] >= 1 and r["bytes_up"] > 0 and r["prompt_tokens"] > 0, r
