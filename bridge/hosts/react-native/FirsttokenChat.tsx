@@ -18,20 +18,36 @@ export type FirsttokenEvent = { v: 1; type: string; id?: string; [field: string]
 /** The API dialect a chat speaks (bridge/PROTOCOL.md, "settings": `api`); null in
  * `settings.set` clears it, and the model decides. */
 export type FirsttokenApi = 'chat_completions' | 'responses' | 'anthropic_messages';
-export type FirsttokenHandle = { send(message: Record<string, unknown>): void };
+export type FirsttokenHandle = {
+  send(message: Record<string, unknown>): void;
+  /** Open conversation `id` (a reply-ready notification's tap): the page opens the one
+   * its URL fragment names, `#conversation=<id>` (bridge/PROTOCOL.md, "Reply ready"). */
+  openConversation(id: string): void;
+};
+/** A local notification for `reply.ready`, posted by the app's notification library
+ * (notifee: displayNotification({ id, title, body, data: { conversation } })): `id` is
+ * one per conversation, so a later answer replaces it. */
+export type FirsttokenNotification = { id: string; title: string; body: string; conversation: string };
 /** How hard a reasoning model thinks: the page's Thinking levels, set with `settings.set`
  * (`reasoning`; `reasoning_summary` false asks for no summary of the thinking); null
  * clears it (bridge/PROTOCOL.md, "Reasoning, for hosts"). */
 export type FirsttokenThinking = 'auto' | 'off' | 'low' | 'medium' | 'high';
 
-export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEvent(e: FirsttokenEvent): void }>(
-  function FirsttokenChat({ url, onEvent }, ref) {
+export const FirsttokenChat = forwardRef<
+  FirsttokenHandle,
+  { url: string; onEvent(e: FirsttokenEvent): void; notify?(n: FirsttokenNotification): void }
+>(
+  function FirsttokenChat({ url, onEvent, notify }, ref) {
     const web = useRef<WebView>(null);
     useImperativeHandle(ref, () => ({
       send(message) {
         const text = JSON.stringify({ ...message, v: 1 });
         // JSON.stringify of a string is a valid JS string literal: the text is passed, never run.
         web.current?.injectJavaScript(`window.firsttoken.post(${JSON.stringify(text)}); true;`);
+      },
+      openConversation(id) {
+        // A JSON string literal again: the id is passed, never run.
+        web.current?.injectJavaScript(`location.hash = 'conversation=' + encodeURIComponent(${JSON.stringify(id)}); true;`);
       },
     }));
     const onMessage = (event: WebViewMessageEvent) => {
@@ -53,9 +69,17 @@ export const FirsttokenChat = forwardRef<FirsttokenHandle, { url: string; onEven
         }
         // The screen kept on while the page's answer streams ("Screen awake, for hosts"):
         // with expo-keep-awake, activateKeepAwakeAsync() / deactivateKeepAwake(); here the
-        // app gets the event (onEvent) to do it; so with reply.ready (an answer done while
-        // the app was in the background), for a local notification. (Not compiled here.)
-        onEvent(parsed as FirsttokenEvent);
+        // app gets the event (onEvent) to do it. (Not compiled here.)
+        // reply.ready: an answer done while the page was hidden (the app in the
+        // background; the page sends it only then): a local notification through `notify`.
+        const e = parsed as FirsttokenEvent;
+        if (e.type === 'reply.ready' && notify) {
+          const c = (e.conversation ?? {}) as { id?: unknown; title?: unknown };
+          const conversation = typeof c.id === 'string' ? c.id : '';
+          const title = typeof c.title === 'string' && c.title ? c.title : 'Reply ready';
+          notify({ id: `firsttoken.reply.${conversation}`, title, body: typeof e.text === 'string' ? e.text : '', conversation });
+        }
+        onEvent(e);
       }
     };
     return <WebView ref={web} source={{ uri: url }} onMessage={onMessage} javaScriptEnabled domStorageEnabled />;

@@ -27,6 +27,7 @@
 // what is tested instead (the same page-side API in WebKitGTK).
 
 import UIKit
+import UserNotifications
 import WebKit
 
 final class FirsttokenChat: NSObject, WKScriptMessageHandler {
@@ -86,12 +87,35 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
             UIApplication.shared.isIdleTimerDisabled = event["on"] as? Bool == true
             return
         }
-        // reply.ready (an answer done while the app was in the background) goes on to the
-        // app with every other event: a UNNotificationRequest that opens the conversation.
+        // reply.ready: an answer done while the page was hidden (the app in the background;
+        // the page sends it only then). A local notification, one per conversation (a later
+        // answer replaces it: same identifier); the app's UNUserNotificationCenterDelegate
+        // passes `userInfo["conversation"]` to openConversation(_:) on its tap. Needs the
+        // app's notification authorization. The event still goes on to the app. (Not
+        // compiled here.)
+        if event["type"] as? String == "reply.ready" {
+            let conversation = event["conversation"] as? [String: Any]
+            let id = conversation?["id"] as? String ?? ""
+            let content = UNMutableNotificationContent()
+            content.title = (conversation?["title"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "Reply ready"
+            content.body = event["text"] as? String ?? ""
+            content.userInfo = ["conversation": id]
+            content.threadIdentifier = "firsttoken.reply"
+            UNUserNotificationCenter.current().add(
+                UNNotificationRequest(identifier: "firsttoken.reply.\(id)", content: content, trigger: nil))
+        }
         onEvent?(event)
     }
 
     // MARK: app → page
+
+    /// Open conversation `id` (a reply-ready notification's tap): the page opens the one
+    /// its URL fragment names, `#conversation=<id>` (bridge/PROTOCOL.md, "Reply ready, for
+    /// hosts"). `id` is passed as an argument, never spliced into the script.
+    func openConversation(_ id: String) {
+        webView.callAsyncJavaScript("location.hash = 'conversation=' + encodeURIComponent(id)",
+                                    arguments: ["id": id], in: nil, in: .page) { _ in }
+    }
 
     /// Send one protocol message (a request: hello, ping, settings.set, chat.send,
     /// chat.abort, tokens.count). `v` is added.

@@ -27,7 +27,9 @@
 package dev.firsttoken.chat
 
 import android.annotation.SuppressLint
+import android.app.PendingIntent
 import android.content.Context
+import android.content.Intent
 import android.net.Uri
 import android.os.Handler
 import android.os.Looper
@@ -37,6 +39,8 @@ import android.webkit.WebResourceRequest
 import android.webkit.WebResourceResponse
 import android.webkit.WebView
 import android.webkit.WebViewClient
+import androidx.core.app.NotificationCompat
+import androidx.core.app.NotificationManagerCompat
 import androidx.webkit.JavaScriptReplyProxy
 import androidx.webkit.WebMessageCompat
 import androidx.webkit.WebViewAssetLoader
@@ -50,6 +54,8 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
         const val ORIGIN = "https://appassets.androidplatform.net"
         const val INDEX = "$ORIGIN/firsttoken/index.html"
         private const val ASSETS = "firsttoken"
+        /** The Intent extra a reply-ready notification's tap carries: the conversation id. */
+        const val EXTRA_CONVERSATION = "dev.firsttoken.chat.CONVERSATION"
     }
 
     val webView = WebView(context)
@@ -215,9 +221,42 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
             webView.keepScreenOn = event.optBoolean("on")
             return
         }
-        // reply.ready (an answer done while the app was in the background) goes on to the
-        // app with every other event: a NotificationCompat that opens the conversation.
+        // reply.ready: an answer done while the page was hidden (the app in the background;
+        // the page sends it only then): a local notification. The event still goes on to
+        // the app.
+        if (event.optString("type") == "reply.ready") notifyReplyReady(event)
         onEvent(event)
+    }
+
+    // One notification per conversation (a later answer replaces it: same tag and id), on
+    // ReplyWatch's channel ("firsttoken.replies", which the app creates). Its tap starts
+    // the app's launcher activity with EXTRA_CONVERSATION, to hand to openConversation().
+    // Needs POST_NOTIFICATIONS on Android 13+. (Not compiled here.)
+    private fun notifyReplyReady(event: JSONObject) {
+        val context = webView.context
+        val conversation = event.optJSONObject("conversation")
+        val id = conversation?.optString("id").orEmpty()
+        val tap = context.packageManager.getLaunchIntentForPackage(context.packageName)
+            ?.putExtra(EXTRA_CONVERSATION, id)
+            ?.addFlags(Intent.FLAG_ACTIVITY_SINGLE_TOP)
+            ?.let { PendingIntent.getActivity(context, id.hashCode(), it, PendingIntent.FLAG_IMMUTABLE or PendingIntent.FLAG_UPDATE_CURRENT) }
+        val notification = NotificationCompat.Builder(context, "firsttoken.replies")
+            .setSmallIcon(android.R.drawable.stat_notify_chat)
+            .setContentTitle(conversation?.optString("title").orEmpty().ifEmpty { "Reply ready" })
+            .setContentText(event.optString("text"))
+            .setContentIntent(tap)
+            .setAutoCancel(true)
+            .build()
+        try {
+            NotificationManagerCompat.from(context).notify("firsttoken.reply", id.hashCode(), notification)
+        } catch (_: SecurityException) { /* no notification permission: the chat shows the answer on return */ }
+    }
+
+    /** Open conversation `id` (a reply-ready notification's tap): the page opens the one its
+     * URL fragment names, `#conversation=<id>` (bridge/PROTOCOL.md, "Reply ready, for
+     * hosts"). The id goes in as a JSON string literal: passed, never run. */
+    fun openConversation(id: String) {
+        webView.evaluateJavascript("location.hash = 'conversation=' + encodeURIComponent(${JSONObject.quote(id)})", null)
     }
 
     private inner class FallbackBridge {
