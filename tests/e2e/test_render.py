@@ -15,7 +15,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from harness.chromium import ANSWER, CONTENT, PIECE, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
+from harness.chromium import (ANSWER, CONTENT, PIECE, PIXEL_7, Console, hold_at, release, scroll_at_rest, send, steer,
+                              wait_ready, watched_page)
 
 pytestmark = pytest.mark.e2e
 
@@ -121,16 +122,18 @@ def test_an_open_code_fence_and_an_open_table_render_before_they_close(page: Pag
             "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n\nThe end.")
     pieces = PIECE.findall(text)
     in_fence = next(i for i, p in enumerate(pieces) if "return" in p) + 1
-    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=8000,stall_after={in_fence}", compress="off")
+    stall, key = hold_at(in_fence)
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,{stall}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, text)
-    # Mid-fence (the stall): already a code block, with what arrived, and no stray fence.
+    # Mid-fence (held until released): already a code block, with what arrived, and no stray fence.
     code = page.locator(f"{CONTENT} .md-code pre code.language-python")
     expect(code).to_contain_text("def frame(x):", timeout=30_000)
     expect(page.locator(f"{CONTENT} .md-code-lang")).to_have_text("python")  # the label while it streams
     assert page.get_attribute(ANSWER, "data-state") == "streaming"
     assert "```" not in page.inner_text(CONTENT)
+    release(gateway_url, key)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=30_000)
     assert page.locator(f"{CONTENT} pre code").inner_text().rstrip("\n") == "def frame(x):\n    return x + 1"
     assert page.locator(f"{CONTENT} table tbody tr").count() == 2
@@ -140,7 +143,8 @@ def test_a_table_renders_row_by_row_while_it_streams(page: Page, gateway_url: st
     text = "| name | time |\n|---|---:|\n| paint | 4 ms |\n| layout | 2 ms |\n| style | 1 ms |\n\nAfter."
     pieces = PIECE.findall(text)
     after_first_row = next(i for i, p in enumerate(pieces) if "ms" in p) + 2
-    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=8000,stall_after={after_first_row}", compress="off")
+    stall, key = hold_at(after_first_row)
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,{stall}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, text)
@@ -148,6 +152,7 @@ def test_a_table_renders_row_by_row_while_it_streams(page: Page, gateway_url: st
     expect(rows.first).to_contain_text("paint", timeout=30_000)
     assert page.get_attribute(ANSWER, "data-state") == "streaming"
     assert "|" not in page.inner_text(CONTENT)  # never a paragraph of pipes
+    release(gateway_url, key)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=30_000)
     assert rows.count() == 3
 

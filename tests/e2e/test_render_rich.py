@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from harness.chromium import ANSWER, CONTENT, PIECE, send, steer, wait_ready
+from harness.chromium import ANSWER, CONTENT, PIECE, hold_at, release, send, steer, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -134,10 +134,12 @@ def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: st
     pieces = PIECE.findall(MATH_DOC)
     # Stalled in the middle of the first formula, after "$e^{i\pi}".
     stall_after = next(i for i, p in enumerate(pieces) if "\\pi" in p) + 1
-    steer(page, f"ttft_ms=0,tps=1000,echo=1,stall_ms=8000,stall_after={stall_after}", compress="off")
+    stall, key = hold_at(stall_after)
+    steer(page, f"ttft_ms=0,tps=1000,echo=1,{stall}", compress="off")
     page.goto(gateway_url + "/")
     wait_ready(page)
     send(page, "No math here, just $5 and $10.")
+    release(gateway_url, key)  # this answer is long enough to reach the stall: let it go
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
     expect(page.locator(f"{CONTENT} p")).to_have_text("No math here, just $5 and $10.")
     assert loaded(page, "/vendor/katex/") == []  # prices are not math: KaTeX not fetched
@@ -149,6 +151,7 @@ def test_math_is_typeset_lazily_and_prices_stay_text(page: Page, gateway_url: st
     expect(answer.locator(".content")).to_contain_text("Euler: $e^{i\\pi}", timeout=30_000)
     assert answer.get_attribute("data-state") == "streaming"
     assert answer.locator(".katex").count() == 0
+    release(gateway_url, key)
     page.wait_for_selector(f'{ANSWER}[data-state="done"]', timeout=60_000)
 
     content = page.locator(CONTENT)

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from harness.chromium import ANSWER, chat_bodies, expected_answer, stored_answers, wait_ready
+from harness.chromium import ANSWER, chat_bodies, expected_answer, hold_at, stored_answers, wait_ready
 from harness.stored import stored_messages
 from tests.e2e.native_host import as_host, host_message, post
 
@@ -21,9 +21,11 @@ PROMPT = "wait for me"
 def test_a_stall_is_shown_live_then_times_out_keeping_the_text_and_retry_sends_the_turn_again(
     page: Page, gateway_url: str
 ) -> None:
-    # The built-in model sends 5 chunks, then nothing for 30 s; the page says so after
-    # 1 s and gives up after 4 s (the advanced settings, no UI).
-    settings = {"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=200,stall_ms=30000,stall_after=5"},
+    # The built-in model sends 5 chunks, then nothing until the test lets it go, which it
+    # never does (the page gives up on it); the page says so after 1 s and gives up after
+    # 4 s (the advanced settings, no UI).
+    stall, _ = hold_at(5)
+    settings = {"headers": {"x-firsttoken-sim": f"ttft_ms=0,tps=200,{stall}"},
                 "stall_notice_s": 1, "stall_timeout_s": 4}
     page.add_init_script(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(json.dumps(settings))})")
     as_host(page)  # to unsteer the model before Retry (a host's settings.set)

@@ -2,8 +2,9 @@
 comments (`--keepalive-s`, short here) hold the core's timeout off however long the
 model is silent, and the stall notice says the model is still thinking, not that the
 connection stalled; while the reply's Thinking row counts the seconds, no second notice
-at all. The timeout (2 s) is shorter than each silence (3-4 s), so a keep-alive that did
-not count would end the request."""
+at all. The timeout (2 s) is shorter than each silence (the model held until the page
+has counted 3 s; 4 s of hidden thinking), so a keep-alive that did not count would end
+the request."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from harness.chromium import ANSWER, send, steer, wait_ready
+from harness.chromium import ANSWER, hold_at, release, send, steer, wait_ready
 from harness.protocol_spy import PROTOCOL_SPY
 from harness.servers import gateway
 
@@ -46,15 +47,20 @@ def stalls_said(page: Page) -> list[dict]:
 def test_a_silence_mid_answer_behind_keep_alives_reads_still_thinking_and_never_times_out(
     page: Page, kept_alive_url: str
 ) -> None:
-    steer(page, "ttft_ms=0,tps=200,stall_ms=3500,stall_after=5", **STALLS)
+    stall, key = hold_at(5)
+    steer(page, f"ttft_ms=0,tps=200,{stall}", **STALLS)
     page.add_init_script(PROTOCOL_SPY)
     page.add_init_script(STALL_TEXTS)
     page.goto(kept_alive_url + "/")
     wait_ready(page)
     send(page, "take your time")
     answer = page.locator(ANSWER)
+    # Silent (held) past the 2 s timeout by the page's own count, then let go: the
+    # keep-alives held the timeout off for as long as the test kept the model silent.
     expect(answer.locator(".stall")).to_have_text(
-        re.compile(r"^Still thinking… the server is connected \(\d+ s\)$"), timeout=30_000)
+        re.compile(r"^Still thinking… the server is connected \(([3-9]|\d\d+) s\)$"), timeout=30_000)
+    assert answer.get_attribute("data-state") == "streaming"
+    release(kept_alive_url, key)
     expect(answer).to_have_attribute("data-state", "done", timeout=30_000)
     expect(answer.locator(".stall")).to_have_count(0)
     texts = page.evaluate("window.__stallTexts")
