@@ -51,15 +51,14 @@ class Recalled:
 
     #: `digests[p]`: of the context and the first p messages (`prefix_digests`).
     digests: tuple[bytes, ...] = ()
-    #: How many messages lead (`lead.leading_system_count`).
-    lead_count: int = 0
     #: The encoding it is counted in.
     encoding: str = ""
     #: Token counts known already (of the last conversation, in the same encoding).
     counts: dict[str, int] = field(default_factory=dict)
-    #: The leading system messages, as last prepared, if they are these.
+    #: The leading system messages last prepared, if the conversation starts with them.
     leads: tuple[Lead, ...] | None = None
-    #: The longest prefix of the messages after the leading ones kept, and its length.
+    #: The longest prefix kept (`point`: its messages after the leading ones,
+    #: compressed), and how many messages it spans from the first.
     start: int = 0
     point: Point | None = None
 
@@ -70,7 +69,7 @@ class Kept:
 
     #: The leading system messages, prepared (None: nothing to keep).
     leads: tuple[Lead, ...] | None = None
-    #: (p, point): the first p messages after the leading ones, compressed.
+    #: (p, point): the first p messages, those after the leading ones compressed.
     points: list[tuple[int, Point]] = field(default_factory=list)
     #: The counts of the texts given and sent (None: not counted).
     counts: dict[str, int] | None = None
@@ -86,34 +85,34 @@ class ConversationMemory:
         self._counts: tuple[str, dict[str, int]] = ("", {})
         self._leads: tuple[bytes, tuple[Lead, ...]] = (b"", ())
 
-    def recall(self, messages: Sequence[Mapping[str, Any]], lead_count: int, encoding: str, context: Any) -> Recalled:
-        """What is kept of `messages` (the first `lead_count` leading), prepared in
-        `encoding` under `context` (what else the result depends on: compressor
-        version and level, whether it is counted)."""
+    def recall(self, messages: Sequence[Mapping[str, Any]], encoding: str, context: Any) -> Recalled:
+        """What is kept of `messages` (as written), prepared in `encoding` under
+        `context`: what else the result depends on (compressor version and level,
+        whether it is counted, the dialect and model that decide what replay rides on
+        each message)."""
         digests = tuple(prefix_digests(messages, (encoding, context)))
-        k = lead_count
+        digest, kept = self._leads
         leads = None
-        if self._leads[0] == digests[k]:
+        if len(kept) < len(digests) and digests[len(kept)] == digest:
             # Copies: a preparation gives its leads their cache entries.
-            leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in self._leads[1])
+            leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in kept)
         start, point = 0, None
-        for p in range(len(digests) - 1, k, -1):
+        for p in range(len(digests) - 1, 0, -1):
             point = self._points.get(digests[p])
             if point is not None:
                 self._points.move_to_end(digests[p])
-                start = p - k
+                start = p
                 break
         counts = dict(self._counts[1]) if self._counts[0] == encoding else {}
-        return Recalled(digests, k, encoding, counts, leads, start, point)
+        return Recalled(digests, encoding, counts, leads, start, point)
 
     def store(self, recalled: Recalled, kept: Kept) -> None:
-        """Store what the preparation of `recalled`'s conversation made."""
+        """Keep what the preparation of `recalled`'s conversation made."""
         if kept.leads is not None:
-            self._leads = (recalled.digests[recalled.lead_count], kept.leads)
+            self._leads = (recalled.digests[len(kept.leads)], kept.leads)
         for p, point in kept.points:
-            digest = recalled.digests[recalled.lead_count + p]
-            self._points[digest] = point
-            self._points.move_to_end(digest)
+            self._points[recalled.digests[p]] = point
+            self._points.move_to_end(recalled.digests[p])
             while len(self._points) > self.keep:
                 self._points.popitem(last=False)
         if kept.counts is not None:

@@ -2,13 +2,13 @@
 preparer has decided everything it depends on (`preparer.Decided`) and recalled what
 the conversation memory holds of it (`memory.Recalled`).
 
-Each step runs once, in order, and none looks back: the leading system messages from
-the cache or compressed (`lead`, `firsttoken.compress.Compressor`), the rest
-compressed from the state they left, every text counted through one memo
-(`counts.TextCounts`), the whole fitted (`firsttoken.tokens.fit_messages`), then the
-new cache entries written. What the memory should keep is handed back (`Kept`), not
-stored here: see `firsttoken.prepare` for why any of it gives exactly what preparing
-from scratch gives.
+Each step runs once, in order, and none looks back: replay taken off
+(`firsttoken.replay`), the leading system messages from the cache or compressed and
+their new entries written (`lead.prepare_leads`), the rest compressed from the state
+they left (`firsttoken.compress.Compressor`), every text counted through one memo
+(`counts.TextCounts`) and the whole fitted (`firsttoken.tokens.fit_messages`). What the
+memory should keep is handed back (`Kept`), not stored here: see `firsttoken.prepare`
+for why any of it gives exactly what preparing from scratch gives.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from .. import tokens
 from ..cache import Cache, Entry
 from ..compress import Compressor, RepeatState, Report
 from ..compress.report import sum_reports
+from ..replay import take_replay
 from .counts import TextCounts, texts_of
-from .lead import Lead, cache_keys, cached, entry_for
+from .lead import Lead, Leads, Unresumable, cache_keys, give_entries, leading_system_count, prepare_leads
 from .memory import Kept, Point, Recalled
 
 __all__ = ["Decided", "Prepared", "run"]
@@ -90,31 +91,14 @@ class Prepared:
     encoding: str = ""
 
 
-class _Unresumable(Exception):
-    """A repeats state grew past its bound: what follows is compressed from the start."""
-
-
-def _compress_leads(messages: Sequence[Mapping[str, Any]], prior: RepeatState | None, compress: Compressor) -> list[Lead]:
-    """Leading system messages not found in the cache, one at a time (each entry holds
-    the state after its message)."""
-    leads: list[Lead] = []
-    for m in messages:
-        done = compress([m], prior)
-        prior = done.state
-        if not compress.resumes(prior):
-            raise _Unresumable
-        leads.append(Lead(done.messages[0]["content"], done.reports[0] if done.reports else None, prior))
-    return leads
-
-
 def _compress_rest(
-    rest: Sequence[Mapping[str, Any]], prior: RepeatState | None, compress: Compressor, recalled: Recalled
+    rest: Sequence[Mapping[str, Any]], k: int, prior: RepeatState | None, compress: Compressor, recalled: Recalled
 ) -> tuple[list[dict[str, Any]], list[Report], list[tuple[int, Point]]]:
-    """The messages after the leading ones, compressed from `prior`: from the longest
-    prefix the memory held, then up to the last message, then the last (the draft, in
-    a live count: so the next count finds everything before it). Also the points to
-    keep: each prefix compressed, with the state after it."""
-    start, point = recalled.start, recalled.point
+    """The messages after the `k` leading ones, compressed from `prior`: from the
+    longest prefix the memory held, then up to the last message, then the last (the
+    draft, in a live count: so the next count finds everything before it). Also the
+    points to keep: each prefix compressed, with the state after it."""
+    start, point = (recalled.start - k, recalled.point) if recalled.start > k else (0, None)
     out: list[dict[str, Any]] = list(point.messages) if point else []
     reports: list[Report] = list(point.reports) if point else []
     state = point.state if point else prior
@@ -128,9 +112,9 @@ def _compress_rest(
         state = done.state
         if not compress.resumes(state):
             if end < len(rest):
-                raise _Unresumable
+                raise Unresumable
             break
-        points.append((end, Point(tuple(out), tuple(reports), state)))
+        points.append((k + end, Point(tuple(out), tuple(reports), state)))
         start = end
     return out, reports, points
 
@@ -146,54 +130,41 @@ async def run(
     recalled: Recalled,
     live: bool,
 ) -> tuple[Prepared, Kept]:
-    """`messages` (their replay parts taken off) compressed, counted and fitted as
-    `decided`; and what the memory should keep of it. See `preparer.prepare`."""
+    """`messages` as written, prepared as `decided`, from what the memory held of them
+    (`recalled`); and what the memory should keep. See `preparer.prepare`."""
     model, level, api, encoding = decided.model, decided.level, decided.api, decided.encoding
-    counts: TextCounts | None = None
-    if counter is not None:
-        counts = TextCounts(counter, recalled.counts)
-    else:
-        cache = None  # entries hold exact counts
+    # 0. Replay parts come off first; those that go back ride on their message, counted
+    # and fitted with it (`firsttoken.replay`).
+    messages = take_replay(messages, api, model)
+    counts = TextCounts(counter, recalled.counts) if counter is not None else None
     compress = Compressor(level, counts)
-    k = recalled.lead_count
-    keys = cache_keys(messages[:k], encoding, level) if cache is not None else []
     kept = Kept()
 
-    # 1. Compress. The leading system messages: what the cache holds of them, else the
-    # memory's, else compressed now; then the rest, from the state they left.
-    leads, sources = await cached(cache, keys, encoding, compress, peek=live) if cache is not None else ([], set())
-    hits = len(leads)
-    for m, lead in zip(messages, leads):
-        # What an entry knows costs nothing to count again: the text as sent, and the
-        # text as written (its report's count before compression).
-        assert counts is not None and lead.entry is not None
-        counts.remember(lead.text, lead.entry.tokens)
-        if lead.report is not None and lead.report.tokens_before is not None:
-            counts.remember(m["content"], lead.report.tokens_before)
-    stored = True
+    # 1. Compress. The leading system messages (`lead`: the cache's, else the memory's,
+    # else compressed now); then the rest, from the state they left.
     try:
-        if recalled.leads is not None:
-            leads += recalled.leads[hits:]
-        else:
-            leads += _compress_leads(messages[hits:k], leads[-1].state if leads else None, compress)
-        kept.leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in leads)
-        prior = leads[-1].state if leads else None
-        rest, rest_reports, kept.points = _compress_rest(messages[k:], prior, compress, recalled)
-    except _Unresumable:
+        leads = await prepare_leads(
+            messages, encoding=encoding, compress=compress, counts=counts, cache=cache, kept=recalled.leads,
+            clock=clock, live=live,
+        )
+        k = leads.count
+        kept.leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in leads.leads)
+        prior = leads.leads[-1].state if leads.leads else None
+        rest, rest_reports, kept.points = _compress_rest(messages[k:], k, prior, compress, recalled)
+    except Unresumable:
+        # No state to resume from: the whole at once, and nothing cached is used or kept
+        # (its entries, for references, are not stored).
         whole = compress(messages)
-        leads = [Lead(m["content"], r, None) for m, r in zip(whole.messages[:k], whole.reports[:k])]
+        k = leading_system_count(messages)
+        leads = Leads(k, [Lead(m["content"], r, None) for m, r in zip(whole.messages[:k], whole.reports[:k])])
+        if cache is not None and counts is not None:
+            leads.keys = cache_keys(messages[:k], encoding, level)
+            give_entries(cache, leads.keys, leads.leads, counts, encoding, level, clock, store=False)
         rest, rest_reports = whole.messages[k:], list(whole.reports[k:])
-        hits, stored = 0, False  # no state to resume from: nothing cached is used or kept
-    head = [{**m, "content": lead.text} for m, lead in zip(messages[:k], leads)]
-    if cache is not None:
-        assert counts is not None
-        for key, lead in zip(keys[hits:], leads[hits:]):
-            lead.entry = entry_for(key, lead, counts(lead.text), encoding, level, clock() / 1000.0)
-            if stored and not live:
-                cache.spawn(cache.put(lead.entry))
+    head = [{**m, "content": lead.text} for m, lead in zip(messages[:k], leads.leads)]
 
     # Off reports nothing (`Compressor`): no compression report, no savings.
-    reports = [lead.report for lead in leads if lead.report is not None] + rest_reports
+    reports = [lead.report for lead in leads.leads if lead.report is not None] + rest_reports
     compression = sum_reports(level, reports).to_dict() if reports else None
     saved: list[int | None] = [r.saved_tokens if counts is not None else r.saved_chars for r in reports]
 
@@ -216,14 +187,14 @@ async def run(
         estimate = tokens.estimate_tokens(to_send, model)
 
     cache_status: dict[str, Any] | None = None
-    if cache is not None:
-        status = "none" if not k else "hit" if hits == k else "miss"
+    if cache is not None and counts is not None:
+        status = "none" if not k else "hit" if leads.hits == k else "miss"
         cache_status = {
             "system": status,
             "messages": k,
             "store": cache.backend,
             # Where a hit came from: "memory" (this session) or "store" (e.g. after a reload).
-            "source": ("store" if "store" in sources else "memory") if status == "hit" else None,
+            "source": ("store" if "store" in leads.sources else "memory") if status == "hit" else None,
         }
     prepared = Prepared(
         messages=to_send,
@@ -240,7 +211,7 @@ async def run(
         image_tokens=image_tokens,
         cache=cache_status,
         prepare_ms=round(clock() - started, 3),
-        lead=[lead.entry for lead in leads if lead.entry is not None],
+        lead=[lead.entry for lead in leads.leads if lead.entry is not None],
         uncompressed=uncompressed,
         estimate=estimate,
         api=api,

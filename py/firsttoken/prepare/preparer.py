@@ -22,10 +22,9 @@ from .. import tokens
 from ..cache import Cache
 from ..errors import ContextBudgetExceeded
 from ..notices import Notices, TokensEstimated, counting_notice
-from ..replay import take_replay
 from ..settings import ChatSettings
 from ..stream.dialects import api_for
-from .lead import compression_id, leading_system_count
+from .lead import compression_id
 from .memory import ConversationMemory, Recalled
 from .pipeline import Decided, Prepared, run
 
@@ -77,14 +76,10 @@ async def prepare(
     started = clock()
     if decided is None:
         decided = decide(settings, budget)
-    # Replay parts come off first; those that go back ride on their message, counted
-    # and fitted with it (`firsttoken.replay`).
-    messages = take_replay(messages, decided.api, decided.model)
-    k = leading_system_count(messages)
-    if memory is None:
-        recalled = Recalled(lead_count=k, encoding=decided.encoding)
-    else:
-        recalled = memory.recall(messages, k, decided.encoding, (compression_id(decided.level), counter is not None))
+    recalled = Recalled(encoding=decided.encoding)
+    if memory is not None:
+        context = (compression_id(decided.level), counter is not None, decided.api, decided.model)
+        recalled = memory.recall(messages, decided.encoding, context)
     prepared, kept = await run(
         messages, decided, counter=counter, clock=clock, started=started, cache=cache, recalled=recalled, live=live
     )
