@@ -309,26 +309,18 @@ def test_quota_exceeded_on_write() -> None:
     run(main())
 
 
-def test_a_lost_connection_is_reopened_once() -> None:
+@pytest.mark.parametrize("lost", [1, 2], ids=["once-reopened", "again-after-reopening-gives-up"])
+def test_a_lost_connection_is_reopened_once_and_no_more(lost: int) -> None:
     async def main() -> None:
         idb = FakeIndexedDB()
         store = IndexedDBStore(idb)
         await store.put("k", "v", Meta("k", 1, 1.0, 1.0))
-        idb.break_transactions = 1  # backgrounded: the UA closed the connection
-        assert await store.get("k") == "v"
-        assert idb.opens == 2
-
-    run(main())
-
-
-def test_a_connection_lost_again_after_reopening_gives_up() -> None:
-    async def main() -> None:
-        idb = FakeIndexedDB()
-        store = IndexedDBStore(idb)
-        await store.put("k", "v", Meta("k", 1, 1.0, 1.0))
-        idb.break_transactions = 2
-        with pytest.raises(CacheConnectionLost):
-            await store.get("k")
+        idb.break_transactions = lost  # backgrounded: the UA closed the connection
+        if lost == 1:
+            assert await store.get("k") == "v"
+        else:
+            with pytest.raises(CacheConnectionLost):
+                await store.get("k")
         assert idb.opens == 2  # reopened once, no more
 
     run(main())

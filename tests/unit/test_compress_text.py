@@ -33,26 +33,21 @@ def test_public_surface() -> None:
 # ---- whitespace ---------------------------------------------------------------------
 
 
-def test_prose_whitespace() -> None:
-    text = "\n\n  Hello   there,  world.   \n\n\n\nNext  para.\t\n\n"
-    assert compress_text(text).text == "  Hello there, world.\n\nNext para."
-
-
-def test_inline_code_and_indented_code_keep_their_spaces() -> None:
-    text = "Use `a  b` and ``x ` y  z`` here  now.\n\n    indented   code  \n"
-    assert compress_text(text).text == "Use `a  b` and ``x ` y  z`` here now.\n\n    indented   code"
-
-
-def test_escaped_backtick_opens_no_code_span() -> None:
-    assert compress_text("a \\`  b  `c  d`").text == "a \\` b `c  d`"
-
-
-def test_tabs_inside_a_line_stay() -> None:
-    assert compress_text("a\t\tb  c").text == "a\t\tb c"
-
-
-def test_crlf_line_endings_are_kept() -> None:
-    assert compress_text("a  b  \r\n\r\n\r\n\r\nc\r\n").text == "a b\r\n\r\nc"
+@pytest.mark.parametrize(
+    "text, compressed",
+    [
+        ("\n\n  Hello   there,  world.   \n\n\n\nNext  para.\t\n\n", "  Hello there, world.\n\nNext para."),
+        ("Use `a  b` and ``x ` y  z`` here  now.\n\n    indented   code  \n",
+         "Use `a  b` and ``x ` y  z`` here now.\n\n    indented   code"),
+        ("a \\`  b  `c  d`", "a \\` b `c  d`"),
+        ("a\t\tb  c", "a\t\tb c"),
+        ("a  b  \r\n\r\n\r\n\r\nc\r\n", "a b\r\n\r\nc"),
+    ],
+    ids=["prose", "inline-and-indented-code-keep-their-spaces", "an-escaped-backtick-opens-no-code-span",
+         "tabs-inside-a-line-stay", "crlf-line-endings-are-kept"],
+)
+def test_whitespace(text: str, compressed: str) -> None:
+    assert compress_text(text).text == compressed
 
 
 # ---- tables -------------------------------------------------------------------------
