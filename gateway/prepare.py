@@ -19,8 +19,14 @@ which read only unnamed `data:` events; the official `openai` client does.
 
 `PrepareChat` is an ASGI middleware between `ReadChat` (which left the body parsed in
 the scope) and flow control (which then counts the prompt the model reads). It takes
-the header on `/v1/chat/completions` only: the page speaks that dialect when it sends
-early (js/page/early-send.js). Preparing is CPU work: it runs off the event loop.
+the header on the three dialects' routes (`/v1/chat/completions`, `/v1/responses`,
+`/v1/messages`): the page sends early in the API its settings pick (issue 45, item 2;
+js/boot/first-send.js). Every dialect's prompt is read as Chat Completions messages
+(`ChatRequest.messages`); the prepared ones go back into the dialect's prompt fields
+through the core's own `request_body` (firsttoken.stream.dialects), so a Responses or
+Messages prompt is written exactly as the page's Python writes it, and the body's other
+fields (model, limits, reasoning) stay as sent. Preparing is CPU work: it runs off the
+event loop.
 
 Refused, with OpenAI's error object: the header on another route, an unknown level
 (400 `invalid_value`), and a conversation whose system messages and newest turn
@@ -44,9 +50,10 @@ from firsttoken.notices import Notices
 from firsttoken.prepare.preparer import Preparer
 from firsttoken.protocol import ChatPrepared
 from firsttoken.settings import ChatSettings
+from firsttoken.stream.dialects import request_body
 
 from .chat_body import ChatBody, chat_of, set_chat
-from .dialects import CHAT, error_response
+from .dialects import CHAT, MESSAGES, RESPONSES, error_response
 from .errors import APIError, invalid
 from .offload import Run, in_thread
 from .validation import replay_body
@@ -57,18 +64,29 @@ PREPARE_HEADER = "x-firsttoken-prepare"
 #: The SSE event name of the preparation's report.
 PREPARED_EVENT = "firsttoken.prepared"
 _STATE_KEY = "prepared"
+#: Each dialect's name in the core's settings (`ChatSettings.api`).
+_API = {CHAT.name: "chat_completions", RESPONSES.name: "responses", MESSAGES.name: "anthropic_messages"}
+#: The fields that hold a Responses or Messages prompt: what preparing rewrites.
+_PROMPT_FIELDS = frozenset({"input", "instructions", "messages", "system"})
 
 
 def prepare_chat(read: ChatBody, level: str) -> tuple[ChatBody, ChatPrepared]:
     """`read` with its messages prepared at `level` as the page's core prepares them,
     and the report (`chat.prepared`, no id). Raises `ContextBudgetExceeded`."""
     chat = read.chat
-    settings = ChatSettings(model=chat.model, compress=level, max_tokens=chat.max_tokens, api="chat_completions")
+    api = _API[read.dialect.name]
+    settings = ChatSettings(model=chat.model, compress=level, max_tokens=chat.max_tokens, api=api)
     preparer = Preparer(clock=lambda: time.monotonic() * 1000.0, notices=Notices())
     # No storage behind this preparer (no cache): the coroutine never waits on I/O, so
     # it runs to its end here, in the pool thread that called this.
     prepared = asyncio.run(preparer.prepare(list(chat.messages), settings))
-    data = {**chat.raw, "messages": prepared.messages}
+    if read.dialect is CHAT:
+        data = {**chat.raw, "messages": prepared.messages}
+    else:
+        # The prompt's fields rewritten by the core's builder, the rest as sent.
+        built = request_body(prepared.messages, settings, api, reasoning=False)
+        data = {k: v for k, v in chat.raw.items() if k not in _PROMPT_FIELDS}
+        data.update((k, v) for k, v in built.items() if k in _PROMPT_FIELDS)
     try:
         body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
     except UnicodeEncodeError:  # lone surrogates from \u escapes: keep them escaped
@@ -106,9 +124,6 @@ class PrepareChat:
         await self.app(scope, replay_body(prepared.body, receive), send)
 
     async def _prepare(self, read: ChatBody, level: str) -> tuple[ChatBody, ChatPrepared]:
-        if read.dialect is not CHAT:
-            raise invalid(f"'{PREPARE_HEADER}' is taken on {CHAT.path} only.", param=PREPARE_HEADER,
-                          code="unsupported_parameter")
         if level != "off" and level not in LEVELS:
             raise invalid(f"'{PREPARE_HEADER}' must be off or one of {', '.join(LEVELS)}; got '{level[:40]}'.",
                           param=PREPARE_HEADER, code="invalid_value")
