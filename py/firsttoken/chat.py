@@ -98,7 +98,6 @@ from .stream import dialects
 from .stream.answer import AnswerStream
 from .stream.types import Completion
 from .stream.resume import GONE_CODES, cancel_url, events_url, status_url, stream_id_of
-from .tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from .session import Session
@@ -185,9 +184,9 @@ class ChatRequest:
                 request_bytes=len(request.body), images_dropped=prepared.images_dropped,
             ))
             self._post_notices()
-            prompt_tokens = prepared.prompt_tokens
-            if prompt_tokens is None:
-                prompt_tokens = estimate_tokens(messages, self.settings.model)
+            # The count the preparation made, or its estimate without a counter (decided
+            # there once: `Prepared.estimate`).
+            prompt_tokens = prepared.estimate
             # The window must hold the prompt and the completion the server reserves for it.
             reserve = dialects.completion_reserve(self.settings, self.api, reasoning=self.reasoning)
             completion, request = await self._send(request, messages, lead, prompt_tokens + reserve)
@@ -578,7 +577,7 @@ class ChatRequest:
         client_id = await self._identity()
         self.plan = session.refs.plan(base_url, lead, client_id, full=full)
         self._client_id = self.plan.headers.get(CLIENT_HEADER)
-        return build_request(messages, self.settings, refs=self.plan.refs, headers=self.plan.headers,
+        return build_request(messages, self.settings, api=self.api, refs=self.plan.refs, headers=self.plan.headers,
                              gateway=session.refs.capable(base_url), gzip=session.refs.takes_gzip(base_url),
                              reasoning=self.reasoning)
 

@@ -104,6 +104,7 @@ def build_request(
     messages: list[dict[str, Any]],
     settings: ChatSettings,
     *,
+    api: str | None = None,
     refs: Mapping[int, str] | None = None,
     headers: Mapping[str, str] | None = None,
     gateway: bool = False,
@@ -120,8 +121,10 @@ def build_request(
     to take references. `headers` are added (the client id). `gzip`: the server takes a
     gzipped body (`GatewayRefs.takes_gzip`); one of `GZIP_MIN_BYTES` or more goes so.
     `reasoning`: ask for the settings' reasoning (False once the server refused it).
+    `api`: the dialect the caller decided (the request's, the one its preparation
+    counted for: `Prepared.api`); by default the settings' (`dialects.api_for`).
     """
-    api = dialects.api_for(settings)
+    api = api if api is not None else dialects.api_for(settings)
     body = dialects.request_body(messages, settings, api, refs=refs, gateway=gateway, reasoning=reasoning)
     sent_headers = {
         "content-type": "application/json",
