@@ -43,15 +43,17 @@ export class ReplyNotifier {
    * @param {import('./settings.js').Settings} o.settings
    * @param {() => boolean} o.hostAttached
    * @param {(id: string) => void} o.open opens a conversation by id
+   * @param {() => string} o.current the id of the conversation open now
    * @param {HTMLElement} o.after the offer goes just after it (the messages)
    * @param {{field?: HTMLElement | null, input?: HTMLInputElement | null, note?: HTMLElement | null}} [o.sheet]
    * @param {Window & typeof globalThis} [o.win]
    * @param {() => number} [o.now]
    */
-  constructor({ settings, hostAttached, open, after, sheet = {}, win = window, now = () => performance.now() }) {
+  constructor({ settings, hostAttached, open, current, after, sheet = {}, win = window, now = () => performance.now() }) {
     this.settings = settings;
     this.hostAttached = hostAttached;
     this.open = open;
+    this.current = current;
     this.after = after;
     this.sheet = sheet;
     this.win = win;
@@ -63,13 +65,14 @@ export class ReplyNotifier {
     this.shown = 0;
     win.document.addEventListener('visibilitychange', () => {
       if (this.started >= 0 && win.document.visibilityState === 'hidden') this.hiddenDuring = true;
+      this.seen();
     });
     sheet.input?.addEventListener('change', () => this.switched());
     // The conversation a notification names: in the URL when the worker opened a new
     // window (sw.js), by message when it focused one already open.
     win.navigator.serviceWorker?.addEventListener('message', (e) => {
       const data = e.data;
-      if (data && typeof data === 'object' && data.type === 'conversation.open') this.openId(data.conversation);
+      if (data && typeof data === 'object' && data.type === 'conversation.open') this.openNamed(data.conversation);
     });
     win.addEventListener('hashchange', () => this.fromUrl());
   }
@@ -133,7 +136,7 @@ export class ReplyNotifier {
       await registration.showNotification(clip(conversation.title, TITLE_CHARS), {
         body: text,
         // One per conversation: a later answer there replaces it, and says so again.
-        tag: `firsttoken-reply:${id}`,
+        tag: tagOf(id),
         renotify: true,
         data: { conversation: id || null },
         dir: 'auto',
@@ -146,6 +149,17 @@ export class ReplyNotifier {
       console.warn('firsttoken: no notification:', /** @type {Error} */ (error)?.message || error);
       return false;
     }
+  }
+
+  /** The open conversation is in view (the page shown again, another conversation
+   * opened): its notification has done its work and goes, as a chat app's do. Those of
+   * other conversations stay. */
+  async seen() {
+    if (this.permission !== 'granted' || this.win.document.visibilityState !== 'visible') return;
+    try {
+      const registration = await this.win.navigator.serviceWorker.getRegistration();
+      for (const shown of (await registration?.getNotifications({ tag: tagOf(this.current()) })) ?? []) shown.close();
+    } catch { /* nothing to close */ }
   }
 
   /** The page's service worker, once active (a first visit's may still be installing:
@@ -231,12 +245,17 @@ export class ReplyNotifier {
     } catch { /* malformed: nothing to open */ }
     // The fragment has done its work: a reload must not switch back to it.
     this.win.history.replaceState(this.win.history.state, '', this.win.location.pathname + this.win.location.search);
-    this.openId(id);
+    this.openNamed(id);
   }
 
-  openId(id) {
+  openNamed(id) {
     if (typeof id === 'string' && id && id.length <= ID_CHARS) this.open(id);
   }
+}
+
+/** The tag of a conversation's notification: one per conversation (sw.js reads `data`). */
+function tagOf(id) {
+  return `firsttoken-reply:${id}`;
 }
 
 /** `text` on one line, at most `max` characters (an ellipsis where cut). */

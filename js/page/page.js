@@ -87,7 +87,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   // offer to allow them after an answer the person waited for (notify.js says when).
   const notifier = new ReplyNotifier({
     settings, hostAttached: () => hosts?.attached() ?? false, after: els.messages,
-    open: (id) => adopted.then(() => store.open(id)),
+    open: (id) => adopted.then(() => store.open(id)), current: () => store.active.id,
     sheet: { field: $('notify-field'), input: /** @type {HTMLInputElement | null} */ ($('notify')), note: $('notify-note') },
   });
   $('open-settings')?.addEventListener('click', () => notifier.refresh());
@@ -303,6 +303,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   store.addEventListener('switch', () => {
     paintConversation();
     count.request();
+    notifier.seen();
   });
   const adopted = store.adopt(storedConversations).catch((e) => store.setStore('memory', e));
 

@@ -46,6 +46,19 @@ SHOWN_JS = """async () => (await (await navigator.serviceWorker.ready).getNotifi
 #: Closes every notification a test before this one left in the warm context's profile.
 CLOSE_ALL_JS = "async () => { for (const n of await (await navigator.serviceWorker.ready).getNotifications()) n.close(); }"
 
+#: Resolves once the registration shows no notification (looked at after each frame),
+#: or rejects after 15 s.
+NONE_SHOWN_JS = """() => new Promise((resolve, reject) => {
+  const end = performance.now() + 15000;
+  const look = async () => {
+    const shown = await (await navigator.serviceWorker.ready).getNotifications();
+    if (!shown.length) resolve(true);
+    else if (performance.now() > end) reject(new Error(`still shown: ${shown.map((n) => n.tag)}`));
+    else requestAnimationFrame(look);
+  };
+  look();
+})"""
+
 #: In the service worker: a tap on the notification tagged `tag`, as the browser sends it.
 CLICK_JS = """async (tag) => {
   const [notification] = await self.registration.getNotifications({ tag });
@@ -158,15 +171,24 @@ def test_a_reply_done_while_hidden_is_a_notification_that_opens_its_conversation
     [again] = page.evaluate(SHOWN_JS)
     assert again["tag"] == shown["tag"] and again["body"].startswith("You said: and once more"), again
 
-    # Another conversation, open; the tap on the first one's notification brings it back.
-    page.evaluate("() => window.__hide(false)")
+    # Another conversation opened before the page shows again: the first one's stays.
     page.get_by_role("button", name="New chat").click()
+    page.evaluate("() => window.__hide(false)")
     ask(page, "a second conversation")
     expect(page.locator("#conversation-title")).not_to_have_text(first_title)
+    assert [n["tag"] for n in page.evaluate(SHOWN_JS)] == [shown["tag"]]
+    # The tap on it brings the first conversation back.
     worker_of(page, gateway_url).evaluate(CLICK_JS, shown["tag"])
     expect(page.locator("#conversation-title")).to_have_text(first_title)
     expect(page.locator('.msg[data-role="user"]').first).to_contain_text("while you watch")
     assert page.evaluate(SHOWN_JS) == []  # the tapped one is gone
+
+    # Seen another way (the page shown again on that conversation): it goes too.
+    ask_hidden(page, "seen on return")
+    expect(html).to_have_attribute("data-notified", "3")
+    assert len(page.evaluate(SHOWN_JS)) == 1
+    page.evaluate("() => window.__hide(false)")
+    page.evaluate(NONE_SHOWN_JS)
 
     # No window open: the worker opens ./#conversation=<id>, which the page opens as it starts.
     page.get_by_role("button", name="New chat").click()
