@@ -6,25 +6,32 @@
 // compress, count exactly, fit), sends the prepared prompt to its model, and streams the
 // answer back, led by a `firsttoken.prepared` event holding what `chat.prepared` holds.
 //
-// This module is the one place where that stream becomes the core's protocol events
-// (bridge/PROTOCOL.md): `chat.prepared`, `chat.delta`, then one `chat.done` or
+// The request is posted by js/boot/first-send.js (`post`), the page's first step, which
+// may have sent it already, before this module was even loaded: then it is claimed
+// (`claim`), not sent again, and everything it received is read here from its first
+// byte. This module is the one place where that stream becomes the core's protocol
+// events (bridge/PROTOCOL.md): `chat.prepared`, `chat.delta`, then one `chat.done` or
 // `chat.error`. The page hands them to the same code that takes the core's
 // (reply-events.js), so the answer, its counts and its compression note are painted,
 // stored and ended exactly as when Python sends. The bytes are parsed by
 // eventsource-parser (vendor/eventsource-parser/, from node_modules: no CDN); what the
-// events mean in Chat Completions is read here, in a few lines, rather than in a second
-// copy of the core's decoders, because this path lives only until Python is ready.
+// events mean in each API (Chat Completions, Responses, Anthropic Messages: the
+// text, the reasoning, the usage, how it ended) is read here in a few lines each, rather
+// than in a second copy of the core's decoders, because this path lives only until
+// Python is ready.
 //
-// Only to this very gateway (the page's own origin) and in Chat Completions: another
-// server does not take the header, and its key and the page's origin are its own. Then,
-// and once Python is ready, prompts go through Python as always. What this path leaves
-// out, and Python does: retries after a 429 or a 5xx, the stall notice, resumable
-// streams, cache references. An error is shown at once, with Retry.
+// Only to this very gateway (the page's own origin): another server does not take the
+// header, and its key and the page's origin are its own. Then, and once Python is
+// ready, prompts go through Python as always. What this path leaves out, and Python
+// does: retries after a 429 or a 5xx, the stall notice, resumable streams, cache
+// references, a Thinking level and an output limit (such a prompt waits for Python),
+// reasoning summaries asked of Responses and Messages. An error is shown at once, with Retry.
 
 import { createParser } from '../../vendor/eventsource-parser/index.js';
+import { claim, post } from '../boot/first-send.js';
 import { apiFor } from './settings.js';
 
-export const PREPARE_HEADER = 'x-firsttoken-prepare';
+export { PREPARE_HEADER } from '../boot/first-send.js';
 const PREPARED_EVENT = 'firsttoken.prepared';
 // The core's SSE decoder takes at most 4 MiB per event (py/firsttoken/stream/sse.py):
 // the same bound here, past which the parser stops rather than grows.
@@ -33,9 +40,8 @@ const MAX_EVENT_CHARS = 4 << 20;
 const now = () => performance.timeOrigin + performance.now();
 
 /** Whether a request with `settings` (Settings.forRequest) may go early: to the gateway
- * that served this page, in Chat Completions. */
+ * that served this page, in any of the three APIs. */
 export function sendsEarly(settings, origin = globalThis.location?.origin) {
-  if (apiFor(settings.api ?? '', settings.model ?? '') !== 'chat_completions') return false;
   // A Thinking level or an output limit is the core's to map and to retry without
   // (a model that refuses the parameter): such a prompt waits for Python.
   if (settings.reasoning || settings.max_tokens) return false;
@@ -50,15 +56,18 @@ export class EarlySend {
   /** `onEvent(msg)` hears each protocol event about the requests sent here. */
   constructor(onEvent) {
     this.onEvent = onEvent;
-    this.running = new Map(); // request id → its AbortController
+    this.running = new Map(); // request id → its Flight
   }
 
-  /** Send `messages` (the conversation as written) with `settings` as request `id`. */
+  /** Send `messages` (the conversation as written) with `settings` as request `id`:
+   * the first step's request for the same prompt if it sent one, else a new one. */
   send({ id, messages, settings }) {
-    const controller = new AbortController();
-    this.running.set(id, controller);
-    answer(id, messages, settings, controller.signal, this.onEvent)
-      .finally(() => this.running.delete(id));
+    const api = apiFor(settings.api ?? '', settings.model ?? '');
+    const last = messages.at(-1);
+    const text = typeof last?.content === 'string' ? last.content : null;
+    const flight = (text !== null && claim(text, api, settings.base_url)) || post(api, text ?? '', messages, settings);
+    this.running.set(id, flight);
+    answer(id, flight, this.onEvent, () => this.running.delete(id));
   }
 
   /** Stop request `id`: it ends with `chat.error`, code `aborted`, its text kept. */
@@ -67,76 +76,67 @@ export class EarlySend {
   }
 }
 
-/** One request, from fetch to its last event (`emit`ted). Never throws. */
-async function answer(id, messages, settings, signal, emit) {
-  const timings = { send: now(), headers: null, first_byte: null, first_delta: null, done: null, bytes: 0 };
-  const body = JSON.stringify({ model: settings.model, messages, stream: true, stream_options: { include_usage: true } });
-  const headers = {
-    'content-type': 'application/json',
-    accept: 'text/event-stream',
-    ...(settings.headers ?? {}),
-    ...(settings.api_key ? { authorization: `Bearer ${settings.api_key}` } : {}),
-    [PREPARE_HEADER]: settings.compress ?? 'balanced',
+/** One request, from its response to its last event (`emit`ted); `done()` after it. */
+function answer(id, flight, emit, done) {
+  const timings = { send: flight.sent, headers: null, first_byte: null, first_delta: null, done: null, bytes: 0 };
+  const read = new (READERS[flight.api] ?? ChatStream)(id, emit, timings);
+  const finish = (msg) => {
+    emit(msg);
+    done();
   };
-  const read = new ChatStream(id, emit, timings);
   const fail = (error) => {
     read.flush();
-    emit({ type: 'chat.error', id, error: { ...error, partial: read.text }, timings, quota: null });
+    finish({ type: 'chat.error', id, error: { ...error, partial: read.text }, timings, quota: null });
   };
-  let response;
-  try {
-    // `priority`: a person waits on this request; the runtime downloading beside it
-    // (js/boot/boot.js) can wait its turn for a connection.
-    response = await fetch(`${settings.base_url.replace(/\/+$/, '')}/chat/completions`, {
-      method: 'POST', headers, body, signal, cache: 'no-store', priority: 'high',
-    });
-  } catch (error) {
-    return fail(transportError(error, signal));
-  }
-  timings.headers = now();
-  if (!response.ok) return fail(await statusError(response));
-  const reader = response.body.getReader();
-  // Bytes are decoded as a stream: a character split between two chunks is joined.
-  const decoder = new TextDecoder();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      timings.first_byte ??= now();
-      timings.bytes += value.byteLength;
-      read.feed(decoder.decode(value, { stream: true }));
+  let failed = false;
+  flight.listen((event) => {
+    if (failed) return;
+    if (event.response) {
+      timings.headers = now();
+      if (!event.response.ok) {
+        failed = true;
+        fail(statusError(event.response));
+      }
+    } else if (event.text !== undefined) {
+      timings.first_byte ??= flight.firstByte ?? now();
+      timings.bytes = flight.bytes;
+      read.feed(event.text);
       // One `chat.delta` per network chunk, as the core sends them.
       read.flush();
       if (read.fault) {
-        reader.cancel().catch(() => {});
-        return fail(read.fault);
+        failed = true;
+        flight.abort();
+        fail(read.fault);
       }
+    } else if (event.end) {
+      failed = true;
+      if (event.end.error) return fail(event.end.error);
+      if (!flight.response?.ok) return; // told already
+      read.flush();
+      if (read.fault) return fail(read.fault);
+      if (!read.ended) return fail({ code: 'truncated', message: `The stream ended before its end (${read.endName}).` });
+      timings.done = now();
+      finish({
+        type: 'chat.done', id, finish_reason: read.finish, usage: read.usage, timings, quota: null, attempts: 1,
+        prompt: { estimate: read.promptTokens, actual: read.usage?.prompt_tokens ?? null, adjusted: null },
+        request_bytes: flight.requestBytes,
+      });
     }
-    read.feed(decoder.decode());
-  } catch (error) {
-    return fail(transportError(error, signal));
-  }
-  read.flush();
-  if (read.fault) return fail(read.fault);
-  if (!read.ended) return fail({ code: 'truncated', message: 'The stream ended before its end ([DONE]).' });
-  timings.done = now();
-  emit({
-    type: 'chat.done', id, finish_reason: read.finish, usage: read.usage, timings, quota: null, attempts: 1,
-    prompt: { estimate: read.promptTokens, actual: read.usage?.prompt_tokens ?? null, adjusted: null },
-    request_bytes: new TextEncoder().encode(body).length,
   });
 }
 
-/** A Chat Completions stream, led by the gateway's report, as protocol events. */
-class ChatStream {
+/** What every API's stream shares: the gateway's report first, the SSE parser with its
+ * bound, the text and reasoning gathered into one `chat.delta` per chunk. A subclass
+ * reads its API's events (`data(event, json)`). */
+class EventStream {
   constructor(id, emit, timings) {
     Object.assign(this, { id, emit, timings });
     this.text = ''; // every piece of the answer so far (a `chat.error`'s `partial`)
     this.pending = ''; // arrived, not yet sent as a delta
     this.pendingReasoning = ''; // reasoning arrived, not yet sent as a delta
-    this.tags = new ThinkTags();
     this.seq = 0;
-    this.ended = false; // `data: [DONE]` came
+    this.ended = false; // the API's last event came
+    this.endName = '[DONE]';
     this.finish = null;
     this.usage = null;
     this.promptTokens = null;
@@ -170,47 +170,23 @@ class ChatStream {
       this.emit({ ...report, id: this.id });
       return;
     }
-    // Other named events are not Chat Completions' (an OpenAI client skips them too).
-    if (event !== undefined && event !== 'message') return;
-    if (data === '[DONE]') {
-      this.ended = true;
-      if (!this.tagsDone) { // no finish_reason came: what the splitter holds is the answer's
-        this.tagsDone = true;
-        const { reasoning, text } = this.tags.finish(false);
-        this.pending += text;
-        this.pendingReasoning += reasoning;
-      }
-      return;
-    }
+    this.data(event, data);
+  }
+
+  /** `data` as a JSON object, else a fault (null). */
+  json(data) {
     const chunk = parseJSON(data);
     if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
-      this.fault = { code: 'invalid_chunk', message: `The server sent a chunk that is not JSON: ${data.slice(0, 80)}` };
-    } else if (chunk.error) {
-      // An error in the stream (the built-in model's error_after, an upstream's).
-      const message = String(chunk.error.message ?? 'The server reported an error.');
-      this.fault = { code: 'upstream_error', message, error: chunk.error, status: null };
-    } else {
-      if (chunk.usage) this.usage = chunk.usage;
-      const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c?.index ?? 0) === 0) : null;
-      const piece = choice?.delta?.content;
-      if (typeof piece === 'string') {
-        const { reasoning, text } = this.tags.feed(piece);
-        this.pending += text;
-        this.pendingReasoning += reasoning;
-      }
-      // Reasoning, as the core reads it from Chat Completions (DeepSeek's and vLLM's
-      // `reasoning_content`, OpenRouter's and Ollama's `reasoning`): shown in the
-      // answer's thinking row here too.
-      const thought = choice?.delta?.reasoning_content ?? choice?.delta?.reasoning;
-      if (typeof thought === 'string') this.pendingReasoning += thought;
-      if (choice?.finish_reason) this.finish = choice.finish_reason;
-      if (choice?.finish_reason && !this.tagsDone) {
-        this.tagsDone = true;
-        const { reasoning, text } = this.tags.finish(this.finish === 'length');
-        this.pending += text;
-        this.pendingReasoning += reasoning;
-      }
+      this.fault = { code: 'invalid_chunk', message: `The server sent a chunk that is not JSON: ${String(data).slice(0, 80)}` };
+      return null;
     }
+    return chunk;
+  }
+
+  /** An error the server reported in the stream. */
+  failed(error) {
+    const message = String(error?.message ?? 'The server reported an error.');
+    this.fault = { code: 'upstream_error', message, error: error ?? {}, status: null };
   }
 
   /** What arrived since the last one, as a `chat.delta`. */
@@ -226,6 +202,142 @@ class ChatStream {
     this.pendingReasoning = '';
   }
 }
+
+/** A Chat Completions stream. */
+class ChatStream extends EventStream {
+  constructor(...args) {
+    super(...args);
+    this.tags = new ThinkTags();
+  }
+
+  data(event, data) {
+    // Other named events are not Chat Completions' (an OpenAI client skips them too).
+    if (event !== undefined && event !== 'message') return;
+    if (data === '[DONE]') {
+      this.ended = true;
+      if (!this.tagsDone) { // no finish_reason came: what the splitter holds is the answer's
+        this.tagsDone = true;
+        const { reasoning, text } = this.tags.finish(false);
+        this.pending += text;
+        this.pendingReasoning += reasoning;
+      }
+      return;
+    }
+    const chunk = this.json(data);
+    if (!chunk) return;
+    if (chunk.error) return this.failed(chunk.error); // the built-in model's error_after, an upstream's
+    if (chunk.usage) this.usage = chunk.usage;
+    const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c?.index ?? 0) === 0) : null;
+    const piece = choice?.delta?.content;
+    if (typeof piece === 'string') {
+      const { reasoning, text } = this.tags.feed(piece);
+      this.pending += text;
+      this.pendingReasoning += reasoning;
+    }
+    // Reasoning, as the core reads it from Chat Completions (DeepSeek's and vLLM's
+    // `reasoning_content`, OpenRouter's and Ollama's `reasoning`): shown in the
+    // answer's thinking row here too.
+    const thought = choice?.delta?.reasoning_content ?? choice?.delta?.reasoning;
+    if (typeof thought === 'string') this.pendingReasoning += thought;
+    if (choice?.finish_reason) this.finish = choice.finish_reason;
+    if (choice?.finish_reason && !this.tagsDone) {
+      this.tagsDone = true;
+      const { reasoning, text } = this.tags.finish(this.finish === 'length');
+      this.pending += text;
+      this.pendingReasoning += reasoning;
+    }
+  }
+}
+
+// The Responses API's end of an answer cut short → Chat Completions' finish_reason, as
+// the core maps it (py/firsttoken/stream/responses.py `_INCOMPLETE`).
+const INCOMPLETE = { max_output_tokens: 'length', content_filter: 'content_filter' };
+
+/** A Responses stream: typed events, ended by `response.completed`, `.incomplete` or
+ * `.failed` (no `[DONE]`); reasoning summaries and reasoning text as reasoning. */
+class ResponsesStream extends EventStream {
+  constructor(...args) {
+    super(...args);
+    this.endName = 'response.completed';
+  }
+
+  data(_event, data) {
+    const chunk = this.json(data);
+    if (!chunk) return;
+    const type = chunk.type;
+    if (type === 'response.output_text.delta' && typeof chunk.delta === 'string') this.pending += chunk.delta;
+    else if ((type === 'response.reasoning_summary_text.delta' || type === 'response.reasoning_text.delta') && typeof chunk.delta === 'string') {
+      this.pendingReasoning += chunk.delta;
+    } else if (type === 'response.completed' || type === 'response.incomplete') {
+      const response = chunk.response ?? {};
+      const why = response.incomplete_details?.reason;
+      this.finish = type === 'response.completed' ? 'stop' : (INCOMPLETE[why] ?? (why || 'length'));
+      const u = response.usage;
+      if (u && typeof u === 'object') {
+        this.usage = {
+          prompt_tokens: u.input_tokens ?? null, completion_tokens: u.output_tokens ?? null,
+          total_tokens: u.total_tokens ?? null,
+          prompt_tokens_details: { cached_tokens: u.input_tokens_details?.cached_tokens ?? 0 },
+          completion_tokens_details: { reasoning_tokens: u.output_tokens_details?.reasoning_tokens ?? 0 },
+        };
+      }
+      this.ended = true;
+    } else if (type === 'response.failed') {
+      this.failed(chunk.response?.error);
+    } else if (type === 'error') {
+      this.failed(chunk.error ?? chunk);
+    }
+  }
+}
+
+// Messages' stop_reason → Chat Completions' finish_reason, as the core maps it
+// (py/firsttoken/stream/messages.py).
+const STOP = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length', model_context_window_exceeded: 'length', tool_use: 'tool_calls' };
+
+/** An Anthropic Messages stream: `message_start`, content blocks, `message_delta`,
+ * `message_stop`; `thinking_delta`s as reasoning; usage counts cumulative. */
+class MessagesStream extends EventStream {
+  constructor(...args) {
+    super(...args);
+    this.endName = 'message_stop';
+    this.counts = {};
+  }
+
+  data(_event, data) {
+    const chunk = this.json(data);
+    if (!chunk) return;
+    const type = chunk.type;
+    if (type === 'message_start') this.take(chunk.message?.usage);
+    else if (type === 'content_block_delta') {
+      const d = chunk.delta ?? {};
+      if (d.type === 'text_delta' && typeof d.text === 'string') this.pending += d.text;
+      else if (d.type === 'thinking_delta' && typeof d.thinking === 'string') this.pendingReasoning += d.thinking;
+    } else if (type === 'message_delta') {
+      this.take(chunk.usage);
+      const why = chunk.delta?.stop_reason;
+      if (typeof why === 'string') this.finish = STOP[why] ?? why;
+    } else if (type === 'message_stop') {
+      this.ended = true;
+    } else if (type === 'error') {
+      this.failed(chunk.error);
+    }
+  }
+
+  /** Usage so far: each count replaces the last (they are cumulative). */
+  take(usage) {
+    if (!usage || typeof usage !== 'object') return;
+    for (const [k, v] of Object.entries(usage)) if (v !== null && v !== undefined) this.counts[k] = v;
+    const c = this.counts;
+    const cached = c.cache_read_input_tokens ?? 0;
+    const prompt = (c.input_tokens ?? 0) + cached + (c.cache_creation_input_tokens ?? 0);
+    this.usage = {
+      prompt_tokens: prompt, completion_tokens: c.output_tokens ?? null, total_tokens: prompt + (c.output_tokens ?? 0),
+      prompt_tokens_details: { cached_tokens: cached },
+    };
+  }
+}
+
+const READERS = { chat_completions: ChatStream, responses: ResponsesStream, anthropic_messages: MessagesStream };
 
 /** Inline `<think>…</think>` at the start of the content (servers without a reasoning
  * parser: Ollama, vLLM, the built-in model's `think_tags=1`), split from the answer as
@@ -309,25 +421,13 @@ function parseJSON(text) {
   }
 }
 
-/** A fetch or read that failed: stopped, offline, or the network (the core's codes). */
-function transportError(error, signal) {
-  if (signal.aborted) return { code: 'aborted', message: 'Stopped.' };
-  // No network: the page keeps the prompt in its outbox when no text had come.
-  if (globalThis.navigator?.onLine === false) return { code: 'offline', message: String(error?.message ?? error) };
-  return { code: 'network', message: String(error?.message ?? error) };
-}
-
 /** A non-2xx answer, as the core reports one (`http_status`, the API's error object). */
-async function statusError(response) {
-  let error = {};
-  try {
-    const body = await response.json();
-    if (body && typeof body.error === 'object' && body.error) error = body.error;
-  } catch { /* an unreadable error body is still an HTTP error */ }
-  const retry = Number(response.headers.get('retry-after'));
+function statusError(response) {
+  const error = response.error ?? {};
+  const retry = Number(response.retryAfter);
   return {
     code: 'http_status', status: response.status, error,
     message: String(error.message || `The server answered HTTP ${response.status}.`),
-    retry_after_s: Number.isFinite(retry) && response.headers.has('retry-after') ? retry : null,
+    retry_after_s: response.retryAfter !== null && Number.isFinite(retry) ? retry : null,
   };
 }

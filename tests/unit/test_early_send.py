@@ -38,6 +38,23 @@ const STREAM = `event: firsttoken.prepared\ndata: ${JSON.stringify(PREPARED)}\n\
   + `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`
   + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } })}\n\n`
   + 'data: [DONE]\n\n';
+// The same answer in the Responses API and in Anthropic Messages (issue 45, item 2),
+// with reasoning in each, as the built-in model streams them.
+const ev = (name, data) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+const LEAD = `event: firsttoken.prepared\ndata: ${JSON.stringify(PREPARED)}\n\n`;
+const STREAMS = {
+  responses: LEAD + ev('response.created', { response: { id: 'resp_1' } })
+    + ev('response.reasoning_summary_text.delta', { delta: 'Hm.' })
+    + ev('response.output_text.delta', { delta: 'Déjà' }) + ev('response.output_text.delta', { delta: ' vu 🙂\u2028' })
+    + ev('response.output_text.delta', { delta: ' fin' })
+    + ev('response.completed', { response: { status: 'completed', usage: { input_tokens: 12, output_tokens: 3, total_tokens: 15 } } }),
+  anthropic_messages: LEAD + ev('message_start', { message: { usage: { input_tokens: 12, output_tokens: 1 } } })
+    + ev('ping', {}) + ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'Hm.' } })
+    + ev('content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'Déjà' } })
+    + ev('content_block_delta', { index: 1, delta: { type: 'text_delta', text: ' vu 🙂\u2028' } })
+    + ev('content_block_delta', { index: 1, delta: { type: 'text_delta', text: ' fin' } })
+    + ev('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } }) + ev('message_stop', {}),
+};
 
 const bytes = (text) => new TextEncoder().encode(text);
 const pieces = {
@@ -87,6 +104,23 @@ for (const [name, cut] of Object.entries(pieces)) {
   }
 }
 out.request = sent[0];
+out.apis = {};
+for (const [api, text] of Object.entries(STREAMS)) {
+  for (const [name, cut] of Object.entries(pieces)) {
+    sent = [];
+    serve(cut(bytes(text)));
+    const events = await run({ ...request, settings: { ...settings, api } });
+    out.apis[`${api}-${name}`] = {
+      request: sent[0],
+      text: events.filter((e) => e.type === 'chat.delta').map((e) => e.text).join(''),
+      reasoning: events.filter((e) => e.type === 'chat.delta').map((e) => e.reasoning ?? '').join(''),
+      end: events.at(-1),
+    };
+  }
+  // Cut before its last event: truncated, in either API.
+  serve([bytes(text.slice(0, text.lastIndexOf('event:')))]);
+  out.apis[`${api}-cut`] = (await run({ ...request, settings: { ...settings, api } })).at(-1);
+}
 const failing = {
   truncated: [chunk('half') ],
   not_json: [chunk('half') + 'data: {not json\n\n' + chunk('more')],
@@ -168,5 +202,27 @@ def test_each_failure_ends_with_the_core_s_code_and_the_text_so_far(
         assert end["error"]["status"] == 401 and end["error"]["message"] == "Incorrect API key provided."
 
 
-def test_only_this_gateway_in_chat_completions(out: dict[str, Any]) -> None:
-    assert out["sendsEarly"] == [True, False, False, False]
+def test_only_this_gateway_in_any_api(out: dict[str, Any]) -> None:
+    assert out["sendsEarly"] == [True, False, True, True]
+
+
+@pytest.mark.parametrize("api, path, text_field", [
+    ("responses", "/responses", "input"), ("anthropic_messages", "/messages", "messages"),
+])
+def test_responses_and_messages_streams_give_the_same_events(out: dict[str, Any], api: str, path: str,
+                                                             text_field: str) -> None:
+    for name in ("whole", "bytewise", "sevens"):
+        got = out["apis"][f"{api}-{name}"]
+        assert got["request"]["url"] == "http://gw.test/v1" + path
+        assert got["request"]["body"][text_field] == [{"role": "user", "content": "hi"}]
+        assert got["request"]["headers"]["x-firsttoken-prepare"] == "max"
+        assert got["text"] == "Déjà vu 🙂\u2028 fin", name
+        assert got["reasoning"] == "Hm.", name
+        end = got["end"]
+        assert end["type"] == "chat.done" and end["finish_reason"] == "stop", name
+        assert end["usage"]["prompt_tokens"] == 12 and end["usage"]["completion_tokens"] == 3, name
+    messages = out["apis"]["anthropic_messages-whole"]["request"]
+    assert messages["headers"]["x-api-key"] == "sk-user" and messages["headers"]["anthropic-version"] == "2023-06-01"
+    assert messages["body"]["max_tokens"] > 0
+    cut = out["apis"][f"{api}-cut"]
+    assert cut["type"] == "chat.error" and cut["error"]["code"] == "truncated"
