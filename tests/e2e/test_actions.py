@@ -14,11 +14,11 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from harness.chromium import (
-    ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, send, steer, wait_ready, watched_page,
+    ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, request_json, send, steer, wait_ready, watched_page,
 )
+from harness.servers import gateway
 from harness.stored import stored_messages
 from tests.e2e.native_host import as_host, host_answer, host_message, post
-from harness.servers import gateway
 
 pytestmark = pytest.mark.e2e
 
@@ -385,52 +385,45 @@ def test_a_queued_prompt_whose_flush_a_reload_cut_is_offered_retry_not_sent_agai
     assert len(bodies) == 1 and bodies[0]["messages"] == [{"role": "user", "content": "was it sent?"}]
 
 
-def test_an_outbox_prompt_whose_model_or_endpoint_changed_is_not_sent_without_asking(page: Page, gateway_url: str) -> None:
-    bodies = chat_bodies(page)
+@pytest.mark.parametrize(
+    "field, value, said, route",
+    [
+        # The model changes (the user's Settings here; a host's settings.set alike).
+        ("model", "another-model", ["Not sent: this prompt was written for firsttoken-sim"], "/v1/chat/completions"),
+        # The same endpoint and model, spoken in another API: the queued prompt would go
+        # out as another dialect's body, so the user is asked first, as for a model change.
+        ("api", "responses", ["(Chat Completions)", "(Responses)"], "/v1/responses"),
+    ],
+    ids=["model", "api"],
+)
+def test_an_outbox_prompt_whose_model_or_api_changed_is_not_sent_without_asking(
+    page: Page, gateway_url: str, field: str, value: str, said: list[str], route: str
+) -> None:
+    posts: list[Any] = []
+    page.on("request", lambda r: posts.append(r) if r.method == "POST" and "/v1/" in r.url else None)
     page.goto(gateway_url + "/")
     wait_ready(page)
     page.context.set_offline(True)
     expect(page.locator("html")).to_have_attribute("data-online", "false")  # the page knows
-    send(page, "written for the first model")
+    prompt = f"written before the {field} changed"
+    send(page, prompt)
     expect(answer(page, 1)).to_have_attribute("data-state", "queued")
-    # Meanwhile the model changes (the user's Settings here; a host's settings.set alike).
-    page.evaluate("""() => { const m = document.getElementById('model');
-                             m.value = 'another-model'; m.dispatchEvent(new Event('change')); }""")
+    page.evaluate("""([id, value]) => { const f = document.getElementById(id);
+                                       f.value = value; f.dispatchEvent(new Event('change')); }""", [field, value])
     page.context.set_offline(False)
     page.evaluate("() => dispatchEvent(new Event('online'))")
     expect(answer(page, 1)).to_have_attribute("data-state", "error")
-    expect(answer(page, 1)).to_contain_text("Not sent: this prompt was written for firsttoken-sim")
-    assert bodies == []
+    for text in said:
+        expect(answer(page, 1)).to_contain_text(text)
+    assert posts == []
     # Asked, the user says yes: Retry sends it with the settings in force now.
-    button(answer(page, 1), "Retry").click()
-    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
-    assert len(bodies) == 1 and bodies[0]["model"] == "another-model"
-    assert bodies[0]["messages"] == [{"role": "user", "content": "written for the first model"}]
-
-
-def test_an_outbox_prompt_whose_api_changed_is_not_sent_without_asking(page: Page, gateway_url: str) -> None:
-    # The same endpoint and model, spoken in another API: the queued prompt would go out
-    # as another dialect's body, so the user is asked first, as for a model change.
-    requests: list[str] = []
-    page.on("request", lambda r: requests.append(r.url) if r.method == "POST" and "/v1/" in r.url else None)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    page.context.set_offline(True)
-    expect(page.locator("html")).to_have_attribute("data-online", "false")  # the page knows
-    send(page, "written for chat completions")
-    expect(answer(page, 1)).to_have_attribute("data-state", "queued")
-    page.evaluate("""() => { const a = document.getElementById('api');
-                             a.value = 'responses'; a.dispatchEvent(new Event('change')); }""")
-    page.context.set_offline(False)
-    page.evaluate("() => dispatchEvent(new Event('online'))")
-    expect(answer(page, 1)).to_have_attribute("data-state", "error")
-    expect(answer(page, 1)).to_contain_text("(Chat Completions)")
-    expect(answer(page, 1)).to_contain_text("(Responses)")
-    assert requests == []
-    with page.expect_request(lambda r: r.url.endswith("/v1/responses")):
+    with page.expect_request(lambda r: r.url.endswith(route)):
         button(answer(page, 1), "Retry").click()
     expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
-    assert not any(url.endswith("/chat/completions") for url in requests)
+    [sent] = posts
+    body = request_json(sent)
+    assert sent.url.endswith(route) and body["model"] == (value if field == "model" else "firsttoken-sim")
+    assert json.dumps(body).count(prompt) == 1  # the prompt, once: no second user turn
 
 
 # ---- a reply cut by the page going away ------------------------------------------------

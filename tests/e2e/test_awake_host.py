@@ -77,11 +77,12 @@ def test_the_wake_lock_is_taken_while_streaming_and_released_at_the_end(page: Pa
     assert awake(page) == []
 
 
-def test_the_host_keeps_the_screen_on_paired_on_done(hosted: Page) -> None:
+@pytest.mark.parametrize("sim, end", [(SLOW, "done"), ("status=400", "error")], ids=["done", "error"])
+def test_the_host_keeps_the_screen_on_paired_on_the_answers_end(hosted: Page, sim: str, end: str) -> None:
     page = hosted
-    set_settings(page, "slow", headers={"x-firsttoken-sim": SLOW})
-    ask(page, "done")
-    ended(page, "done")
+    set_settings(page, end, headers={"x-firsttoken-sim": sim})
+    ask(page, f"end in {end}")
+    ended(page, end)
     assert wait_awake(page, 2) == [True, False]
 
 
@@ -92,14 +93,6 @@ def test_paired_on_stop(hosted: Page) -> None:
     assert wait_awake(page, 1) == [True]
     page.press("#prompt", "Escape")  # Stop, from the keyboard
     ended(page, "stopped")
-    assert wait_awake(page, 2) == [True, False]
-
-
-def test_paired_on_error(hosted: Page) -> None:
-    page = hosted
-    set_settings(page, "fail", headers={"x-firsttoken-sim": "status=400"})
-    ask(page, "fail")
-    ended(page, "error")
     assert wait_awake(page, 2) == [True, False]
 
 

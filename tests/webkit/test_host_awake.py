@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.webkit import of, wait
 from harness.gtk import WebKitHost
+from harness.webkit import of, wait
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(20)]
 
@@ -54,11 +54,12 @@ def clean_settings(host: WebKitHost):
     set_settings(host, "clear", headers=None, awake=None)
 
 
-def test_paired_on_done(host: WebKitHost) -> None:
-    set_settings(host, "slow", headers={"x-firsttoken-sim": SLOW})
-    done = count(host, "done")
-    start = ask(host, "done in webkit")
-    wait(host, f"{ANSWERS.format('done')} > {done}")
+@pytest.mark.parametrize("sim, end", [(SLOW, "done"), ("status=400", "error")], ids=["done", "error"])
+def test_paired_on_the_answers_end(host: WebKitHost, sim: str, end: str) -> None:
+    set_settings(host, end, headers={"x-firsttoken-sim": sim})
+    before = count(host, end)
+    start = ask(host, f"end in {end} in webkit")
+    wait(host, f"{ANSWERS.format(end)} > {before}")
     assert wait_awake(host, start, 2) == [True, False]
 
 
@@ -69,14 +70,6 @@ def test_paired_on_stop(host: WebKitHost) -> None:
     assert wait_awake(host, start, 1) == [True]
     host.eval("(document.getElementById('prompt').dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true })), 1)")
     wait(host, f"{ANSWERS.format('stopped')} > {stopped}")
-    assert wait_awake(host, start, 2) == [True, False]
-
-
-def test_paired_on_error(host: WebKitHost) -> None:
-    set_settings(host, "fail", headers={"x-firsttoken-sim": "status=400"})
-    failed = count(host, "error")
-    start = ask(host, "fail in webkit")
-    wait(host, f"{ANSWERS.format('error')} > {failed}")
     assert wait_awake(host, start, 2) == [True, False]
 
 
