@@ -23,6 +23,23 @@ export type FirsttokenHandle = {
   /** Open conversation `id` (a reply-ready notification's tap): the page opens the one
    * its URL fragment names, `#conversation=<id>` (bridge/PROTOCOL.md, "Reply ready"). */
   openConversation(id: string): void;
+  /** Forward what another app shared (a share intent or extension, e.g. through
+   * react-native-share-menu) into the composer (bridge/PROTOCOL.md, "Share, for hosts"):
+   * the page answers `composer.shared`, or an `error` with nothing changed. Only http(s)
+   * links; images as base64 JPEG, at most 20, the whole under 8 MiB. */
+  share(item: FirsttokenShare): void;
+};
+/** A share for the page's composer; `conversation`: 'new', or an id the app knows. */
+export type FirsttokenShare = {
+  text?: string; url?: string; images?: { data: string; type: string; name?: string }[]; conversation?: 'new' | string;
+};
+/** The phone's own speech recogniser (bridge/PROTOCOL.md, "Dictation, for hosts"), e.g.
+ * @react-native-voice/voice: `start` listens in `locale` and calls `emit` with each
+ * result (the utterance so far; `final` when settled) or an error ('denied',
+ * 'unavailable', 'failed'); `stop` ends it, its last result final. */
+export type FirsttokenRecognizer = {
+  start(locale: string, emit: (r: { text?: string; final?: boolean; listening?: boolean; error?: string }) => void): void;
+  stop(): void;
 };
 /** A local notification for `reply.ready`, posted by the app's notification library
  * (notifee: displayNotification({ id, title, body, data: { conversation } })): `id` is
@@ -35,15 +52,19 @@ export type FirsttokenThinking = 'auto' | 'off' | 'low' | 'medium' | 'high';
 
 export const FirsttokenChat = forwardRef<
   FirsttokenHandle,
-  { url: string; onEvent(e: FirsttokenEvent): void; notify?(n: FirsttokenNotification): void }
+  { url: string; onEvent(e: FirsttokenEvent): void; notify?(n: FirsttokenNotification): void; recognizer?: FirsttokenRecognizer }
 >(
-  function FirsttokenChat({ url, onEvent, notify }, ref) {
+  function FirsttokenChat({ url, onEvent, notify, recognizer }, ref) {
     const web = useRef<WebView>(null);
+    const post = (message: Record<string, unknown>) => {
+      const text = JSON.stringify({ ...message, v: 1 });
+      // JSON.stringify of a string is a valid JS string literal: the text is passed, never run.
+      web.current?.injectJavaScript(`window.firsttoken.post(${JSON.stringify(text)}); true;`);
+    };
     useImperativeHandle(ref, () => ({
-      send(message) {
-        const text = JSON.stringify({ ...message, v: 1 });
-        // JSON.stringify of a string is a valid JS string literal: the text is passed, never run.
-        web.current?.injectJavaScript(`window.firsttoken.post(${JSON.stringify(text)}); true;`);
+      send: post,
+      share(item) {
+        post({ type: 'composer.share', id: `share-${Date.now()}`, conversation: 'new', ...item });
       },
       openConversation(id) {
         // A JSON string literal again: the id is passed, never run.
@@ -73,6 +94,19 @@ export const FirsttokenChat = forwardRef<
         // reply.ready: an answer done while the page was hidden (the app in the
         // background; the page sends it only then): a local notification through `notify`.
         const e = parsed as FirsttokenEvent;
+        // Say the app's recogniser to the page, once per page load (its `ready` without
+        // our id); then the page's microphone asks it to listen (not compiled here).
+        if (e.type === 'ready' && recognizer && e.id !== 'capabilities') {
+          post({ type: 'hello', id: 'capabilities', capabilities: { dictation: true } });
+        }
+        if (e.type === 'composer.dictate' && recognizer) {
+          if (e.on === true) {
+            recognizer.start(typeof e.locale === 'string' ? e.locale : 'en', (r) => post({ type: 'composer.dictation', ...r }));
+          } else {
+            recognizer.stop();
+          }
+          return;
+        }
         if (e.type === 'reply.ready' && notify) {
           const c = (e.conversation ?? {}) as { id?: unknown; title?: unknown };
           const conversation = typeof c.id === 'string' ? c.id : '';

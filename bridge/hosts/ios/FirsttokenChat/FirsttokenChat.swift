@@ -38,6 +38,8 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
     var onEvent: (([String: Any]) -> Void)?
     /// True once `ready` arrived (Python is up); messages sent earlier are queued by the page.
     private(set) var isReady = false
+    /// Dictation by SFSpeechRecognizer, for the page's microphone (Dictation.swift).
+    private lazy var dictation = Dictation(post: { [weak self] in self?.send($0) })
 
     init(bundle: URL) throws {
         let configuration = WKWebViewConfiguration()
@@ -71,7 +73,20 @@ final class FirsttokenChat: NSObject, WKScriptMessageHandler {
               let event = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
               event["type"] is String
         else { return }
-        if event["type"] as? String == "ready" { isReady = true }
+        if event["type"] as? String == "ready" {
+            isReady = true
+            // Say what the app can do for the page: its own speech recogniser (Dictation.swift;
+            // PROTOCOL.md, "Dictation, for hosts"). The page answers with `ready` again, under
+            // this id; a reloaded page's `ready` has none, so it is said again.
+            if event["id"] as? String != "capabilities" {
+                send(["type": "hello", "id": "capabilities", "capabilities": ["dictation": Dictation.isAvailable]])
+            }
+        }
+        // The page's microphone: the app's recogniser listens, or stops (not compiled here).
+        if event["type"] as? String == "composer.dictate" {
+            dictation.handle(event)
+            return
+        }
         // The page's haptics (bridge/PROTOCOL.md, "Haptics, for hosts"), paced by the
         // page; the app's own switch: settings.set {"haptics": false}. (Not compiled here.)
         if event["type"] as? String == "haptic" {

@@ -68,6 +68,8 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
     private val listening = WebViewFeature.isFeatureSupported(WebViewFeature.WEB_MESSAGE_LISTENER)
     private val main = Handler(Looper.getMainLooper())
     private val manifest = loadManifest(context)
+    /** Dictation by SpeechRecognizer, for the page's microphone (Dictation.kt). */
+    private val dictation by lazy { Dictation(webView.context) { send(it) } }
 
     init {
         @SuppressLint("SetJavaScriptEnabled")
@@ -206,7 +208,21 @@ class FirsttokenChat(context: Context, private val onEvent: (JSONObject) -> Unit
 
     private fun deliver(text: String?) {
         val event = try { JSONObject(text ?: return) } catch (e: Exception) { return }
-        if (event.optString("type") == "ready") isReady = true
+        if (event.optString("type") == "ready") {
+            isReady = true
+            // Say what the app can do for the page: its own speech recogniser (Dictation.kt;
+            // PROTOCOL.md, "Dictation, for hosts"). The page answers with `ready` again under
+            // this id; a reloaded page's `ready` has none, so it is said again.
+            if (event.optString("id") != "capabilities") {
+                val capabilities = JSONObject().put("dictation", Dictation.isAvailable(webView.context))
+                send(JSONObject().put("type", "hello").put("id", "capabilities").put("capabilities", capabilities))
+            }
+        }
+        // The page's microphone: the app's recogniser listens, or stops (not compiled here).
+        if (event.optString("type") == "composer.dictate") {
+            dictation.handle(event)
+            return
+        }
         // The page's haptics (bridge/PROTOCOL.md, "Haptics, for hosts"), paced by the
         // page; the app's own switch: settings.set {"haptics": false}. (Not compiled here.)
         if (event.optString("type") == "haptic") {
