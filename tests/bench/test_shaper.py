@@ -362,13 +362,11 @@ def test_a_server_that_speaks_first_is_heard_after_the_handshake_and_one_way() -
     run(greets, body)
 
 
-@pytest.mark.parametrize("upload", [True, False])
-def test_n_bytes_take_at_least_n_over_the_rate(upload: bool) -> None:
-    profile = Profile(down_mbps=8.0, up_mbps=4.0, rtt_ms=10)
-    size = 100_000  # 0.2 s up, 0.1 s down
-    rate = (profile.up_mbps if upload else profile.down_mbps) * 1e6 / 8
+def sink_or_source(size: int) -> Handler:
+    """A server that takes `size` bytes after a b"u" (an upload) and answers b"k", or
+    sends `size` bytes after anything else (a download)."""
 
-    async def sink_or_source(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if await reader.readexactly(1) == b"u":
             await reader.readexactly(size)
             writer.write(b"k")
@@ -376,6 +374,15 @@ def test_n_bytes_take_at_least_n_over_the_rate(upload: bool) -> None:
             writer.write(bytes(size))
         await writer.drain()
         writer.close()
+
+    return serve
+
+
+@pytest.mark.parametrize("upload", [True, False])
+def test_n_bytes_take_at_least_n_over_the_rate(upload: bool) -> None:
+    profile = Profile(down_mbps=8.0, up_mbps=4.0, rtt_ms=10)
+    size = 100_000  # 0.2 s up, 0.1 s down
+    rate = (profile.up_mbps if upload else profile.down_mbps) * 1e6 / 8
 
     async def body(target: tuple[str, int]) -> None:
         async with Link(profile, target) as address:
@@ -390,22 +397,13 @@ def test_n_bytes_take_at_least_n_over_the_rate(upload: bool) -> None:
             assert time.monotonic() - start >= size / rate - EARLY
             writer.close()
 
-    run(sink_or_source, body)
+    run(sink_or_source(size), body)
 
 
 @pytest.mark.parametrize("upload", [True, False])
 def test_connections_of_one_link_share_its_bandwidth(upload: bool) -> None:
     profile = Profile(down_mbps=8.0, up_mbps=8.0, rtt_ms=4)
     size = 50_000  # each alone: 0.05 s; together: 0.1 s
-
-    async def sink_or_source(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if await reader.readexactly(1) == b"u":
-            await reader.readexactly(size)
-            writer.write(b"k")
-        else:
-            writer.write(bytes(size))
-        await writer.drain()
-        writer.close()
 
     async def body(target: tuple[str, int]) -> None:
         async with Link(profile, target) as address:
@@ -423,7 +421,7 @@ def test_connections_of_one_link_share_its_bandwidth(upload: bool) -> None:
             await asyncio.gather(transfer(), transfer())
             assert time.monotonic() - start >= 2 * size / (profile.down_mbps * 1e6 / 8) - EARLY
 
-    run(sink_or_source, body)
+    run(sink_or_source(size), body)
 
 
 # ---- from synchronous code ------------------------------------------------------------

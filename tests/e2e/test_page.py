@@ -69,27 +69,27 @@ def test_stop_halts_a_reply_midway_and_keeps_what_arrived(page: Page, gateway_ur
     assert page.is_disabled("#stop")
 
 
-def test_error_mid_stream_is_shown_and_the_partial_answer_kept(page: Page, gateway_url: str) -> None:
-    steer(page, "ttft_ms=0,tps=500,error_after=6")
+@pytest.mark.parametrize(
+    "sim, prompt, said, partial",
+    [("ttft_ms=0,tps=500,error_after=6", "break please", "model reported an error", True),
+     ("status=429", "too many", "429", False)],
+    ids=["mid-stream", "http-status"],
+)
+def test_an_error_is_shown_clearly_and_what_arrived_is_kept(
+    page: Page, gateway_url: str, sim: str, prompt: str, said: str, partial: bool
+) -> None:
+    steer(page, sim)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    page.fill("#prompt", "break please")
+    page.fill("#prompt", prompt)
     page.press("#prompt", "Enter")
     page.wait_for_selector(f'{ANSWER}[data-state="error"]', timeout=30_000)
-    [partial] = stored_answers(page)
-    full = expected_answer(gateway_url, [{"role": "user", "content": "break please"}])
-    assert partial and full.startswith(partial)
-    assert "model reported an error" in page.inner_text(f"{ANSWER} .error")
-
-
-def test_http_error_is_shown_clearly(page: Page, gateway_url: str) -> None:
-    steer(page, "status=429")
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    page.fill("#prompt", "too many")
-    page.press("#prompt", "Enter")
-    page.wait_for_selector(f'{ANSWER}[data-state="error"]', timeout=30_000)
-    assert "429" in page.inner_text(f"{ANSWER} .error")
+    assert said in page.inner_text(f"{ANSWER} .error")
+    # What arrived before the error, and only that: the start of the whole answer (an
+    # error before any text keeps an empty answer, with its error and Retry).
+    [kept] = stored_answers(page)
+    full = expected_answer(gateway_url, [{"role": "user", "content": prompt}])
+    assert full.startswith(kept) and bool(kept) == partial
 
 
 def test_conversation_survives_a_reload_before_python_is_ready(page: Page, gateway_url: str) -> None:
