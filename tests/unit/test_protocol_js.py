@@ -72,7 +72,7 @@ def test_the_page_and_the_core_take_their_version_and_types_from_it() -> None:
                "import { HOST_REQUEST_TYPES } from './bridge/page/host-messages.js';"
                "console.log(JSON.stringify({events: EVENT_TYPES, hosts: HOST_REQUEST_TYPES}));")
     assert set(got["events"]) == set(EVENTS) | {"boot.progress"}
-    assert set(got["hosts"]) == set(REQUESTS) - {"delta.ack"} | {"settings.set", "connection.warm", "composer.attach"}
+    assert set(got["hosts"]) == set(REQUESTS) - {"delta.ack"} | {"settings.set", "connection.warm", "composer.attach", "composer.dictation", "composer.share"}
     for path in ("js/link/envelope.js", "bridge/page/host-messages.js", "bridge/page/hosts.js",
                  "js/link/python-link.js", "js/boot/pyodide-loader.js", "js/boot/snapshot-worker.js"):
         text = (ROOT / path).read_text(encoding="utf-8")
