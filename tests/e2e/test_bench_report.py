@@ -162,6 +162,8 @@ def test_the_report_has_its_plots_and_figures(e2e: tuple[dict[str, Any], dict[st
     messages = data["dialects"]["anthropic_messages"]["uncontended"]
     assert figures["uncontended · anthropic_messages · naive · ttft_p95_ms"]["value"] == messages["naive"]["ttft_p95_ms"]
     assert "The dialect column" in index and "anthropic_messages" in index
+    # The article's table with its caveats as rows: every peer beside the naive client.
+    assert "caveats as rows" in index and "SDK + gzip body" in index and "Messages SDK + cache_control" in index
     steps = data["steps"]["uncontended"]
     assert "The article's table, step by step" in index
     assert figures["uncontended · step warm · ms off alone"]["value"] == steps["alone"]["warm"]
