@@ -26,6 +26,8 @@
 
 import { t } from './i18n.js';
 
+/** @typedef {import('./i18n.js').Key} Key */
+
 /** An answer that took this long was waited for (ms), and earns the offer. */
 export const WAITED_MS = 8000;
 /** A notification's title (the conversation's) is cut here; its body comes cut already. */
@@ -189,7 +191,7 @@ export class ReplyNotifier {
   async switched() {
     const { input, note } = this.sheet;
     if (!input) return;
-    if (note) note.textContent = '';
+    if (note) worded(note, null);
     if (!input.checked) {
       this.settings.keep('notify', false);
       return;
@@ -197,7 +199,7 @@ export class ReplyNotifier {
     const granted = this.permission === 'granted' || (this.permission === 'default' && await this.ask());
     if (granted) this.settings.keep('notify', true);
     input.checked = granted;
-    if (!granted && note) note.textContent = t('notify.blocked');
+    if (!granted && note) worded(note, 'notify.blocked');
   }
 
   showOffer() {
@@ -205,17 +207,19 @@ export class ReplyNotifier {
     const offer = doc.createElement('div');
     offer.className = 'notify-offer';
     offer.setAttribute('role', 'group');
+    // Worded by key, so that another language words it again (i18n.js translateDocument).
+    offer.dataset.i18nLabel = 'notify.offerLabel';
     offer.setAttribute('aria-label', t('notify.offerLabel'));
     const text = doc.createElement('p');
-    text.textContent = t('notify.offer');
+    worded(text, 'notify.offer');
     const yes = doc.createElement('button');
     yes.type = 'button';
     yes.className = 'notify-yes';
-    yes.textContent = t('notify.accept');
+    worded(yes, 'notify.accept');
     const no = doc.createElement('button');
     no.type = 'button';
     no.className = 'notify-no';
-    no.textContent = t('notify.dismiss');
+    worded(no, 'notify.dismiss');
     yes.addEventListener('click', async () => {
       this.removeOffer();
       // Refused at the browser's prompt: the browser remembers; the switch stays off.
@@ -251,6 +255,13 @@ export class ReplyNotifier {
   openNamed(id) {
     if (typeof id === 'string' && id && id.length <= ID_CHARS) this.open(id);
   }
+}
+
+/** `el` worded by catalogue `key` (i18n.js), now and in another language; null: empty. */
+function worded(/** @type {HTMLElement} */ el, /** @type {Key | null} */ key) {
+  if (key) el.dataset.i18n = key;
+  else delete el.dataset.i18n;
+  el.textContent = key ? t(key) : '';
 }
 
 /** The tag of a conversation's notification: one per conversation (sw.js reads `data`). */

@@ -23,7 +23,7 @@ import { ReplyNotifier, WAITED_MS, TITLE_CHARS } from './js/page/notify.js';
 // A node of the fake DOM: enough for the offer (notify.js builds it with these calls).
 const el = () => {
   const listeners = {};
-  const node = { children: [], attrs: {}, textContent: '', hidden: false, checked: false, removed: false,
+  const node = { children: [], attrs: {}, dataset: {}, textContent: '', hidden: false, checked: false, removed: false,
     append: (...c) => node.children.push(...c), setAttribute: (k, v) => { node.attrs[k] = v; },
     addEventListener: (type, f) => { listeners[type] = f; }, fire: (type) => listeners[type]?.(),
     remove: () => { node.removed = true; }, after: (o) => { node.next = o; } };
