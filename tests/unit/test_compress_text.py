@@ -21,13 +21,37 @@ from firsttoken.errors import LocalProtocolError
 def test_public_surface() -> None:
     assert sorted(compress.__all__) == sorted(
         ["COMPRESSION_VERSION", "LEVELS", "PASSES", "PassSaving", "Report", "Compressed",
-         "CompressedMessages", "RepeatState", "compress_text", "compress_messages", "compact_json"]
+         "CompressedMessages", "RepeatState", "OFF", "Compressor", "compress_text", "compress_messages",
+         "compact_json"]
     )
     for name in compress.__all__:
         assert hasattr(compress, name)
     assert COMPRESSION_VERSION.startswith("5+py3.")
     assert PASSES == ("json", "code", "docs", "tables", "whitespace", "repeats")
     assert LEVELS["safe"] < LEVELS["balanced"] < LEVELS["max"]
+
+
+def test_off_is_the_compressor_that_returns_its_input() -> None:
+    messages = [{"role": "system", "content": "Hello   world\n\n\n"},
+                {"role": "user", "content": [{"type": "text", "text": "x   y"}]}]
+    off = compress.Compressor(compress.OFF, count=len)
+    done = off(messages)
+    assert done.messages == messages and done.messages[0] is not messages[0]  # copies, as written
+    assert done.reports == () and done.state is None  # nothing compressed, nothing to carry
+    assert off.resumes(None) and off.restore(None, {}) == (None, None)
+    on = compress.Compressor("balanced", count=len)
+    compressed = on(messages)
+    assert compressed.messages != messages and len(compressed.reports) == 2
+    assert not on.resumes(None)
+    # What a cache entry keeps comes back as it was: the state, and the report from its
+    # one serialised form.
+    assert compressed.state is not None
+    assert on.restore(compressed.state.to_json(), compressed.reports[0].to_dict()) == (
+        compressed.state, compressed.reports[0])
+    with pytest.raises(LocalProtocolError):
+        on.restore(None, compressed.reports[0].to_dict())
+    with pytest.raises(LocalProtocolError):
+        compress.Compressor("bogus")
 
 
 # ---- whitespace ---------------------------------------------------------------------
