@@ -10,6 +10,13 @@
 // notifications only to an installed web app, through its service worker.
 // https://notifications.spec.whatwg.org/#dom-serviceworkerregistration-shownotification
 //
+// What it cannot do: a page the system has suspended runs no code. iOS suspends an
+// installed web app soon after it leaves the screen, and Android freezes background tabs
+// after a while; an answer that ends after that is painted, not notified, when the page
+// comes back. Reaching a suspended page takes Web Push from the gateway (a push
+// subscription and VAPID keys), which is not built; a native host's ReplyWatch polls the
+// stream's status instead (bridge/hosts).
+//
 // The permission policy (issue 46: "never at first load"):
 // - Nothing is asked at load, nor by the page on its own: a prompt out of the blue is
 //   what people refuse, and a refusal is for good (the browser remembers `denied`).
