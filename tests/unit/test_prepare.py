@@ -380,6 +380,32 @@ def test_with_a_memory_typing_counts_only_the_draft() -> None:
     assert set(seen) <= {draft["content"], "user", "assistant", "system"}, list(seen)
 
 
+def test_what_the_preparer_decides_rides_on_the_result_and_the_memory_wraps_it() -> None:
+    from firsttoken.stream.dialects import api_for
+
+    messages = json.loads(CHATS[1].read_text())["messages"]
+    calls: list[str] = []
+
+    class Recording(ConversationMemory):
+        def recall(self, *args: Any) -> Any:
+            calls.append("recall")
+            return super().recall(*args)
+
+        def store(self, *args: Any) -> None:
+            calls.append("store")
+            super().store(*args)
+
+    for model in ("gpt-4o", "gpt-4", "claude-sonnet-4-5", "gpt-5-pro"):
+        s = ChatSettings(model=model, compress="balanced")
+        calls.clear()
+        done = run(messages, "balanced", Cache(MemoryStore()), memory=Recording(), model=model,
+                   counter=lambda t, model=model: tokens.count(t, model))
+        assert calls == ["recall", "store"]  # looked up once before, kept once after
+        assert (done.api, done.encoding) == (api_for(s), tokens.encoding_for_model(model)[0])
+        assert (done.budget, done.window_known) == budget_for(s)
+        assert done.estimate == done.prompt_tokens and done.uncompressed == tokens.count_chat(messages, model, api=done.api)
+
+
 def test_public_surface() -> None:
     assert sorted(_prepare.__all__) == sorted(
         ["ConversationMemory", "Prepared", "TextCounts", "prepare", "leading_system_count", "compression_id"])
