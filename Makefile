@@ -124,7 +124,7 @@ test: deps browser redis webkit lint
 lint: $(VENV)/.stamp node_modules/.package-lock.json
 	$(PY) -m ruff check py gateway harness bench tests
 	$(PY) -m mypy
-	node_modules/.bin/eslint js bridge/page sw.js bench
+	node_modules/.bin/eslint js bridge/page sw.js bench tests/js
 	node_modules/.bin/tsc -p tsconfig.json
 
 # The inner loop: the pure Python core and the gateway, no browser (`-m "not e2e"`:
