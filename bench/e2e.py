@@ -1,32 +1,36 @@
-"""Benchmark: the seed article's before/after on our own stack (issues 16 and 26), on a
-phone's link to a server with a real server's costs.
+"""Benchmark: the seed article's before/after on our own stack (issues 16, 26 and 45), on
+a phone's link to a server with a real server's costs, with its caveats as rows.
 
     .venv/bin/python bench/e2e.py [--users 20] [--turns 4] [--runs 2] [--profile slow4g]
                                   [--sweep 850000,1200000,1500000] [--steps queueing,uncontended]
+                                  [--peers sdk_gzip,…] [--curve-tpm 700000,1000000,1400000 …]
 
 N simulated users (`bench/e2e_users.py`) hold a conversation each (a long system
 prompt, then user turns with pasted code and JSON) against one real gateway process
 (`python -m gateway`, built-in model). Each scenario runs twice, on a fresh gateway
 each time: once with every user on the naive client (the official `openai` client),
-once with every user on firsttoken's core. Users are a closed loop, as people are:
+once with every user on firsttoken's core, and once with every user on each fair peer
+(`e2e_users.PEERS`: the official client with gzipped bodies, with its connection opened
+ahead, with both; on Messages, with `cache_control` on the system prompt). Users are a closed loop, as people are:
 each opens the app at a random moment of the ramp, writes the first prompt, sends it,
 waits for the whole answer, thinks, sends the next. Same seed, same conversations,
 same think times for both kinds.
 
 **The physics.** Each user is a phone: its own link to the gateway
-(bench/shaper.py, `--profile`, slow 4G by default: 4 Mbit/s down, 0.75 up, 150 ms
-round trip), every connection paying its TCP and TLS handshakes, every byte its
+(bench/shaper.py, `--profile`, slow 4G by default: 4 Mbit/s down, 3 up, 150 ms
+round trip; bench/profiles.py says where each figure comes from), every connection paying its TCP and TLS handshakes, every byte its
 serialisation, in a process of its own so that the links keep time while the users'
 process works. The gateway's built-in model costs what a real server costs (its
 defaults, published figures: gateway/prefill.py): a base first-token time plus the
-prompt tokens not in its prefix cache (per API key and model, OpenAI's rules), and
+prompt tokens not in its prefix cache (per API key and model, OpenAI's rules) and the
+cached ones at 18% of that cost (OpenAI's measured saving, not a free hit), and
 reports `cached_tokens` as OpenAI does. Both kinds meet the same link and the same
 server; only what the client does differs. The first turn after the app opens is
 *cold* (a new connection, an empty prefix cache); the others are *warm*; each is
 reported apart.
 
 **Steps** (`--steps`): firsttoken again with each of its steps alone (`e2e_users.STEPS`:
-compression, the system-message cache with gateway references, the governor's pacing,
+gzipped bodies, compression, the system-message cache with gateway references, the governor's pacing,
 the warm connection) and added in turn, against firsttoken with none; each step's share
 is the time it took off (p95 where there is a queue, p50 where there is none, and the
 cold turn's p50).
@@ -41,7 +45,11 @@ Scenarios (`scenarios()`):
   time to first token against the quota (the reduction depends on where the quota sits
   against what each kind asks for: the report plots it);
 * `uncontended`: no limit: nothing queues, so what differs is the upload, the prefill
-  of what the server has not cached, the connection and the clients' own work.
+  of what the server has not cached, the connection and the clients' own work;
+* the quota × burst curve (`--curve-tpm`, `--curve-burst-s`, `--curve-profiles`,
+  `--curve-runs`): the queueing scenario at each quota and bucket, on each link, several
+  runs per point, reported as the median and min–max of the runs (`run_curve`): one
+  run's reduction at one quota is a point on a curve with a spread, not a constant.
 
 Dialects (`--apis`): the scenarios named by `--dialect-scenarios` run again with both
 kinds speaking the Responses API and Anthropic Messages (`e2e_users.MODELS`: the naive
