@@ -17,7 +17,7 @@
 // - Keys are opaque and flat, grouped by the part of the page (`thinking.thoughtFor`),
 //   not English sentences: a reworded English string does not orphan its translations.
 // - English is the fallback, key by key: a string missing from a catalogue shows in
-//   English rather than as a key or nothing (tests/unit/test_i18n.py forbids missing
+//   English rather than as a key or nothing (tests/js/i18n.test.mjs forbids missing
 //   keys anyway, and checks that every `{placeholder}` in English is in each
 //   translation).
 // - No sentence is assembled from pieces: each message is a whole template with named

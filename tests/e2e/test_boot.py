@@ -128,7 +128,7 @@ def test_first_visit_boots_normally_and_the_next_restores_the_snapshot(visitor: 
 
 
 # Our check (the stored length and SHA-256: a corrupt entry here, and a truncated,
-# unlabelled or unreadable one in tests/unit/test_boot_snapshot.py, where each reason
+# unlabelled or unreadable one in tests/js/boot-snapshot.test.mjs, where each reason
 # costs no cold boot), and Pyodide's (another build's heap, labelled as ours): each
 # refused on real Cache Storage, then Python booted and a new snapshot made.
 @pytest.mark.parametrize(("damage", "reason"), [

@@ -6,7 +6,7 @@ reader, outside the model's name, its answer, code and the user's own text; axe-
 passes in Chinese; a host's `settings.set` sets the locale, a choice in Settings wins
 and is remembered; an Arabic message reads right to left, its code left to right; and
 the README's Chinese screenshot is taken.
-In WebKitGTK: tests/webkit/test_i18n.py. The catalogues: tests/unit/test_i18n.py."""
+In WebKitGTK: tests/webkit/test_i18n.py. The catalogues: tests/js/i18n.test.mjs."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 // English: the page's words, and the fallback for every other locale (js/page/i18n.js
 // says how catalogues work). Keys are flat, grouped by the part of the page; `{name}`
 // is a place a value fills; an object is a plural, by CLDR category (Intl.PluralRules).
-// A new locale copies this file's keys: tests/unit/test_i18n.py checks it has them all,
+// A new locale copies this file's keys: tests/js/i18n.test.mjs checks it has them all,
 // with every placeholder.
 
 export const en = {
