@@ -290,7 +290,7 @@ const softBreak = {
 export const cjkFriendly = { extensions: [softBreak], tokenizer: { emStrong, del } };
 
 /** For tests: our pairing of `*` in every paragraph, CJK or not. Where no CJK character
- * is near, it must give what marked's own method gives (tests/unit/test_cjk_markdown_js.py
+ * is near, it must give what marked's own method gives (tests/js/cjk-markdown.test.mjs
  * compares them on CommonMark's examples and on random text). */
 export const cjkPairingEverywhere = {
   tokenizer: {

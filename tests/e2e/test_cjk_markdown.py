@@ -3,7 +3,7 @@ issue's example, made the built-in model's answer with `echo=1`, renders bold wh
 intended with no stray space; a `**` opened in one chunk and closed three chunks later
 next to `：` or `》` never shows an asterisk; and MarkdownStream, fed the example in
 every chunking, paints what a whole render does. In WebKitGTK:
-tests/webkit/test_cjk_markdown.py; on Node: tests/unit/test_cjk_markdown_js.py."""
+tests/webkit/test_cjk_markdown.py; on Node: tests/js/cjk-markdown.test.mjs."""
 
 from __future__ import annotations
 
