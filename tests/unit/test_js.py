@@ -3,8 +3,13 @@ runner (`node --test`), one pytest test per file, so that `make test-fast` and `
 run them with the rest. What a file's tests said is shown when it fails.
 
 They were JS inside Python strings, run with `node -e` and their results asserted in
-Python (issue 47, item 6); they move here one file at a time (tests/unit/test_*_js.py and
-the other `node -e` tests are the ones still to move)."""
+Python (issue 47, item 6). What still runs `node -e` from Python does so for a reason:
+it checks the JavaScript against the Python core on the same input (test_page_images:
+both image readers; test_compress_note: the core's compression report; test_protocol*:
+the generated protocol module; test_tokens_exact: both tokenizers), or shares its cases
+with the browser tests in Python (test_host_bridge: tests/bridge_cases.py); the rest
+(test_early_send, test_notify_js, test_dictation_share) were being changed by others
+when these moved, and can follow the same way."""
 
 from __future__ import annotations
 
