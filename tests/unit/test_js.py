@@ -8,7 +8,7 @@ it checks the JavaScript against the Python core on the same input (test_page_im
 both image readers; test_compress_note: the core's compression report; test_protocol*:
 the generated protocol module; test_tokens_exact: both tokenizers), or shares its cases
 with the browser tests in Python (test_host_bridge: tests/bridge_cases.py); the rest
-(test_early_send, test_notify_js, test_dictation_share) were being changed by others
+(test_early_send, test_notify_js) were being changed by others
 when these moved, and can follow the same way."""
 
 from __future__ import annotations
