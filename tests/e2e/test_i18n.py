@@ -27,7 +27,8 @@ THINK = "firsttoken-sim-think"
 #: Names the page keeps as they are named, in every language: products and APIs, data
 #: formats, and each language's own name in the Language list (a reader finds theirs).
 NAMES = {"Python", "OpenAI", "Claude", "Chat", "Completions", "Responses", "Anthropic", "Messages",
-         "codex", "JSON", "Markdown", "firsttoken", "English"}
+         "codex", "JSON", "Markdown", "firsttoken", "English",
+         "TODO"}  # the marker itself, as it is written in code (the compression hints)
 
 # What the interface shows and says, as text: every visible text node and the
 # aria-label, title and placeholder of every visible element, but the model's name, the
