@@ -15,15 +15,20 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from bench.shaper import shaped_url
-from harness.chromium import ANSWER, chat_bodies, send, steer, stored_answers, wait_ready
+from harness.chromium import ANSWER, chat_bodies, hold_at, release, send, steer, stored_answers, wait_ready
 from harness.servers import gateway
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(90)]
 
-#: Slow enough that the answer is mid-way when the test interrupts it (a few seconds).
-#: 12 s of answer: what each test does mid-answer comes well before its end on a loaded machine.
+#: The built-in model's pace: 12 s of answer. A test that interrupts an answer holds it
+#: mid-way (`held`) and lets it go once the interruption is over, so that it is mid-way
+#: on any machine; the test of a gateway that dies cannot (its retry would be held too),
+#: and relies on the 12 s.
 SIM = "ttft_ms=0,tps=40,tokens=480"
+#: Where a held answer waits: after this many chunks, a few words in.
+HELD_AFTER = 12
 PAINTED = re.compile(r"^([3-9]|\d\d+)$")
+SOME_PAINTED = re.compile(r"^[1-9]\d*$")
 
 
 def answer(page: Page):
@@ -39,12 +44,21 @@ def uninterrupted(gateway_url: str, body: dict[str, Any]) -> str:
     return r.json()["choices"][0]["message"]["content"]
 
 
-def mid_answer(page: Page, url: str, prompt: str) -> None:
-    """Open the page at `url`, send `prompt`, and return once its answer is mid-way."""
+def held(page: Page) -> int:
+    """Steer the page's model to `SIM`, its answer held after `HELD_AFTER` chunks until
+    the test calls `release(gateway_url, key)`; the key."""
+    stall, key = hold_at(HELD_AFTER)
+    steer(page, f"{SIM},{stall}")
+    return key
+
+
+def mid_answer(page: Page, url: str, prompt: str, painted: re.Pattern[str] = PAINTED) -> None:
+    """Open the page at `url`, send `prompt`, and return once its answer is mid-way
+    (`painted`: how many paints say so; a held answer is mid-way once it shows text)."""
     page.goto(url + "/")
     wait_ready(page)
     send(page, prompt)
-    expect(answer(page)).to_have_attribute("data-paints", PAINTED, timeout=30_000)
+    expect(answer(page)).to_have_attribute("data-paints", painted, timeout=30_000)
     # Still on its way (what the test does next is to an answer in flight).
     assert answer(page).get_attribute("data-state") == "streaming"
 
@@ -57,11 +71,11 @@ def resumes(page: Page) -> list[str]:
 
 
 def test_a_network_lost_mid_answer_goes_on_once_the_device_is_back_online(page: Page, gateway_url: str) -> None:
-    steer(page, SIM)
+    key = held(page)
     bodies = chat_bodies(page)
     resumed = resumes(page)
     with shaped_url(gateway_url) as (url, link):
-        mid_answer(page, url, "a long walk into a tunnel")
+        mid_answer(page, url, "a long walk into a tunnel", SOME_PAINTED)
         # The phone loses its network: the device says so, and the link is gone.
         page.context.set_offline(True)
         link.cut()
@@ -72,6 +86,7 @@ def test_a_network_lost_mid_answer_goes_on_once_the_device_is_back_online(page: 
         assert shown, "the text so far stays on screen"
         link.restore()
         page.context.set_offline(False)  # `online`: the page asks the core to reconnect
+        release(gateway_url, key)
         expect(answer(page)).to_have_attribute("data-state", "done", timeout=60_000)
     assert len(bodies) == 1, "the prompt went once"
     assert resumed and all(re.search(r"[?&]after=[1-9]\d*", u) for u in resumed)
@@ -80,27 +95,29 @@ def test_a_network_lost_mid_answer_goes_on_once_the_device_is_back_online(page: 
 
 def test_a_connection_dropped_on_a_working_network_is_resumed_by_itself(page: Page, gateway_url: str) -> None:
     # A Wi-Fi to cellular switch: the connection dies, the device never says offline.
-    steer(page, SIM)
+    key = held(page)
     bodies = chat_bodies(page)
     with shaped_url(gateway_url) as (url, link):
-        mid_answer(page, url, "switching networks")
+        mid_answer(page, url, "switching networks", SOME_PAINTED)
         link.cut()
         # Tried at once and refused (the link is still down), then again after a wait.
         expect(answer(page).locator(".note")).to_contain_text("Connection lost: reconnecting in")
         link.restore()
+        release(gateway_url, key)
         expect(answer(page)).to_have_attribute("data-state", "done", timeout=60_000)
     assert len(bodies) == 1
     assert stored_answers(page) == [uninterrupted(gateway_url, bodies[0])]
 
 
 def test_a_reload_mid_answer_takes_the_answer_up_where_it_was(page: Page, gateway_url: str) -> None:
-    steer(page, SIM)
+    key = held(page)
     bodies = chat_bodies(page)
     resumed = resumes(page)
-    mid_answer(page, gateway_url, "reload me")
+    mid_answer(page, gateway_url, "reload me", SOME_PAINTED)
     page.reload()
     # The text saved as the page went is there at once, and the rest streams in place.
     expect(answer(page)).to_have_attribute("data-resumed", "true")
+    release(gateway_url, key)
     expect(answer(page)).to_have_attribute("data-state", "done", timeout=60_000)
     assert len(bodies) == 1 and len(resumed) == 1
     assert stored_answers(page) == [uninterrupted(gateway_url, bodies[0])]
@@ -108,10 +125,10 @@ def test_a_reload_mid_answer_takes_the_answer_up_where_it_was(page: Page, gatewa
 
 
 def test_a_page_frozen_mid_answer_reconnects_when_it_wakes(page: Page, gateway_url: str) -> None:
-    steer(page, SIM)
+    key = held(page)
     bodies = chat_bodies(page)
     resumed = resumes(page)
-    mid_answer(page, gateway_url, "put the phone away")
+    mid_answer(page, gateway_url, "put the phone away", SOME_PAINTED)
     cdp = page.context.new_cdp_session(page)
     # As a phone does with a backgrounded WebView (Page Lifecycle: freeze, then resume).
     # Headless Chromium's Page.setWebLifecycleState freezes the page without firing the
@@ -120,14 +137,15 @@ def test_a_page_frozen_mid_answer_reconnects_when_it_wakes(page: Page, gateway_u
     cdp.send("Page.setWebLifecycleState", {"state": "frozen"})
     cdp.send("Page.setWebLifecycleState", {"state": "active"})
     page.evaluate("() => document.dispatchEvent(new Event('resume'))")
+    release(gateway_url, key)
     expect(answer(page)).to_have_attribute("data-state", "done", timeout=60_000)
     assert len(bodies) == 1 and len(resumed) >= 1
     assert stored_answers(page) == [uninterrupted(gateway_url, bodies[0])]
 
 
 def test_stop_cancels_the_answer_on_the_gateway(page: Page, gateway_url: str) -> None:
-    steer(page, SIM)
-    mid_answer(page, gateway_url, "never mind")
+    held(page)  # and never let go: Stop ends it
+    mid_answer(page, gateway_url, "never mind", SOME_PAINTED)
     with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/cancel")) as cancelled:
         page.get_by_role("button", name="Stop", exact=True).click()
     assert cancelled.value.status == 200 and cancelled.value.json()["status"] == "cancelled"
