@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import secrets
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
@@ -229,25 +228,6 @@ def steer(page: Page, sim: str, *, keep_changes: bool = False, **settings: objec
     key = "'firsttoken.settings.v1'"
     guard = f"if (!localStorage.getItem({key})) " if keep_changes else ""
     page.add_init_script(f"{guard}localStorage.setItem({key}, {json.dumps(value)})")
-
-
-#: A held stall's bound (gateway/simulator.py `Holds`): longer than a test may run, so
-#: that a held answer goes on only when the test releases it.
-HOLD_MS = 600_000
-
-
-def hold_at(stall_after: int) -> tuple[str, int]:
-    """The built-in model's settings (for `steer`) that hold an answer after
-    `stall_after` chunks until the test calls `release(gateway_url, key)`, whether
-    before or during the stall (each release lets one held stall go); and the key."""
-    key = secrets.randbelow(10**9) + 1
-    return f"stall_ms={HOLD_MS},stall_after={stall_after},hold={key}", key
-
-
-def release(gateway_url: str, key: int) -> None:
-    """Let the answer held on `key` go on (`hold_at`)."""
-    r = httpx.post(f"{gateway_url}/sim/release/{key}", timeout=30)
-    assert r.status_code == 204, r.text
 
 
 def scroll_at_rest(page: Page) -> float:

@@ -1,11 +1,13 @@
 """Real servers and the browser for tests and benchmarks: gateway processes started and
 awaited on their readiness line (the URL they print), never on a sleep; any ASGI app
-served in a thread on a loopback socket; and how to start Debian's Chromium here."""
+served in a thread on a loopback socket; how to start Debian's Chromium here; and the
+built-in model's held stalls, which a test ends (`hold_at`, `release`)."""
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -14,6 +16,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,3 +212,22 @@ def redis_server(tmp: Path) -> Iterator[str]:
         if not _ping(port):
             raise RuntimeError("redis-server does not answer PING")
         yield f"redis://127.0.0.1:{port}/0"
+
+
+#: A held stall's bound (gateway/simulator.py `Holds`): longer than a test may run, so
+#: that a held answer goes on only when the test releases it.
+HOLD_MS = 600_000
+
+
+def hold_at(stall_after: int) -> tuple[str, int]:
+    """The built-in model's settings (for `steer`) that hold an answer after
+    `stall_after` chunks until the test calls `release(gateway_url, key)`, whether
+    before or during the stall (each release lets one held stall go); and the key."""
+    key = secrets.randbelow(10**9) + 1
+    return f"stall_ms={HOLD_MS},stall_after={stall_after},hold={key}", key
+
+
+def release(gateway_url: str, key: int) -> None:
+    """Let the answer held on `key` go on (`hold_at`)."""
+    r = httpx.post(f"{gateway_url}/sim/release/{key}", timeout=30)
+    assert r.status_code == 204, r.text

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from harness.chromium import (ANSWER, CONTENT, PIECE, PIXEL_7, Console, hold_at, release, scroll_at_rest, send, steer,
-                              wait_ready, watched_page)
+from harness.chromium import ANSWER, CONTENT, PIECE, PIXEL_7, Console, scroll_at_rest, send, steer, wait_ready, watched_page
+from harness.servers import hold_at, release
 
 pytestmark = pytest.mark.e2e
 

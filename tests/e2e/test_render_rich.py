@@ -12,7 +12,8 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from harness.chromium import ANSWER, CONTENT, PIECE, hold_at, release, send, steer, wait_ready
+from harness.chromium import ANSWER, CONTENT, PIECE, send, steer, wait_ready
+from harness.servers import hold_at, release
 
 pytestmark = pytest.mark.e2e
 

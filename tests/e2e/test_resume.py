@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from bench.shaper import shaped_url
-from harness.chromium import ANSWER, chat_bodies, hold_at, release, send, steer, stored_answers, wait_ready
-from harness.servers import gateway
+from harness.chromium import ANSWER, chat_bodies, send, steer, stored_answers, wait_ready
+from harness.servers import gateway, hold_at, release
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(90)]
 

@@ -9,7 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from harness.chromium import ANSWER, chat_bodies, expected_answer, hold_at, stored_answers, wait_ready
+from harness.chromium import ANSWER, chat_bodies, expected_answer, stored_answers, wait_ready
+from harness.servers import hold_at
 from harness.stored import stored_messages
 from tests.e2e.native_host import as_host, host_message, post
 

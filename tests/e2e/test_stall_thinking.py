@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from harness.chromium import ANSWER, hold_at, release, send, steer, wait_ready
+from harness.chromium import ANSWER, send, steer, wait_ready
 from harness.protocol_spy import PROTOCOL_SPY
-from harness.servers import gateway
+from harness.servers import gateway, hold_at, release
 
 pytestmark = pytest.mark.e2e
 
