@@ -3,8 +3,8 @@
 //
 // On a first visit over 3G the page's own modules (js/page/, some sixty files) arrive
 // seconds after the composer is painted (docs/boot.md, "Send before the page's
-// modules"). A plain chat page takes Send as soon as it shows; this module lets this one
-// do the same. index.html loads it first, `async` and at high priority, so it is in
+// modules"). A plain chat page takes Send as soon as it shows; this script lets this one
+// do the same. index.html loads it first, deferred and at high priority, so it is in
 // before the render-blocking styles let the composer show.
 //
 // Before the page takes over (page.js marks `html[data-interactive]`):
@@ -14,8 +14,8 @@
 //   with `x-firsttoken-prepare` (gateway/prepare.py: compressed, counted and fitted on
 //   CPython, the report first in the stream);
 // - the answer's text is painted as it streams, plainly (markdown waits for the page);
-// - a prompt that cannot go early (another server, an output limit, a host that
-//   overlays its own settings, another send still going) stays in the composer and is
+// - a prompt that cannot go early (another server, an output limit, another send
+//   still going) stays in the composer and is
 //   sent by the page's own Send the moment it takes over. Nothing is lost.
 //
 // Then the page takes over: this module submits the prompt again through the page's own
@@ -28,12 +28,25 @@
 //
 // What the page does and this step does not, until it takes over: Stop, reasoning shown,
 // markdown, the compression note. The request itself is the same.
+//
+// A classic `defer` script, not an `async` module: WebKitGTK 2.50 holds `async` scripts,
+// module or classic, until the document has loaded or first painted (measured:
+// tests/webkit/test_first_send.py saw this file fetched at 0.1 s and not run 12 s later,
+// the page's modules held), which is the wait this step exists to end; a `defer` script
+// runs once the document is parsed, first of the deferred ones, without waiting for the
+// page's module graph behind it. It has no import or export, so early-send.js imports
+// it too (for Node and for load order) and reads what it offers from
+// `globalThis.firsttokenFirstSend`; evaluated twice (the page's classic copy, the
+// module's), the second does nothing.
+
+(() => {
+if (/** @type {any} */ (globalThis).firsttokenFirstSend) return;
 
 const SETTINGS_KEY = 'firsttoken.settings.v1'; // js/page/settings.js `KEY`
 const API_KEY = 'firsttoken.api_key'; // js/page/settings.js, session storage only
 const LOCALE_KEY = 'firsttoken.locale'; // js/page/i18n.js `STORAGE_KEY`
 const DEFAULT_MODEL = 'firsttoken-sim'; // js/page/settings.js `DEFAULT_MODEL`
-export const PREPARE_HEADER = 'x-firsttoken-prepare';
+const PREPARE_HEADER = 'x-firsttoken-prepare';
 /** The header every Messages request carries (js/link/protocol.js `ANTHROPIC_VERSION`). */
 const ANTHROPIC_VERSION = '2023-06-01';
 /** A Messages request must name an output limit: the core's default when none is set
@@ -42,7 +55,7 @@ const MESSAGES_MAX_TOKENS = 4096;
 /** The most text kept for the page to read again (the core's SSE bound per event is
  * 4 MiB: py/firsttoken/stream/sse.py). Past it the request is stopped, with a typed
  * error, rather than held without end. */
-export const MAX_BUFFERED_CHARS = 4 << 20;
+const MAX_BUFFERED_CHARS = 4 << 20;
 const PATHS = { chat_completions: '/chat/completions', responses: '/responses', anthropic_messages: '/messages' };
 
 // The one fault this step words itself before the page is in (the page words the rest:
@@ -53,7 +66,7 @@ const now = () => performance.timeOrigin + performance.now();
 
 /** One prompt in flight: its response, the text of its stream kept (bounded) until the
  * page's reader listens, and how it ended. */
-export class Flight {
+class Flight {
   /** `api`: the dialect; `text`: the prompt as sent (the page claims by it). */
   constructor(api, text, baseUrl) {
     this.api = api;
@@ -121,7 +134,7 @@ export class Flight {
 /** The request body of `messages` (Chat Completions messages, system first) in `api`.
  * The gateway prepares it and writes its prompt again through the core's own builder
  * (gateway/prepare.py), so only the shape each API takes is written here. */
-export function requestBody(api, model, messages) {
+function requestBody(api, model, messages) {
   if (api === 'chat_completions') return { model, messages, stream: true, stream_options: { include_usage: true } };
   const system = messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => textOf(m.content));
   const turns = messages.filter((m) => m.role !== 'system' && m.role !== 'developer');
@@ -159,7 +172,7 @@ function partsFor(message, api) {
 }
 
 /** Post `messages` as `api` with the request `settings` (the protocol's): a Flight. */
-export function post(api, text, messages, settings) {
+function post(api, text, messages, settings) {
   const base = settings.base_url.replace(/\/+$/, '');
   const flight = new Flight(api, text, settings.base_url);
   const body = JSON.stringify(requestBody(api, settings.model, messages));
@@ -222,7 +235,7 @@ let first = null;
 
 /** The page's EarlySend asks for the request it would make: the prompt sent here, if it
  * is the same prompt to the same place in the same API (claimed once). */
-export function claim(text, api, baseUrl) {
+function claim(text, api, baseUrl) {
   const f = first;
   if (!f || f.claimed || f.text !== text || f.api !== api || f.baseUrl !== baseUrl) return null;
   f.claimed = true;
@@ -249,8 +262,10 @@ function sessionKey() {
 }
 
 /** What a new chat's request would carry, as the page's `Settings.forRequest` gives it,
- * or null when it waits for the page: another server, an output limit (the core's to
- * map and retry), or a host that may overlay its own settings (bridge/page/hosts.js). */
+ * or null when it waits for the page: another server, or an output limit (the core's to
+ * map and retry). A host's settings (bridge/page/hosts.js) come through the page's host
+ * adapter, which is not loaded yet: the page itself, sending at this moment, would use
+ * its own settings too, and it claims this request before a host can say anything. */
 function earlySettings() {
   const s = stored();
   const model = (typeof s.model === 'string' && s.model.trim()) || DEFAULT_MODEL;
@@ -264,8 +279,6 @@ function earlySettings() {
   }
   if (new URL(baseUrl).origin !== location.origin) return null;
   if (Number.isSafeInteger(s.max_tokens) && s.max_tokens > 0) return null;
-  const w = /** @type {any} */ (window);
-  if (w.webkit?.messageHandlers || w.ReactNativeWebView || w.FirsttokenAndroid || window.parent !== window) return null;
   const settings = { base_url: baseUrl, model, compress: typeof s.compress === 'string' ? s.compress : 'balanced' };
   const key = sessionKey();
   if (key) settings.api_key = key;
@@ -429,4 +442,7 @@ function start() {
   root.dataset.sendReady = String(Math.round(performance.now()));
 }
 
+/** What the page's early path (js/page/early-send.js) takes from this step. */
+/** @type {any} */ (globalThis).firsttokenFirstSend = Object.freeze({ PREPARE_HEADER, MAX_BUFFERED_CHARS, Flight, requestBody, post, claim });
 if (typeof document !== 'undefined') start();
+})();

@@ -28,10 +28,12 @@
 // reasoning summaries asked of Responses and Messages. An error is shown at once, with Retry.
 
 import { createParser } from '../../vendor/eventsource-parser/index.js';
-import { claim, post } from '../boot/first-send.js';
+import '../boot/first-send.js';
 import { apiFor } from './settings.js';
 
-export { PREPARE_HEADER } from '../boot/first-send.js';
+// The page's first step: a classic script (it says why), which offers its sender here.
+const { claim, post, PREPARE_HEADER: header } = /** @type {any} */ (globalThis).firsttokenFirstSend;
+export const PREPARE_HEADER = header;
 const PREPARED_EVENT = 'firsttoken.prepared';
 // The core's SSE decoder takes at most 4 MiB per event (py/firsttoken/stream/sse.py):
 // the same bound here, past which the parser stops rather than grows.
