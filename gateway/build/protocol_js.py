@@ -108,8 +108,12 @@ def render() -> str:
         "  for (const inner of Object.values(value)) if (typeof inner === 'object') deepFreeze(inner);\n"
         "  return Object.freeze(value);\n"
         "};\n",
-        _constant("PROTOCOL_VERSION", "The version every message carries as `v`; other versions are refused.",
+        _constant("PROTOCOL_VERSION", "The version every message the page and the core send carries as `v`.",
                   protocol.PROTOCOL_VERSION),
+        _constant("ACCEPTED_VERSIONS", "The versions a receiver takes: this one and the one before it.",
+                  list(protocol.ACCEPTED_VERSIONS)),
+        _constant("RENAMED_EVENTS", "Events renamed in this version, with their name in the version before"
+                  " (sent so to a host that speaks it).", protocol.RENAMED_EVENTS),
         _constant("MAX_MESSAGE_BYTES", "A message longer than this in UTF-8 bytes is refused, whatever its type.",
                   protocol.MAX_MESSAGE_BYTES),
         _constant("REQUESTS", "Requests the core accepts (page → core), by type: whether `id` is required, and each field.",

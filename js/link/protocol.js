@@ -15,8 +15,19 @@ const deepFreeze = (value) => {
   return Object.freeze(value);
 };
 
-/** The version every message carries as `v`; other versions are refused. */
-export const PROTOCOL_VERSION = 1;
+/** The version every message the page and the core send carries as `v`. */
+export const PROTOCOL_VERSION = 2;
+
+/** The versions a receiver takes: this one and the one before it. */
+export const ACCEPTED_VERSIONS = deepFreeze([
+  1,
+  2,
+]);
+
+/** Events renamed in this version, with their name in the version before (sent so to a host that speaks it). */
+export const RENAMED_EVENTS = deepFreeze({
+  "chat.stall.cleared": "chat.resume",
+});
 
 /** A message longer than this in UTF-8 bytes is refused, whatever its type. */
 export const MAX_MESSAGE_BYTES = 8388608;
@@ -46,7 +57,7 @@ export const EVENTS = deepFreeze({
   "chat.retry": {"fields": {"attempt": "required", "status": "required", "wait_s": "required", "error": "required", "quota": "required"}},
   "chat.delta": {"fields": {"seq": "required", "text": "required", "t": "required", "reasoning": "optional", "stamps": "optional", "event": "optional"}},
   "chat.stall": {"fields": {"since": "required", "waiting_s": "required", "timeout_s": "required", "connected": "optional"}},
-  "chat.resume": {"fields": {"stalled_s": "required"}},
+  "chat.stall.cleared": {"fields": {"stalled_s": "required"}},
   "chat.stream": {"fields": {"stream": "required", "status_url": "required", "client": "optional"}},
   "chat.reconnecting": {"fields": {"after": "required", "attempt": "required", "wait_s": "required", "reason": "required"}},
   "chat.done": {"fields": {"finish_reason": "required", "usage": "required", "timings": "required", "quota": "required", "attempts": "required", "prompt": "required", "request_bytes": "required", "replay": "optional"}},

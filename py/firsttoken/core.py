@@ -1,7 +1,8 @@
 """The core: protocol messages in, protocol events out. Dispatch, and nothing else.
 
 `Core.handle` takes one raw message (JSON text), validates it (`firsttoken.protocol`)
-and hands it to what does the work; events go out through `post`. It knows nothing of
+and hands it to what does the work; events go out through `post`, given once: an
+adapter whose channel changes (the page hands over a port) switches it behind `post`. It knows nothing of
 workers or WebViews: `firsttoken.browser` wires it to PyScript's worker channel, tests
 wire it to a list and a socket transport. Each `chat.send` runs until its answer is
 complete (`firsttoken.chat`); the adapter runs each `handle` call as its own task so
@@ -58,7 +59,8 @@ __all__ = ["Core"]
 class Core:
     """One session of the protocol: `handle` each message the page sends; events go to
     `post`. `transport` sends HTTP requests; `clock` (ms since the epoch) and `sleep`
-    are injected, so tests run on fake time. `governor` makes one rate-limit governor
+    (seconds, as `asyncio.sleep`) are injected, so tests run on fake time. `stamps`:
+    the benchmark seam (`Session.stamps`). `governor` makes one rate-limit governor
     per API; `prepare_encoder` loads a tokenizer before counting (the page's, lazily);
     `cache` keeps prepared system messages; `page_origin` is where the page came from.
     """
@@ -75,9 +77,10 @@ class Core:
         prepare_encoder: Callable[[str], Awaitable[Any]] | None = None,
         cache: Cache | None = None,
         page_origin: str | None = None,
+        stamps: Callable[[bytes], list[float]] | None = None,
     ) -> None:
-        #: Where events go, as JSON text (the adapter may rebind it: a page's channel).
-        self.post = post
+        #: Where events go, as JSON text.
+        self._post = post
         self.transport = transport
         #: Milliseconds since the epoch (comparable with the page's clock).
         self.clock = clock
@@ -99,10 +102,12 @@ class Core:
         self._governors: dict[str, Governor] = {}
         self._active: dict[str, ChatRequest] = {}
         #: What each chat request is given of this core (firsttoken.session).
+        # The session's one clock unit is the millisecond (firsttoken.session): the
+        # seconds of `sleep` are converted here, at the edge.
         self.session = Session(
-            transport=transport, clock=clock, sleep=sleep, post_event=self.post_event, pacer=self.pacer,
-            refs=self.refs, cache=cache, calibration=self.calibration, notices=self.notices,
-            governor=self.governor, prepare=self.preparer.prepare,
+            transport=transport, clock=clock, sleep=lambda ms: sleep(ms / 1000.0), post_event=self.post_event,
+            pacer=self.pacer, refs=self.refs, cache=cache, calibration=self.calibration, notices=self.notices,
+            governor=self.governor, prepare=self.preparer.prepare, stamps=stamps,
         )
 
     async def handle(self, raw: str | dict[str, Any]) -> None:
@@ -144,7 +149,7 @@ class Core:
 
     def post_event(self, event: Event) -> None:
         """Send one event to the page."""
-        self.post(encode(event))
+        self._post(encode(event))
 
     def governor(self, base_url: str) -> Governor:
         """The rate-limit governor of one API: limits are per server (and per key, which

@@ -1,4 +1,4 @@
-"""The firsttoken message protocol, version 1: one definition per message type.
+"""The firsttoken message protocol, version 2: one definition per message type.
 
 One protocol everywhere: main thread ↔ worker, page ↔ iOS/Android host, page ↔
 embedding window (bridge/PROTOCOL.md). A message is one JSON object with a `type`;
@@ -16,6 +16,13 @@ Each message type is one frozen dataclass here, registered under its wire name:
 
 `tests/unit/test_protocol.py` checks these definitions against PROTOCOL.md's tables, both
 ways. Pure: no I/O.
+
+**Versions.** Version 2 renamed one event (`RENAMED_EVENTS`: `chat.resume`, which meant
+"text came again after a stall" beside resumable streams, is `chat.stall.cleared`).
+The previous version stays accepted for one version (`ACCEPTED_VERSIONS`): the core
+takes requests of either, and the page speaks to each host in the version the host's
+own messages carry, with version 1's names (bridge/page/hosts.js; bridge/PROTOCOL.md,
+"Versions").
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from .settings import ChatSettings
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "ACCEPTED_VERSIONS",
+    "RENAMED_EVENTS",
     "MAX_MESSAGE_BYTES",
     "REQUESTS",
     "EVENTS",
@@ -58,7 +67,7 @@ __all__ = [
     "ChatRetry",
     "ChatDelta",
     "ChatStall",
-    "ChatResume",
+    "ChatStallCleared",
     "ChatStreamed",
     "ChatReconnecting",
     "ChatDone",
@@ -68,7 +77,12 @@ __all__ = [
     "encode",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+#: Versions a receiver takes: this one and the one before it, for one version.
+ACCEPTED_VERSIONS = (1, 2)
+#: Events renamed in this version, with their name in the version before: a peer that
+#: speaks that version is sent the old name (bridge/PROTOCOL.md, "Versions").
+RENAMED_EVENTS = {"chat.stall.cleared": "chat.resume"}
 
 #: A message larger than this, in bytes of UTF-8, is refused, whatever its type (a long
 #: conversation with a long system prompt fits easily; a runaway host does not get to
@@ -318,8 +332,10 @@ def parse_request(raw: str | JSON) -> Request:
     if not isinstance(kind, str):
         raise InvalidMessage("message has no string 'type'")
     version = msg.get("v", PROTOCOL_VERSION)
-    if version != PROTOCOL_VERSION:
-        raise InvalidMessage(f"unsupported protocol version {version!r}; this core speaks {PROTOCOL_VERSION}")
+    # `True == 1` in Python: a boolean is no version.
+    if isinstance(version, bool) or version not in ACCEPTED_VERSIONS:
+        raise InvalidMessage(f"unsupported protocol version {version!r}; this core speaks {PROTOCOL_VERSION}"
+                             f" (and {ACCEPTED_VERSIONS[0]})")
     cls = REQUESTS.get(kind)
     if cls is None:
         raise InvalidMessage(f"unknown message type {kind[:60]!r}")
@@ -467,9 +483,10 @@ class ChatStall(Event):
     connected: bool = False
 
 
-@_message("chat.resume")
-class ChatResume(Event):
-    """Text arrives again after a `chat.stall`, which lasted `stalled_s` seconds."""
+@_message("chat.stall.cleared")
+class ChatStallCleared(Event):
+    """Text arrives again after a `chat.stall`, which lasted `stalled_s` seconds. (In
+    version 1, `chat.resume`: `RENAMED_EVENTS`.)"""
 
     stalled_s: float
 

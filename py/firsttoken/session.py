@@ -5,6 +5,15 @@
 clock, its delta pacing, what each gateway holds, the cache, the calibration, the
 governors, the notices) and its preparation. They are handed over as one `Session`, so
 that a request never reaches into the core, and `chat` does not import `core`.
+
+**One clock unit: milliseconds, as a float.** `clock` and `sleep` both speak it. Every
+moment the core reports goes out in ms (`chat.delta` `t`, `chat.stall` `since`, the
+timings), comparable with the page's clock (`performance.timeOrigin + now()`, epoch
+ms with a fraction); and whole-ms moments add and subtract exactly in a float, where
+seconds do not (0.3 s is 0.29999… of a second, and a threshold compared in seconds
+can miss by one tick). Seconds remain only at the edges that speak them, converted
+there: the settings and the wire's `*_s` fields, HTTP's rate-limit headers (the
+governor's `now`), and the `asyncio.sleep` the core is given (`firsttoken.core`).
 """
 
 from __future__ import annotations
@@ -35,8 +44,9 @@ class Session:
     """The collaborators a `ChatRequest` uses, shared by every request of one core."""
 
     transport: Transport
-    #: Milliseconds since the epoch.
+    #: Now, in milliseconds since the epoch.
     clock: Callable[[], float]
+    #: Wait this many milliseconds (on the same clock).
     sleep: Callable[[float], Awaitable[Any]]
     post_event: Callable[[Event], None]
     pacer: DeltaPacer
@@ -50,3 +60,8 @@ class Session:
     #: `(base_url, model)` pairs whose server refused the reasoning parameters with a
     #: 400 (`firsttoken.chat`): asked without them for the core's life.
     reasoning_refused: set[tuple[str, str]] = field(default_factory=set)
+    #: The benchmark seam: the server's send stamps in one network chunk (epoch ms),
+    #: passed on with its text (`chat.delta` `stamps`), or None: no chunk is scanned.
+    #: Only a benchmark sets it (`Core(stamps=...)`; `firsttoken.stream.client.sent_stamps`
+    #: reads the built-in model's `stamp=1`).
+    stamps: Callable[[bytes], list[float]] | None = None

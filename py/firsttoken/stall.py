@@ -22,10 +22,16 @@ each cycle, which is the bug this module replaced. A mid-answer silence with no 
 since the last text reads not connected until a keep-alive says otherwise.
 
 The core measures this, not the page: only the core sees every byte. `StallWatch` is
-pure: it is told when bytes (`byte`) and text (`progress`) arrive and asked, at moments
-its driver chooses (`firsttoken.chat`, on the core's injected clock), what to say
-(`check`) and when to ask next (`next_check_s`). Nothing here sleeps, so tests drive it
-on any clock.
+pure: it is told when bytes (`byte`) and text (`progress`) arrive and asked what to say
+(`check`). It is also the deadline policy of its driver's reads: `next_check_ms` is how
+long the next read may take before `check` has something new to say
+(`firsttoken.attempt` awaits each read of the answer's events that long, on the core's
+injected clock). Nothing here sleeps, so tests drive it on any clock.
+
+Every moment and length is in milliseconds, the unit of the core's session clock
+(`firsttoken.session` says why); the thresholds come in as the settings' seconds and are
+converted once, here at construction. `Stalled.waiting_s` stays in whole seconds: it is
+what the page shows (`chat.stall`).
 """
 
 from __future__ import annotations
@@ -48,9 +54,9 @@ class Stalled:
 
 @dataclass(frozen=True, slots=True)
 class TimedOut:
-    """No byte at all for the whole limit: the attempt must end."""
+    """No byte at all for `waited_ms`, the whole limit or more: the attempt must end."""
 
-    waited_s: float
+    waited_ms: float
 
 
 class StallWatch:
@@ -60,8 +66,9 @@ class StallWatch:
     the first byte counts as well)."""
 
     def __init__(self, notice_s: float, timeout_s: float, start_ms: float) -> None:
-        self.notice_s = notice_s
-        self.timeout_s = timeout_s
+        # The settings speak seconds; the watch's clock is the session's (ms).
+        self.notice_ms = notice_s * 1000.0
+        self.timeout_ms = timeout_s * 1000.0
         #: The last byte (the connection's life) and the last text (the model's).
         self.last_byte_ms = start_ms
         self.last_progress_ms = start_ms
@@ -84,35 +91,35 @@ class StallWatch:
 
     def progress(self, now_ms: float) -> float | None:
         """Text arrived: the model speaks. Returns how long the stall that this ends
-        lasted (seconds), if one was shown, so that its note can go."""
-        stalled_s = (now_ms - self.last_progress_ms) / 1000.0 if self.stalled else None
+        lasted (ms), if one was shown, so that its note can go."""
+        stalled_ms = now_ms - self.last_progress_ms if self.stalled else None
         self.last_byte_ms = self.last_progress_ms = now_ms
         self.connected = False
         self.shown_s = 0
-        return stalled_s
+        return stalled_ms
 
     def check(self, now_ms: float) -> Stalled | TimedOut | None:
         """What to say now: `TimedOut` past the limit without a byte; `Stalled` past the
         notice threshold without text, when the whole seconds waited changed since
         last said; else None."""
-        deaf = (now_ms - self.last_byte_ms) / 1000.0
-        if deaf >= self.timeout_s:
+        deaf = now_ms - self.last_byte_ms
+        if deaf >= self.timeout_ms:
             self.timed_out = True
             return TimedOut(deaf)
-        waited = (now_ms - self.last_progress_ms) / 1000.0
-        if waited < self.notice_s:
+        waited = now_ms - self.last_progress_ms
+        if waited < self.notice_ms:
             return None
-        whole = max(1, int(waited))  # a threshold under a second still says "1 s"
+        whole = max(1, int(waited // 1000))  # a threshold under a second still says "1 s"
         if whole <= self.shown_s:
             return None
         self.shown_s = whole
         return Stalled(self.last_progress_ms, whole, self.connected)
 
-    def next_check_s(self, now_ms: float) -> float:
-        """Seconds until `check` may have something new to say (never less than a
-        millisecond, so a driver cannot spin)."""
-        waited = (now_ms - self.last_progress_ms) / 1000.0
+    def next_check_ms(self, now_ms: float) -> float:
+        """Milliseconds until `check` may have something new to say: the deadline of
+        the driver's next read (never under a millisecond, so a driver cannot spin)."""
+        waited = now_ms - self.last_progress_ms
         # the threshold, then the next whole second of waiting
-        notice = self.notice_s - waited if waited < self.notice_s else math.floor(waited) + 1.0 - waited
-        timeout = self.timeout_s - (now_ms - self.last_byte_ms) / 1000.0
-        return max(min(notice, timeout), 0.001)
+        notice = self.notice_ms - waited if waited < self.notice_ms else (math.floor(waited / 1000) + 1) * 1000 - waited
+        timeout = self.timeout_ms - (now_ms - self.last_byte_ms)
+        return max(min(notice, timeout), 1.0)

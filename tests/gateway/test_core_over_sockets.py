@@ -28,7 +28,7 @@ def test_hello_then_a_streamed_answer(gateway_url: str) -> None:
         await core.handle(send("a", gateway_url, "ttft_ms=0,tps=2000,tokens=40"))
 
     events = run_core(gateway_url, script)
-    assert events[0]["type"] == "ready" and events[0]["protocol"] == 1
+    assert events[0]["type"] == "ready" and events[0]["protocol"] == 2
     deltas = [e for e in events if e["type"] == "chat.delta"]
     done = events[-1]
     assert done["type"] == "chat.done" and done["finish_reason"] == "stop"
@@ -86,7 +86,7 @@ def test_http_status_error_carries_status_and_retry_after(gateway_url: str) -> N
 
 
 @pytest.mark.parametrize("raw", [
-    "not json", "[]", '{"type": 5}', '{"type": "warp"}', '{"v": 2, "type": "hello"}',
+    "not json", "[]", '{"type": 5}', '{"type": "warp"}', '{"v": 3, "type": "hello"}',
     '{"type": "chat.send", "id": "x"}', '{"type": "chat.send", "id": "x", "messages": [], "settings": {}}',
     '{"type": "chat.send", "messages": [{"role": "user", "content": "x"}], "settings": {}}',
 ])

@@ -196,7 +196,7 @@ def test_live_count_reports_tokens_and_budget() -> None:
                                         "settings": {"model": "gpt-4o"}})))
     from firsttoken import tokens
     n = tokens.count_chat(messages, "gpt-4o")
-    assert events == [{"v": 1, "type": "tokens.counted", "id": "c1", "tokens": n, "uncompressed": n, "calibrated": n,
+    assert events == [{"v": 2, "type": "tokens.counted", "id": "c1", "tokens": n, "uncompressed": n, "calibrated": n,
                        "budget": 128_000 - 4096, "exact": True, "dropped": []}]
 
 

@@ -28,7 +28,7 @@ def test_the_size_a_model_keeps(model: str, width: int, height: int, detail: str
     fields = {"model": model, "width": width, "height": height} | ({"detail": detail} if detail else {})
     [event] = ask(**fields)
     kept = image_tokens(model, width, height, detail)
-    assert event == {"v": 1, "type": "image.sized", "id": "s", "width": kept.width, "height": kept.height,
+    assert event == {"v": 2, "type": "image.sized", "id": "s", "width": kept.width, "height": kept.height,
                      "tokens": kept.tokens, "exact": kept.exact}
     assert (event["width"], event["height"]) == image_target_size(model, width, height, detail)
 

@@ -228,7 +228,7 @@ CHAT = {"type": "chat.send", "id": "a", "messages": [{"role": "user", "content":
         ("{", "not valid JSON"),
         ("[]", "JSON object"),
         ({"v": 1}, "no string 'type'"),
-        ({**CHAT, "v": 2}, "unsupported protocol version"),
+        ({**CHAT, "v": 3}, "unsupported protocol version"),
         ({"type": "chat.sing", "id": "a"}, "unknown message type"),
         ({**CHAT, "id": 5}, "'id' must be a string"),
         ({**CHAT, "id": ""}, "needs an 'id'"),
@@ -266,7 +266,7 @@ def test_requests_parse_into_their_types() -> None:
 
 def test_events_encode_their_fields_and_leave_out_empty_optional_ones() -> None:
     plain = json.loads(encode(ChatDelta(id="a", seq=1, text="hi", t=5.0)))
-    assert plain == {"v": 1, "type": "chat.delta", "id": "a", "seq": 1, "text": "hi", "t": 5.0}
+    assert plain == {"v": 2, "type": "chat.delta", "id": "a", "seq": 1, "text": "hi", "t": 5.0}
     full = json.loads(encode(ChatDelta(id="a", seq=2, text="", t=5.0, reasoning="hm", stamps=[1.0])))
     assert full["reasoning"] == "hm" and full["stamps"] == [1.0] and full["text"] == ""
     prepared = ChatPrepared(

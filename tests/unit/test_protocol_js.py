@@ -38,7 +38,8 @@ def test_the_committed_module_is_what_the_generator_writes() -> None:
 def test_check_fails_on_a_stale_or_missing_file_and_writing_mends_it(tmp_path: Path) -> None:
     out = tmp_path / "protocol.js"
     assert protocol_js.main(["--check", "--out", str(out)]) == 1
-    out.write_text(protocol_js.render().replace("PROTOCOL_VERSION = 1", "PROTOCOL_VERSION = 2"), encoding="utf-8")
+    out.write_text(protocol_js.render().replace(f"PROTOCOL_VERSION = {PROTOCOL_VERSION}", "PROTOCOL_VERSION = 0"),
+                   encoding="utf-8")
     assert protocol_js.main(["--check", "--out", str(out)]) == 1
     assert protocol_js.main(["--out", str(out)]) == 0
     assert protocol_js.main(["--check", "--out", str(out)]) == 0

@@ -171,7 +171,7 @@ def test_a_stream_the_gateway_no_longer_has_ends_as_gone_with_the_whole_partial(
 
 def test_an_unreachable_gateway_is_tried_with_a_backoff_then_given_up() -> None:
     t = FakeTime()
-    from firsttoken.chat import RESUME_BACKOFF_S
+    from firsttoken.reconnect import RESUME_BACKOFF_S
 
     failures = [TransportError("refused")] * len(RESUME_BACKOFF_S)
     transport = Script(Broken(STREAM, event(1, "One"), TransportError("reset")), *failures)
@@ -183,8 +183,26 @@ def test_an_unreachable_gateway_is_tried_with_a_backoff_then_given_up() -> None:
     assert sum(1 for r in transport.sent if r.method == "POST") == 1
 
 
+class StandingTime(FakeTime):
+    """Fake time that stands still through a wait as long as the offline retry's: only
+    something else (the page's nudge) can end that wait. (A guard of 5 real seconds
+    lets a wait nothing ends fail the test instead of hanging it.)"""
+
+    async def sleep(self, seconds: float) -> None:
+        from firsttoken.reconnect import OFFLINE_RETRY_S
+
+        if seconds < OFFLINE_RETRY_S:
+            return await super().sleep(seconds)
+        if self.on_sleep:
+            self.on_sleep()
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().create_future(), 5)
+        except asyncio.TimeoutError:
+            await super().sleep(seconds)
+
+
 def test_offline_waits_for_the_page_s_reconnect() -> None:
-    t = FakeTime()
+    t = StandingTime()
     transport = Script(Broken(STREAM, event(1, "One"), Offline("offline")),
                        Canned(200, STREAM, WHOLE))
     nudged = []

@@ -11,7 +11,7 @@ from typing import AsyncIterator, Awaitable
 
 import pytest
 
-from firsttoken.chat import ABORT_GRACE_S
+from firsttoken.attempt import ABORT_GRACE_MS
 from firsttoken.core import Core
 from firsttoken.errors import Aborted
 from firsttoken.stall import Stalled, StallWatch, TimedOut
@@ -39,7 +39,7 @@ def test_text_ends_the_stall_and_restarts_the_count() -> None:
     assert watch.progress(START + 5_000) is None  # no stall was shown: nothing to end
     watch.check(START + 17_000)
     assert watch.stalled
-    assert watch.progress(START + 18_500) == pytest.approx(13.5)
+    assert watch.progress(START + 18_500) == 13_500  # ms, the watch's unit
     assert not watch.stalled
     assert watch.check(START + 27_000) is None
     assert watch.check(START + 28_500) == Stalled(START + 18_500, 10)
@@ -55,7 +55,7 @@ def test_bytes_without_text_prove_the_connection_not_the_model() -> None:
         watch.byte(START + ping_s * 1000)
         assert watch.check(START + ping_s * 1000 + 500) == Stalled(START, ping_s, connected=True)
     assert not watch.timed_out
-    assert watch.progress(START + 601_000) == pytest.approx(601.0)  # the model speaks
+    assert watch.progress(START + 601_000) == 601_000  # the model speaks
     assert not watch.stalled and watch.check(START + 610_000) is None
 
 
@@ -68,7 +68,7 @@ def test_a_silence_with_no_byte_is_not_connected_until_one_comes_and_times_out_w
     assert watch.check(START + 15_000) == Stalled(START, 15, connected=True)
     # ... and it is still the last byte 60 s later: the connection is dead.
     assert watch.check(START + 74_999) == Stalled(START, 74, connected=True)
-    assert watch.check(START + 75_000) == TimedOut(60.0)
+    assert watch.check(START + 75_000) == TimedOut(60000.0)
     assert watch.timed_out
 
 
@@ -77,7 +77,7 @@ def test_asked_when_told_a_kept_alive_silence_says_each_second_once_and_never_ti
     watch = StallWatch(10, 60, START)
     now, said, next_ping = START, [], START + ping_s * 1000
     while now < START + 900_000:
-        now += watch.next_check_s(now) * 1000
+        now += watch.next_check_ms(now)
         while next_ping <= now:  # the pings due by now, at their moments
             watch.byte(next_ping)
             next_ping += ping_s * 1000
@@ -92,9 +92,9 @@ def test_asked_when_told_a_kept_alive_silence_says_each_second_once_and_never_ti
 def test_the_limit_ends_it_whatever_was_shown() -> None:
     watch = StallWatch(10, 30, START)
     assert watch.check(START + 29_999) == Stalled(START, 29)
-    assert watch.check(START + 30_000) == TimedOut(30.0)
+    assert watch.check(START + 30_000) == TimedOut(30000.0)
     # A limit under the threshold times out without a note first.
-    assert StallWatch(10, 5, START).check(START + 5_000) == TimedOut(5.0)
+    assert StallWatch(10, 5, START).check(START + 5_000) == TimedOut(5000.0)
 
 
 def test_a_threshold_under_a_second_still_says_a_whole_second() -> None:
@@ -110,9 +110,9 @@ def test_asking_when_told_never_misses_a_second_nor_spins(notice: float, timeout
     watch = StallWatch(notice, timeout, START)
     now, said = START, []
     for _ in range(10_000):
-        step = watch.next_check_s(now)
-        assert step >= 0.001
-        now += step * 1000
+        step = watch.next_check_ms(now)
+        assert step >= 1
+        now += step
         out = watch.check(now)
         if isinstance(out, TimedOut):
             break
@@ -212,9 +212,13 @@ class ScriptedTransport:
 
 def chat(t: VirtualTime, transport: ScriptedTransport, on_event=None, **settings: float) -> list[dict]:
     events: list[dict] = []
-    core = Core(post=lambda text: events.append(json.loads(text)), transport=transport, clock=t.clock, sleep=t.sleep)
-    if on_event is not None:
-        core.post = lambda text: (events.append(json.loads(text)), on_event(core, events[-1]))
+
+    def post(text: str) -> None:
+        events.append(json.loads(text))
+        if on_event is not None:
+            on_event(core, events[-1])
+
+    core = Core(post=post, transport=transport, clock=t.clock, sleep=t.sleep)
     msg = {"type": "chat.send", "id": "a", "messages": [{"role": "user", "content": "hello"}],
            "settings": {"base_url": "http://api.test/v1", "model": "gpt-4o", **settings}}
     asyncio.run(t.run(core.handle(json.dumps(msg))))
@@ -234,11 +238,11 @@ def test_a_stall_mid_stream_is_said_each_second_and_ends_when_bytes_resume() -> 
     transport = ScriptedTransport(t, [(0, text("hi")), (13.5, text(" there")), (13.5, END)])
     events = chat(t, transport)
     kinds = [e["type"] for e in events]
-    assert kinds == ["chat.delta", *["chat.stall"] * 4, "chat.resume", "chat.delta", "chat.done"], kinds
+    assert kinds == ["chat.delta", *["chat.stall"] * 4, "chat.stall.cleared", "chat.delta", "chat.done"], kinds
     stalls = [e for e in events if e["type"] == "chat.stall"]
     assert [e["waiting_s"] for e in stalls] == [10, 11, 12, 13]
     assert {e["since"] for e in stalls} == {START} and stalls[0]["timeout_s"] == 60
-    assert events[kinds.index("chat.resume")]["stalled_s"] == 13.5
+    assert events[kinds.index("chat.stall.cleared")]["stalled_s"] == 13.5
 
 
 def test_silence_before_the_first_byte_counts_too_and_a_short_threshold_is_taken() -> None:
@@ -246,7 +250,7 @@ def test_silence_before_the_first_byte_counts_too_and_a_short_threshold_is_taken
     transport = ScriptedTransport(t, [(3.2, text("late")), (3.2, END)])
     events = chat(t, transport, stall_notice_s=2)
     assert [(e["type"], e.get("waiting_s")) for e in events] == [
-        ("chat.stall", 2), ("chat.stall", 3), ("chat.resume", None), ("chat.delta", None), ("chat.done", None)]
+        ("chat.stall", 2), ("chat.stall", 3), ("chat.stall.cleared", None), ("chat.delta", None), ("chat.done", None)]
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
@@ -267,7 +271,7 @@ def test_a_model_thinking_silently_behind_keep_alives_is_connected_for_minutes_n
     transport = ScriptedTransport(t, [*pings, (610, text("ok")), (610, END)])
     events = chat(t, transport)
     kinds = [e["type"] for e in events]
-    assert kinds == [*["chat.stall"] * 600, "chat.resume", "chat.delta", "chat.done"], kinds[-5:]
+    assert kinds == [*["chat.stall"] * 600, "chat.stall.cleared", "chat.delta", "chat.done"], kinds[-5:]
     stalls = events[:600]
     assert [e["waiting_s"] for e in stalls] == list(range(10, 610))
     assert all(e["connected"] is True and e["since"] == START for e in stalls)
@@ -290,8 +294,8 @@ def test_a_silence_mid_answer_turns_connected_at_the_first_keep_alive_and_reason
     assert [("connected" in e) for e in stalls] == [False] * 5 + [True] * 20
     assert {e["since"] for e in stalls} == {START + 35_000}
     kinds = [e["type"] for e in events]
-    assert kinds[kinds.index("chat.resume") + 1:] == ["chat.delta", "chat.done"]
-    assert events[kinds.index("chat.resume")]["stalled_s"] == 35
+    assert kinds[kinds.index("chat.stall.cleared") + 1:] == ["chat.delta", "chat.done"]
+    assert events[kinds.index("chat.stall.cleared")]["stalled_s"] == 35
 
 
 def test_a_connection_that_dies_after_a_keep_alive_still_times_out() -> None:
@@ -323,7 +327,7 @@ def test_a_transport_deaf_to_its_signal_is_cancelled_after_a_grace() -> None:
     events = chat(t, transport, stall_notice_s=100, stall_timeout_s=5)
     assert [e["type"] for e in events] == ["chat.error"]
     assert events[0]["error"]["code"] == "timeout" and events[0]["error"]["partial"] == ""
-    assert seconds_since_start(t) == pytest.approx(5 + ABORT_GRACE_S)
+    assert seconds_since_start(t) == pytest.approx(5 + ABORT_GRACE_MS / 1000)
 
 
 def test_stop_during_a_stall_is_a_stop_not_a_timeout() -> None:

@@ -233,6 +233,10 @@ def sent_stamps(chunk: bytes) -> list[float]:
     return [float(m) for m in _SENT_STAMP.findall(chunk)]
 
 
+def _no_stamps(chunk: bytes) -> list[float]:
+    return []
+
+
 def _text_of(
     updates: list[Update], clock: Callable[[], float], timings: Timings, stamps: list[float], event: int
 ) -> Text | None:
@@ -264,6 +268,7 @@ async def stream_chat(
     clock: Callable[[], float],
     timings: Timings | None = None,
     stream: AnswerStream | None = None,
+    stamps: Callable[[bytes], list[float]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Send `request` and yield what happens: `Response` once, then per network chunk
     `BytesSeen` and, when it carried text, `Text`; `Finished` with the assembled
@@ -272,8 +277,11 @@ async def stream_chat(
     `retry-after` is measured against it when the response has no `Date`). `stream`:
     what reads the answer, in the request's dialect (`dialects.stream_for`), or the
     answer this response continues (a resumed stream: `firsttoken.stream.resume`); by
-    default a new chat completion.
+    default a new chat completion. `stamps`: the benchmark seam (`sent_stamps`, set by
+    whoever measures): each chunk's server send stamps, carried on its `Text`; None
+    scans nothing.
     """
+    read_stamps = stamps or _no_stamps
     timings = timings if timings is not None else Timings()
     timings.send = clock()
     # The answer is assembled by `stream` alone; here only what went out is counted.
@@ -317,9 +325,9 @@ async def stream_chat(
                 # the page, so that what the server sent before failing stays on screen.
                 missing = stream.partial[delivered:]
                 if missing:
-                    yield Text(missing, "", sent_stamps(chunk), stream.last_event)
+                    yield Text(missing, "", read_stamps(chunk), stream.last_event)
                 raise
-            text = _text_of(updates, clock, timings, sent_stamps(chunk), stream.last_event)
+            text = _text_of(updates, clock, timings, read_stamps(chunk), stream.last_event)
             if text is not None:
                 delivered += len(text.text)
                 yield text
