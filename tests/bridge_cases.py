@@ -19,7 +19,7 @@ HOSTILE: dict[str, str] = {
     "a script breaking out of the host's string literal": f'"); {PWN}; ("',
     "a JSON string holding a script": json.dumps(PWN),
     "not an object": "[1, 2, 3]",
-    "the wrong version": json.dumps({"v": 2, "type": "ping", "id": "v2"}),
+    "the wrong version": json.dumps({"v": 3, "type": "ping", "id": "v3"}),
     "a __proto__ key": '{"type": "ping", "id": "proto", "__proto__": {"polluted": 1}}',
     "a nested constructor key": json.dumps(
         {"type": "settings.set", "id": "ctor", "settings": {"headers": {"constructor": {"prototype": {"polluted": 1}}}}}

@@ -9,7 +9,7 @@
 // are copied into a fresh object by name, and keys that could reach an object's
 // prototype are refused outright rather than trusted to be harmless.
 
-import { APIS, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REQUESTS as CORE_REQUESTS } from '../../js/link/protocol.js';
+import { ACCEPTED_VERSIONS, APIS, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REQUESTS as CORE_REQUESTS } from '../../js/link/protocol.js';
 
 /** Longest request id a host may use (it is echoed in every event about the request). */
 export const MAX_ID_LENGTH = 256;
@@ -75,6 +75,14 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
  * the fields the protocol defines for its type. Throws `InvalidHostMessage`.
  */
 export function parseHostMessage(data) {
+  return parseHostEnvelope(data).request;
+}
+
+/**
+ * `parseHostMessage`, and the protocol version the message was sent in (its `v`; absent:
+ * 1, as version 1 said), which the page answers that host in (PROTOCOL.md, "Versions").
+ */
+export function parseHostEnvelope(data) {
   if (typeof data !== 'string') throw new InvalidHostMessage('a message must be JSON text (a string)');
   // Length in UTF-16 units is at most the UTF-8 length; the exact count is needed only
   // near the bound.
@@ -91,7 +99,9 @@ export function parseHostMessage(data) {
   if (!isObject(msg)) throw new InvalidHostMessage('a message must be a JSON object');
   const id = typeof msg.id === 'string' && msg.id.length <= MAX_ID_LENGTH ? msg.id : null;
   const fail = (message) => { throw new InvalidHostMessage(message, id); };
-  if ('v' in msg && msg.v !== PROTOCOL_VERSION) fail(`unsupported protocol version; this page speaks ${PROTOCOL_VERSION}`);
+  if ('v' in msg && !ACCEPTED_VERSIONS.includes(msg.v)) {
+    fail(`unsupported protocol version; this page speaks ${PROTOCOL_VERSION} (and ${ACCEPTED_VERSIONS[0]})`);
+  }
   if (typeof msg.type !== 'string') fail("the message has no string 'type'");
   const spec = Object.hasOwn(REQUESTS, msg.type) ? REQUESTS[msg.type] : null;
   if (!spec) fail(`unknown message type '${msg.type.slice(0, 60)}'`);
@@ -110,7 +120,7 @@ export function parseHostMessage(data) {
   if (spec.settings === 'required' || (spec.settings === 'optional' && msg.settings !== undefined)) {
     request.settings = checkSettings(msg.settings, fail);
   }
-  return request;
+  return { request, version: 'v' in msg ? msg.v : 1 };
 }
 
 /** Longest file name a host may give an image (it is shown as the thumbnail's label). */

@@ -1,8 +1,9 @@
 // @ts-check
 // The page's bridge to whatever embeds it: a native app's web view (iOS WKWebView,
 // WebKitGTK/WPE, Android WebView, React Native) or an embedding window. Each host
-// speaks protocol v1 as JSON text (bridge/PROTOCOL.md, "Hosts"); this module relays
-// between the hosts and the page's link to the Python core.
+// speaks the protocol as JSON text (bridge/PROTOCOL.md, "Hosts"), in version 2 or 1:
+// each is answered in the version its own messages carry ("Versions"). This module
+// relays between the hosts and the page's link to the Python core.
 //
 //   host                  page → host                                   host → page
 //   WebKit                window.webkit.messageHandlers.firsttoken       window.firsttoken.post(text)
@@ -38,8 +39,8 @@
 // refused with an `error` event (`invalid_message`) when the sender is a host we
 // answer, dropped and counted when it is not one (another origin, another frame).
 
-import { InvalidHostMessage, parseHostMessage } from './host-messages.js';
-import { PROTOCOL_VERSION } from '../../js/link/protocol.js';
+import { InvalidHostMessage, parseHostEnvelope } from './host-messages.js';
+import { PROTOCOL_VERSION, RENAMED_EVENTS } from '../../js/link/protocol.js';
 
 const HOST_PREFIX = 'host:';
 const PAGE_PREFIX = 'page:';
@@ -52,6 +53,18 @@ const HANDLER_NAME = 'firsttoken';
 // the app allowed only: `postMessage(text)` reaches the app, which answers through the
 // listener's JsReplyProxy as `message` events on the same object.
 const ANDROID_LISTENER = 'firsttokenHost';
+
+// A message as JSON text in `version` (PROTOCOL.md, "Versions"): the page's own
+// version as it is; the version before gets its envelope, its `ready.protocol` and its
+// names of renamed events (renamed, not sent twice: it refuses types it does not know).
+function textFor(version, msg) {
+  if (version === PROTOCOL_VERSION) return JSON.stringify({ v: PROTOCOL_VERSION, ...msg });
+  const { v: _v, ...rest } = msg;
+  const old = { v: version, ...rest };
+  if (Object.hasOwn(RENAMED_EVENTS, msg.type)) old.type = RENAMED_EVENTS[msg.type];
+  if (msg.type === 'ready') old.protocol = version;
+  return JSON.stringify(old);
+}
 
 /** The embedder's allow-list: `?embed-origins=https://a.example,https://b.example`. */
 export function embedOriginsFrom(search) {
@@ -97,8 +110,10 @@ export function attachHosts(link, options = {}) {
   // ---- the channels to hosts ------------------------------------------------------
   // Each channel: `send(text)` (false when no host is there now) and whether it has
   // attached (it gets broadcast events: ready, boot.progress, the page's chats).
+  // `version`: the protocol version of the host's last message (1 until it says).
   const native = {
     name: 'native',
+    version: 1,
     // Looked up on every send, by property access: a host may add its handler late,
     // and WebKit's messageHandlers enumerates no keys.
     target() {
@@ -120,6 +135,7 @@ export function attachHosts(link, options = {}) {
   };
   const port = {
     name: 'port',
+    version: 1,
     port: null,
     get attached() { return this.port !== null; },
     send(text) {
@@ -130,6 +146,7 @@ export function attachHosts(link, options = {}) {
   };
   const embed = {
     name: 'embed',
+    version: 1,
     origin: null, // set by the embedding window's first accepted message, for good
     get attached() { return this.origin !== null; },
     send(text) {
@@ -142,15 +159,18 @@ export function attachHosts(link, options = {}) {
   };
   const channels = { native, port, embed };
 
-  const out = (channel, msg) => channel.send(JSON.stringify({ v: PROTOCOL_VERSION, ...msg }));
+  const out = (channel, msg) => channel.send(textFor(channel.version, msg));
   // With no host attached (a page in a browser tab), the page's own stream costs nothing
-  // here: no copy, no JSON, per delta.
+  // here: no copy, no JSON, per delta; with hosts, one JSON text per version spoken.
   const attachedChannels = () => Object.values(channels).filter((channel) => channel.attached);
   const broadcast = (msg) => {
     const to = attachedChannels();
     if (!to.length) return;
-    const text = JSON.stringify({ v: PROTOCOL_VERSION, ...msg });
-    for (const channel of to) channel.send(text);
+    const texts = new Map();
+    for (const channel of to) {
+      if (!texts.has(channel.version)) texts.set(channel.version, textFor(channel.version, msg));
+      channel.send(texts.get(channel.version));
+    }
   };
 
   // ---- host → page ---------------------------------------------------------------
@@ -158,7 +178,7 @@ export function attachHosts(link, options = {}) {
     counts.received += 1;
     let request;
     try {
-      request = parseHostMessage(data);
+      ({ request, version: channel.version } = parseHostEnvelope(data));
     } catch (error) {
       if (!(error instanceof InvalidHostMessage)) throw error;
       counts.rejected += 1;
@@ -284,10 +304,12 @@ export function attachHosts(link, options = {}) {
       // A port comes with `hello`; anything else is not for us. A new port from the same
       // embedder replaces its old one (a reloaded app page attaching again).
       let request;
-      try { request = parseHostMessage(event.data); } catch { return; }
+      let version;
+      try { ({ request, version } = parseHostEnvelope(event.data)); } catch { return; }
       if (request.type !== 'hello') return;
       port.port?.close();
       port.port = event.ports[0];
+      port.version = version;
       port.port.onmessage = (e) => receive(port, e.data);
       handle(port, request);
       return;
@@ -323,7 +345,7 @@ export function attachHosts(link, options = {}) {
       const reply = { ...msg };
       if (hostId) reply.id = hostId;
       else delete reply.id;
-      channel?.send(JSON.stringify(reply));
+      if (channel) out(channel, reply);
       return;
     }
     if (OBSERVED(msg.type) && attachedChannels().length) broadcast({ ...msg, id: id ? PAGE_PREFIX + id : undefined });

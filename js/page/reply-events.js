@@ -48,7 +48,7 @@ export function applyEvent(replies, msg) {
       if (msg.connected && r.thinking?.shown && r.thinking.phase !== 'done') removeNote(r.li, 'stall');
       else note(r.li, 'stall', stallText(msg));
       break;
-    case 'chat.resume':
+    case 'chat.stall.cleared':
       removeNote(r.li, 'stall');
       break;
     case 'chat.stream': {

@@ -293,3 +293,40 @@ def test_a_page_without_a_composer_refuses_a_hosts_image() -> None:
     out = json.loads(done.stdout)
     assert out["toCore"] == []
     assert out["toHost"] == [{"v": 1, "type": "error", "id": "c", "error": {"code": "unsupported", "message": "this page has no composer"}}]
+
+
+# ---- versions (bridge/PROTOCOL.md, "Versions") -------------------------------------------
+
+CLEARED = {"v": 2, "type": "chat.stall.cleared", "id": "r1", "stalled_s": 12.5}
+READY_V2 = {"v": 2, "type": "ready", "id": "hello", "protocol": 2, "boot": {"ready_ms": 5}}
+
+
+def test_a_host_that_says_no_version_or_1_is_spoken_to_in_version_1_with_its_names() -> None:
+    for hello in ({"type": "hello", "id": "h"}, {"v": 1, "type": "hello", "id": "h"}):
+        out = run({"steps": [{"host": hello}, {"core": READY_V2}, {"core": CLEARED},
+                             {"host": {"type": "ping", "id": "p"}}, {"core": {"v": 2, "type": "pong", "id": "host:native:p", "t": 1}}]})
+        assert out["toHost"] == [
+            {"v": 1, "type": "ready", "id": "h", "protocol": 1, "boot": {"ready_ms": 5}},
+            {"v": 1, "type": "chat.resume", "id": "page:r1", "stalled_s": 12.5},
+            {"v": 1, "type": "pong", "id": "p", "t": 1},
+        ], hello
+
+
+def test_a_host_that_says_2_gets_version_2_and_the_new_name() -> None:
+    out = run({"steps": [{"host": {"v": 2, "type": "hello", "id": "h"}}, {"core": READY_V2}, {"core": CLEARED},
+                         {"host": {"v": 2, "type": "settings.set", "id": "s", "settings": {"model": "m"}}}]})
+    assert out["toHost"] == [
+        {"v": 2, "type": "ready", "id": "h", "protocol": 2, "boot": {"ready_ms": 5}},
+        {"v": 2, "type": "chat.stall.cleared", "id": "page:r1", "stalled_s": 12.5},
+        {"v": 2, "type": "settings.applied", "id": "s", "settings": {"model": "m", "api_key": False}},
+    ]
+
+
+def test_a_host_follows_the_version_of_its_last_message_and_3_is_refused() -> None:
+    out = run({"steps": [{"host": {"v": 2, "type": "ping", "id": "a"}}, {"core": CLEARED},
+                         {"host": {"v": 1, "type": "ping", "id": "b"}}, {"core": CLEARED},
+                         {"host": {"v": 3, "type": "ping", "id": "c"}}]})
+    assert [(m["v"], m["type"]) for m in out["toHost"]] == [
+        (2, "chat.stall.cleared"), (1, "chat.resume"), (1, "error")]
+    assert out["toHost"][-1]["error"]["code"] == "invalid_message" and out["toHost"][-1]["id"] == "c"
+    assert [m["id"] for m in out["toCore"]] == ["host:native:a", "host:native:b"]
