@@ -54,6 +54,24 @@ def test_off_is_the_compressor_that_returns_its_input() -> None:
         compress.Compressor("bogus")
 
 
+def test_pieces_give_what_one_call_gives_and_stop_where_a_state_cannot_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = "## Rules\n\nAnswer in English, in short sentences, and never invent a source or a quote."
+    messages = [{"role": "system", "content": rules}, {"role": "user", "content": "Hi   there.\n\n" + rules},
+                {"role": "assistant", "content": "Hello."}, {"role": "user", "content": rules + "\n\nAnd?"}]
+    on = compress.Compressor("balanced", count=len)
+    whole = compress_messages(messages, level="balanced", count=len)
+    done = on.pieces([messages[:1], messages[1:3], messages[3:]])
+    assert [m for d in done for m in d.messages] == whole.messages
+    assert [r for d in done for r in d.reports] == list(whole.reports)
+    assert done[-1].state == whole.state and whole.messages[1]["content"] != messages[1]["content"]
+    import firsttoken.compress.repeats as repeats
+
+    monkeypatch.setattr(repeats, "MAX_STATE_KEYS", 0)  # every state is past its bound
+    assert len(on.pieces([messages[:1], messages[1:3], messages[3:]])) == 1
+    off = compress.Compressor(compress.OFF)
+    assert [d.messages for d in off.pieces([messages[:1], messages[1:]])] == [messages[:1], messages[1:]]
+
+
 # ---- whitespace ---------------------------------------------------------------------
 
 

@@ -471,6 +471,24 @@ class Compressor:
             return CompressedMessages([dict(m) for m in messages], empty, ())
         return compress_messages(messages, level=self.level, count=self.count, prior=prior)
 
+    def pieces(
+        self, pieces: Sequence[Sequence[Mapping[str, Any]]], prior: RepeatState | None = None
+    ) -> list[CompressedMessages]:
+        """Each piece compressed from the state the one before it left (the first from
+        `prior`): together exactly what compressing them in one call gives, with the
+        state after each piece (what a cache entry or the conversation memory keeps).
+        Stops after a piece whose state cannot be resumed from (`resumes`): fewer
+        results than pieces say that what follows must be compressed from the start."""
+        out: list[CompressedMessages] = []
+        state = prior
+        for piece in pieces:
+            done = self(piece, state)
+            out.append(done)
+            state = done.state
+            if not self.resumes(state):
+                break
+        return out
+
     def resumes(self, state: RepeatState | None) -> bool:
         """Whether what follows can be compressed from `state` (a state past its bound
         cannot: see `RepeatState`). Off carries no state, and always resumes."""

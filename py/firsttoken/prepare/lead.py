@@ -3,17 +3,18 @@
 A long system prompt is the same in every request, so each leading system message's
 result (compressed text, exact count, compression report and the repeats state after
 it) is kept in `firsttoken.cache` under a key chained over the messages before it.
-`prepare_leads` is the pipeline's one step for them: which messages lead, each from the
-cache, else as the conversation memory kept it, else compressed now; the new ones
-counted, given their entries and stored. The cache is looked up and written here only.
+`find_leads` is the pipeline's step for them: which messages lead, and which of them
+the cache, else the conversation memory, holds already. The cache is read there only;
+the pipeline compresses the rest with everything else, and writes the new entries
+(`pipeline.entry_for`) once the prompt is prepared.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..cache import Cache, Entry, cache_key, text_digest
+from ..cache import Cache, Entry, cache_key
 from ..compress import COMPRESSION_VERSION, Compressor, RepeatState, Report
 from ..errors import LocalProtocolError
 from .counts import TextCounts
@@ -22,14 +23,11 @@ __all__ = [
     "LEAD_ROLES",
     "Lead",
     "Leads",
-    "Unresumable",
     "leading_system_count",
     "compression_id",
     "cache_keys",
     "cached",
-    "entry_for",
-    "give_entries",
-    "prepare_leads",
+    "find_leads",
 ]
 
 #: Roles of the messages that may be kept in the cache (when they lead the conversation).
@@ -106,59 +104,22 @@ async def cached(
     return found, sources
 
 
-def entry_for(key: str, lead: Lead, tokens: int, encoding: str, level: str, created_at: float) -> Entry:
-    """The cache entry of a leading message just prepared, counted `tokens`. Its report
-    is `Report.to_dict()`, the one serialised form (empty when compression is off)."""
-    text = lead.text
-    report = lead.report.to_dict() if lead.report is not None else {}
-    state = lead.state.to_json() if lead.state is not None else None
-    return Entry(key, text, tokens, encoding, compression_id(level), report, text_digest(text), created_at, state)
-
-
-def give_entries(
-    cache: Cache, keys: Sequence[str], leads: Sequence[Lead], counts: TextCounts, encoding: str, level: str,
-    clock: Callable[[], float], *, store: bool,
-) -> None:
-    """Cache entries for `leads` (under `keys`), counted; written behind the caller's
-    back (`Cache.spawn`) when `store`."""
-    for key, lead in zip(keys, leads):
-        lead.entry = entry_for(key, lead, counts(lead.text), encoding, level, clock() / 1000.0)
-        if store:
-            cache.spawn(cache.put(lead.entry))
-
-
-class Unresumable(Exception):
-    """A repeats state grew past its bound: what follows is compressed from the start."""
-
-
 @dataclass(slots=True)
 class Leads:
-    """The leading system messages of one conversation, prepared."""
+    """The leading system messages of one conversation, and which of them are known."""
 
     #: How many messages lead.
     count: int
-    leads: list[Lead] = field(default_factory=list)
-    #: How many of them came from the cache, and from which tier (`Cache.last_source`).
+    #: The first of them, as the cache or the conversation memory holds them.
+    known: list[Lead] = field(default_factory=list)
+    #: How many of those came from the cache, and from which tier (`Cache.last_source`).
     hits: int = 0
     sources: set[str | None] = field(default_factory=set)
     #: Their cache keys (none without a cache).
     keys: list[str] = field(default_factory=list)
 
 
-def _compress_leads(messages: Sequence[Mapping[str, Any]], prior: RepeatState | None, compress: Compressor) -> list[Lead]:
-    """Leading system messages not found in the cache, one at a time (each entry holds
-    the state after its message)."""
-    leads: list[Lead] = []
-    for m in messages:
-        done = compress([m], prior)
-        prior = done.state
-        if not compress.resumes(prior):
-            raise Unresumable
-        leads.append(Lead(done.messages[0]["content"], done.reports[0] if done.reports else None, prior))
-    return leads
-
-
-async def prepare_leads(
+async def find_leads(
     messages: Sequence[Mapping[str, Any]],
     *,
     encoding: str,
@@ -166,33 +127,26 @@ async def prepare_leads(
     counts: TextCounts | None,
     cache: Cache | None,
     kept: Sequence[Lead] | None,
-    clock: Callable[[], float],
     live: bool,
 ) -> Leads:
-    """The leading system messages of `messages`, each prepared: what `cache` holds of
-    them (with a counter only: an entry holds an exact count; `live` reads its memory
-    tier only and writes nothing), else what the conversation memory `kept` (when it
-    kept exactly these), else compressed now from the state the one before left; the
-    ones not from the cache given entries, and stored. Raises `Unresumable` when a
-    state grows past its bound (nothing is stored then)."""
+    """Which messages of `messages` lead, and the first of them known: what `cache`
+    holds (with a counter only, since an entry holds an exact count; `live` reads its
+    memory tier only), then what the conversation memory `kept`, when it kept exactly
+    these. What an entry knows is remembered in `counts`, so it costs nothing to count
+    again. The cache is read here only, and written once the prompt is prepared
+    (`pipeline`)."""
     k = leading_system_count(messages)
     if counts is None:
         cache = None
     keys = cache_keys(messages[:k], encoding, compress.level) if cache is not None else []
-    leads, sources = await cached(cache, keys, encoding, compress, peek=live) if cache is not None else ([], set())
-    hits = len(leads)
-    for m, lead in zip(messages, leads):
-        # What an entry knows costs nothing to count again: the text as sent, and the
-        # text as written (its report's count before compression).
+    known, sources = await cached(cache, keys, encoding, compress, peek=live) if cache is not None else ([], set())
+    hits = len(known)
+    for m, lead in zip(messages, known):
+        # The text as sent, and the text as written (its report's count before compression).
         assert counts is not None and lead.entry is not None
         counts.remember(lead.text, lead.entry.tokens)
         if lead.report is not None and lead.report.tokens_before is not None:
             counts.remember(m["content"], lead.report.tokens_before)
     if kept is not None and len(kept) == k:
-        leads += kept[hits:]
-    else:
-        leads += _compress_leads(messages[hits:k], leads[-1].state if leads else None, compress)
-    if cache is not None:
-        assert counts is not None
-        give_entries(cache, keys[hits:], leads[hits:], counts, encoding, compress.level, clock, store=not live)
-    return Leads(k, leads, hits, sources, keys)
+        known += kept[hits:]
+    return Leads(k, known, hits, sources, keys)

@@ -3,12 +3,13 @@ preparer has decided everything it depends on (`preparer.Decided`) and recalled 
 the conversation memory holds of it (`memory.Recalled`).
 
 Each step runs once, in order, and none looks back: replay taken off
-(`firsttoken.replay`), the leading system messages from the cache or compressed and
-their new entries written (`lead.prepare_leads`), the rest compressed from the state
-they left (`firsttoken.compress.Compressor`), every text counted through one memo
-(`counts.TextCounts`) and the whole fitted (`firsttoken.tokens.fit_messages`). What the
-memory should keep is handed back (`Kept`), not stored here: see `firsttoken.prepare`
-for why any of it gives exactly what preparing from scratch gives.
+(`firsttoken.replay`); which system messages lead, and which of them the cache or the
+memory holds (`lead.find_leads`); everything else compressed in one call, piece by
+piece (`firsttoken.compress.Compressor.pieces`); every text counted through one memo
+(`counts.TextCounts`) and the whole fitted (`firsttoken.tokens.fit_messages`); then the
+cache written. What the memory should keep is handed back (`Kept`), not stored here:
+see `firsttoken.prepare` for why any of it gives exactly what preparing from scratch
+gives.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import tokens
-from ..cache import Cache, Entry
-from ..compress import Compressor, RepeatState, Report
+from ..cache import Cache, Entry, text_digest
+from ..compress import Compressor, Report
 from ..compress.report import sum_reports
 from ..replay import take_replay
 from .counts import TextCounts, texts_of
-from .lead import Lead, Leads, Unresumable, cache_keys, give_entries, leading_system_count, prepare_leads
+from .lead import Lead, Leads, compression_id, find_leads
 from .memory import Kept, Point, Recalled
 
 __all__ = ["Decided", "Prepared", "run"]
@@ -91,32 +92,50 @@ class Prepared:
     encoding: str = ""
 
 
-def _compress_rest(
-    rest: Sequence[Mapping[str, Any]], k: int, prior: RepeatState | None, compress: Compressor, recalled: Recalled
-) -> tuple[list[dict[str, Any]], list[Report], list[tuple[int, Point]]]:
-    """The messages after the `k` leading ones, compressed from `prior`: from the
-    longest prefix the memory held, then up to the last message, then the last (the
-    draft, in a live count: so the next count finds everything before it). Also the
-    points to keep: each prefix compressed, with the state after it."""
-    start, point = (recalled.start - k, recalled.point) if recalled.start > k else (0, None)
+def entry_for(key: str, lead: Lead, tokens: int, encoding: str, level: str, created_at: float) -> Entry:
+    """The cache entry of a leading message just prepared, counted `tokens`. Its report
+    is `Report.to_dict()`, the one serialised form (empty when compression is off)."""
+    text = lead.text
+    report = lead.report.to_dict() if lead.report is not None else {}
+    state = lead.state.to_json() if lead.state is not None else None
+    return Entry(key, text, tokens, encoding, compression_id(level), report, text_digest(text), created_at, state)
+
+
+class _Unresumable(Exception):
+    """A repeats state grew past its bound: what follows is compressed from the start."""
+
+
+def _compress(
+    messages: Sequence[Mapping[str, Any]], leads: Leads, compress: Compressor, recalled: Recalled
+) -> tuple[list[Lead], list[dict[str, Any]], list[Report], list[tuple[int, Point]]]:
+    """What is not known compressed, in one call (`Compressor.pieces`), each piece from
+    the state the one before left: the leading messages not known one at a time (each
+    entry holds the state after its message), then the messages after them from the
+    longest prefix the memory held, up to the last message, then the last (the draft,
+    in a live count: so the next count finds everything before it). Returns the
+    leading messages, the rest compressed, their reports, and the points to keep (each
+    prefix compressed, with the state after it)."""
+    k, known = leads.count, leads.known
+    missing, rest = messages[len(known) : k], messages[k:]
+    # The memory's prefix continues the chain only after leading messages all known:
+    # else they are compressed now, and the rest after them.
+    start, point = (recalled.start - k, recalled.point) if recalled.start > k and not missing else (0, None)
     out: list[dict[str, Any]] = list(point.messages) if point else []
     reports: list[Report] = list(point.reports) if point else []
-    state = point.state if point else prior
+    prior = point.state if point else known[-1].state if known else None
+    ends = [end for end in (len(rest) - 1, len(rest)) if end > start]
+    pieces = [[m] for m in missing] + [rest[a:b] for a, b in zip([start, *ends], ends)]
+    done = compress.pieces(pieces, prior)
+    new = [Lead(d.messages[0]["content"], d.reports[0] if d.reports else None, d.state) for d in done[: len(missing)]]
+    if len(done) < len(pieces) or not all(compress.resumes(lead.state) for lead in new):
+        raise _Unresumable  # a state past its bound before the last piece
     points: list[tuple[int, Point]] = []
-    for end in (len(rest) - 1, len(rest)):
-        if end <= start:
-            continue
-        done = compress(rest[start:end], state)
-        out += done.messages
-        reports += done.reports
-        state = done.state
-        if not compress.resumes(state):
-            if end < len(rest):
-                raise Unresumable
-            break
-        points.append((k + end, Point(tuple(out), tuple(reports), state)))
-        start = end
-    return out, reports, points
+    for end, piece in zip(ends, done[len(missing) :]):
+        out += piece.messages
+        reports += piece.reports
+        if compress.resumes(piece.state):
+            points.append((k + end, Point(tuple(out), tuple(reports), piece.state)))
+    return [*known, *new], out, reports, points
 
 
 async def run(
@@ -137,34 +156,29 @@ async def run(
     # and fitted with it (`firsttoken.replay`).
     messages = take_replay(messages, api, model)
     counts = TextCounts(counter, recalled.counts) if counter is not None else None
+    if counts is None:
+        cache = None  # entries hold exact counts
     compress = Compressor(level, counts)
     kept = Kept()
 
-    # 1. Compress. The leading system messages (`lead`: the cache's, else the memory's,
-    # else compressed now); then the rest, from the state they left.
+    # 1. Compress: the leading system messages the cache or the memory holds are known
+    # (`lead`); everything else is compressed in one call, from the state they left.
+    leads = await find_leads(
+        messages, encoding=encoding, compress=compress, counts=counts, cache=cache, kept=recalled.leads, live=live
+    )
+    k, hits, stored = leads.count, leads.hits, True
     try:
-        leads = await prepare_leads(
-            messages, encoding=encoding, compress=compress, counts=counts, cache=cache, kept=recalled.leads,
-            clock=clock, live=live,
-        )
-        k = leads.count
-        kept.leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in leads.leads)
-        prior = leads.leads[-1].state if leads.leads else None
-        rest, rest_reports, kept.points = _compress_rest(messages[k:], k, prior, compress, recalled)
-    except Unresumable:
-        # No state to resume from: the whole at once, and nothing cached is used or kept
-        # (its entries, for references, are not stored).
+        lead_list, rest, rest_reports, kept.points = _compress(messages, leads, compress, recalled)
+        kept.leads = tuple(Lead(lead.text, lead.report, lead.state) for lead in lead_list)
+    except _Unresumable:
         whole = compress(messages)
-        k = leading_system_count(messages)
-        leads = Leads(k, [Lead(m["content"], r, None) for m, r in zip(whole.messages[:k], whole.reports[:k])])
-        if cache is not None and counts is not None:
-            leads.keys = cache_keys(messages[:k], encoding, level)
-            give_entries(cache, leads.keys, leads.leads, counts, encoding, level, clock, store=False)
+        lead_list = [Lead(m["content"], r, None) for m, r in zip(whole.messages[:k], whole.reports[:k])]
         rest, rest_reports = whole.messages[k:], list(whole.reports[k:])
-    head = [{**m, "content": lead.text} for m, lead in zip(messages[:k], leads.leads)]
+        hits, stored = 0, False  # no state to resume from: nothing cached is used or kept
+    head = [{**m, "content": lead.text} for m, lead in zip(messages[:k], lead_list)]
 
     # Off reports nothing (`Compressor`): no compression report, no savings.
-    reports = [lead.report for lead in leads.leads if lead.report is not None] + rest_reports
+    reports = [lead.report for lead in lead_list if lead.report is not None] + rest_reports
     compression = sum_reports(level, reports).to_dict() if reports else None
     saved: list[int | None] = [r.saved_tokens if counts is not None else r.saved_chars for r in reports]
 
@@ -186,9 +200,16 @@ async def run(
         uncompressed = tokens.estimate_tokens(messages, model)
         estimate = tokens.estimate_tokens(to_send, model)
 
+    # 4. The cache written: the leading messages it did not hold get entries (for
+    # references, always), stored unless a live count (no storage I/O) or nothing
+    # could be resumed from.
     cache_status: dict[str, Any] | None = None
     if cache is not None and counts is not None:
-        status = "none" if not k else "hit" if leads.hits == k else "miss"
+        for key, lead in zip(leads.keys[hits:], lead_list[hits:]):
+            lead.entry = entry_for(key, lead, counts(lead.text), encoding, level, clock() / 1000.0)
+            if stored and not live:
+                cache.spawn(cache.put(lead.entry))
+        status = "none" if not k else "hit" if hits == k else "miss"
         cache_status = {
             "system": status,
             "messages": k,
@@ -211,7 +232,7 @@ async def run(
         image_tokens=image_tokens,
         cache=cache_status,
         prepare_ms=round(clock() - started, 3),
-        lead=[lead.entry for lead in leads.leads if lead.entry is not None],
+        lead=[lead.entry for lead in lead_list if lead.entry is not None],
         uncompressed=uncompressed,
         estimate=estimate,
         api=api,
