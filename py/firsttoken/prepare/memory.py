@@ -4,7 +4,7 @@ While the user types, the live count prepares the same history with a new draft 
 it, many times; a send then prepares it once more, and the next turn adds two messages
 to it. Compressing and counting the history each time would cost more than all the
 rest of a count. So `firsttoken.prepare` compresses the messages after the leading
-system ones in two calls (all but the last, then the last) and keeps each result here,
+system ones in two pieces (all but the last, then the last) and keeps each result here,
 with the repeats state after it, under a digest of everything it depends on
 (`prefix_digests`). The next prepare resumes from the longest prefix kept, exactly as
 it resumes from the cache after the system messages.
