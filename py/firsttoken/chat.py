@@ -59,6 +59,7 @@ from .errors import (
     UpstreamError,
 )
 from .notices import ReasoningRefused, ReplayDropped
+from .prepare.preparer import decide
 from .protocol import (
     ChatDelta,
     ChatDone,
@@ -96,8 +97,11 @@ class ChatRequest:
         self.id = send.id
         self.messages = send.messages
         self.settings = send.settings
-        #: The API dialect the request speaks (`firsttoken.stream.dialects`).
-        self.api = dialects.api_for(send.settings)
+        #: What its preparation depends on, decided once, here, and handed to it
+        #: (`firsttoken.prepare.preparer.decide`): among them the API dialect the request
+        #: speaks (`firsttoken.stream.dialects`), which a resumed answer needs unprepared.
+        self.decided = decide(send.settings)
+        self.api = self.decided.api
         self.governor = session.governor(send.settings.base_url)
         #: Whether the request asks for the settings' reasoning: not once the server
         #: refused it for this model (`_refuses_reasoning`).
@@ -133,7 +137,7 @@ class ChatRequest:
             if self.resume is not None:
                 await self._run_resumed(self.resume)
                 return
-            prepared = await session.prepare(self.messages, self.settings)
+            prepared = await session.prepare(self.messages, self.settings, self.decided)
             messages, lead = prepared.messages, prepared.lead
             request = await self._request(messages, lead)
             session.post_event(ChatPrepared(

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # types only: none of these imports this module
     from .notices import Notices
     from .pacing import DeltaPacer
     from .prepare import Prepared
+    from .prepare.preparer import Decided
     from .protocol import Event
     from .ratelimit import Governor
     from .settings import ChatSettings
@@ -36,7 +37,9 @@ if TYPE_CHECKING:  # types only: none of these imports this module
 __all__ = ["Prepare", "Session"]
 
 #: Compress, count and fit a conversation (`firsttoken.prepare`).
-Prepare = Callable[[list[dict[str, Any]], "ChatSettings"], Awaitable["Prepared"]]
+#: The third argument is what the preparation depends on, decided once by the request
+#: (`firsttoken.prepare.preparer.decide`).
+Prepare = Callable[[list[dict[str, Any]], "ChatSettings", "Decided"], Awaitable["Prepared"]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,12 +140,17 @@ class Preparer:
             return None
         return lambda text: tokens.count(text, encoding)
 
-    async def prepare(self, messages: list[dict[str, Any]], settings: ChatSettings, *, live: bool = False) -> Prepared:
+    async def prepare(
+        self, messages: list[dict[str, Any]], settings: ChatSettings, decided: Decided | None = None,
+        *, live: bool = False,
+    ) -> Prepared:
         """Compress, count and fit the conversation before it leaves the device, with this
-        session's counter, cache and memory. `live`: for the live count (no storage I/O).
-        A model without a public tokenizer (Claude) is counted all the same, and its
-        counts are estimates: a `tokens_estimated` notice says so, once a session."""
-        return await self._prepare(messages, settings, decide(settings), live=live)
+        session's counter, cache and memory, as `decided` (`decide(settings)`: a request
+        decides it once, when it is made, and hands it here). `live`: for the live count
+        (no storage I/O). A model without a public tokenizer (Claude) is counted all the
+        same, and its counts are estimates: a `tokens_estimated` notice says so, once a
+        session."""
+        return await self._prepare(messages, settings, decided or decide(settings), live=live)
 
     async def _prepare(
         self, messages: list[dict[str, Any]], settings: ChatSettings, decided: Decided, *, live: bool
