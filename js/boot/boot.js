@@ -28,6 +28,28 @@ const now = () => performance.timeOrigin + performance.now();
 // counted, for the progress bar (js/boot/progress.js).
 const firstVisit = typeof navigator !== 'undefined' && !navigator.serviceWorker?.controller;
 const meter = new BootProgress(firstVisit ? RUNTIME.length : 0);
+
+// But not before the page itself (issue 45, item 2). On a slow link those 4.6 MB are
+// most of what the link carries for half a minute, and a link is one queue: begun at
+// once, they sat ahead of the page's styles (the composer showed later) and of the
+// answer to a prompt sent meanwhile (bench/network.py, shaped 3G: its first token came
+// 8 s after Send, against the plain page's 2 s). A prompt needs no Python on a first
+// visit (js/boot/first-send.js, js/page/early-send.js: the gateway prepares it), so
+// here the download and the worker wait for the page's own load (its modules and
+// styles), then for every answer sent through the gateway meanwhile to end. Python is
+// ready that much later on a first visit; later visits (the service worker's cache)
+// start at once, as before.
+const pageFirst = firstVisit && typeof document !== 'undefined' ? linkFree() : Promise.resolve();
+
+async function linkFree() {
+  if (document.readyState !== 'complete') {
+    await new Promise((resolve) => window.addEventListener('load', resolve, { once: true }));
+  }
+  const early = /** @type {any} */ (globalThis).firsttokenFirstSend;
+  while (early?.inFlight() > 0) {
+    await new Promise((resolve) => window.addEventListener(early.IDLE, resolve, { once: true }));
+  }
+}
 let onBytes = () => {};
 async function prefetch(url) {
   try {
@@ -49,7 +71,7 @@ async function prefetch(url) {
     onBytes();
   }
 }
-if (firstVisit) for (const url of RUNTIME) prefetch(url);
+if (firstVisit) pageFirst.then(() => { for (const url of RUNTIME) prefetch(url); });
 
 export class PythonBoot {
   constructor() {
@@ -67,7 +89,7 @@ export class PythonBoot {
   /** Start the worker, once (later calls get the same one). Resolves to it; throws
    * what stopped it. `options`: startWorker's. */
   start(options = {}) {
-    this.worker ??= this.startWorker(options, (text) => this.hear(text));
+    this.worker ??= pageFirst.then(() => this.startWorker(options, (text) => this.hear(text)));
     return this.worker;
   }
 

@@ -90,6 +90,8 @@ class Flight {
     this.preview = null;
     /** @type {(() => void)|null} the first step's: it ended before the page claimed it */
     this.settled = null;
+    /** @type {(() => void)|null} told once when it ends, however */
+    this.ended = null;
     this.claimed = false;
   }
 
@@ -108,8 +110,10 @@ class Flight {
 
   emit(event) {
     if (event.end) {
+      if (this.end) return; // ended once (stopped for its size, then the read's end)
       this.end = event.end;
       if (!this.claimed) this.settled?.();
+      this.ended?.();
     }
     if (event.response) this.response = event.response;
     if (this.listener) {
@@ -121,8 +125,9 @@ class Flight {
       this.kept += event.text.length;
       if (this.kept > MAX_BUFFERED_CHARS) {
         this.chunks = [];
-        this.end = { error: { code: 'sse_buffer_overflow', message: 'The answer outgrew what the page keeps before it starts.', limit: MAX_BUFFERED_CHARS } };
+        this.chunks = [];
         this.abort();
+        this.emit({ end: { error: { code: 'sse_buffer_overflow', message: 'The answer outgrew what the page keeps before it starts.', limit: MAX_BUFFERED_CHARS } } });
         return;
       }
       this.chunks.push(event.text);
@@ -171,10 +176,20 @@ function partsFor(message, api) {
   });
 }
 
+// Answers on their way through the gateway: Python's first download waits for them to
+// end (js/boot/boot.js), and hears `IDLE` on `window` when the last one has.
+const IDLE = 'firsttoken:early-idle';
+let inFlight = 0;
+
 /** Post `messages` as `api` with the request `settings` (the protocol's): a Flight. */
 function post(api, text, messages, settings) {
   const base = settings.base_url.replace(/\/+$/, '');
   const flight = new Flight(api, text, settings.base_url);
+  inFlight += 1;
+  flight.ended = () => {
+    inFlight -= 1;
+    if (inFlight === 0) globalThis.dispatchEvent?.(new Event(IDLE));
+  };
   const body = JSON.stringify(requestBody(api, settings.model, messages));
   flight.requestBytes = new TextEncoder().encode(body).length;
   /** @type {Record<string, string>} */
@@ -443,6 +458,8 @@ function start() {
 }
 
 /** What the page's early path (js/page/early-send.js) takes from this step. */
-/** @type {any} */ (globalThis).firsttokenFirstSend = Object.freeze({ PREPARE_HEADER, MAX_BUFFERED_CHARS, Flight, requestBody, post, claim });
+/** @type {any} */ (globalThis).firsttokenFirstSend = Object.freeze({
+  PREPARE_HEADER, MAX_BUFFERED_CHARS, IDLE, Flight, requestBody, post, claim, inFlight: () => inFlight,
+});
 if (typeof document !== 'undefined') start();
 })();
