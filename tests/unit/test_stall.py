@@ -210,7 +210,7 @@ class ScriptedTransport:
         return Scripted(self.t, abort, script)
 
 
-def chat(t: VirtualTime, transport: ScriptedTransport, on_event=None, **settings: float) -> list[dict]:
+def chat(t: VirtualTime, transport: ScriptedTransport | RefusingTransport, on_event=None, **settings: float) -> list[dict]:
     events: list[dict] = []
 
     def post(text: str) -> None:
@@ -350,3 +350,43 @@ def test_settings_take_positive_seconds_and_default_otherwise() -> None:
     for bad in (0, -1, "5", True, None, float("nan"), float("inf")):
         s = ChatSettings.from_dict({"stall_notice_s": bad, "stall_timeout_s": bad})
         assert (s.stall_notice_s, s.stall_timeout_s) == (10, 60), bad
+
+
+class Refused:
+    """A 429 that asks for a retry in 30 s."""
+
+    status, headers = 429, {"retry-after": "30"}
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        yield b""
+
+    async def read(self, limit: int) -> bytes:
+        return b"{}"
+
+
+class RefusingTransport:
+    def __init__(self) -> None:
+        self.sent: list[HTTPRequest] = []
+
+    async def send(self, request: HTTPRequest, abort: AbortSignal) -> Refused:
+        self.sent.append(request)
+        return Refused()
+
+
+def test_stop_ends_a_retry_wait_the_moment_it_comes_on_the_session_clock() -> None:
+    # The retry's 30 s wait is one wait on the session's clock that Stop ends: stopped
+    # 5 s in, the request ends at 5 s, not at the next step of a polling loop or at 30 s.
+    t = VirtualTime()
+    transport = RefusingTransport()
+
+    def stop_5_s_into_the_wait(core: Core, event: dict) -> None:
+        if event["type"] == "chat.retry":
+            async def stop() -> None:
+                await t.sleep(5)
+                core._active["a"].signal.abort()
+            asyncio.ensure_future(stop())
+
+    events = chat(t, transport, on_event=stop_5_s_into_the_wait)
+    assert [e["type"] for e in events] == ["chat.retry", "chat.error"]
+    assert events[0]["wait_s"] == 30 and events[-1]["error"]["code"] == "aborted"
+    assert seconds_since_start(t) == 5 and len(transport.sent) == 1
