@@ -125,3 +125,19 @@ def test_the_page_takes_over_mid_stream_and_loses_nothing(page: Page, gateway_ur
         for line in response.text().splitlines()
         if line.startswith("data: {") and '"choices"' in line)
     assert stored == text and len(stored.split()) >= 60
+
+
+def test_a_failure_before_the_page_is_in_reads_in_the_reader_s_language(
+        browser: Browser, console: Console, gateway_url: str) -> None:
+    for page in watched_page(browser, console, fresh=True, locale="zh-CN"):
+        page.route("**/v1/chat/completions", lambda route: route.fulfill(
+            status=401, content_type="application/json",
+            body=json.dumps({"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}})))
+        modules, _ = send_before_the_modules(page, gateway_url, "chat_completions", "你好")
+        expect(page.locator(ANSWER)).to_have_attribute("data-state", "error")
+        expect(page.locator(CONTENT)).to_have_text("无法发送：HTTP 401")
+        # The page, once in, words it itself, kept with Retry.
+        modules.release()
+        page.wait_for_selector("html[data-interactive]", state="attached")
+        expect(page.get_by_role("button", name=re.compile("重试|Retry"))).to_be_visible()
+        expect(page.locator(f"{ANSWER} .error")).to_contain_text("401")
