@@ -178,6 +178,7 @@ class WebKitHost(GtkProcess):
         self.events: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.console: list[dict[str, Any]] = []
+        self._ended: dict[str, Any] | None = None  # the host's exit or crash, once it came
         self._changed = threading.Condition()
         self._eval_id = 0
         super().__init__(HOST, args, display=display, env=env)
@@ -198,38 +199,35 @@ class WebKitHost(GtkProcess):
                 self.messages.append(msg)
             elif event["event"] == "console":
                 self.console.append(event)
+            elif event["event"] in ("exit", "crashed"):
+                self._ended = event
             self._changed.notify_all()
 
-    def wait_event(self, predicate: Callable[[dict[str, Any]], bool], timeout: float, start: int = 0) -> dict[str, Any]:
-        """The first host event (from index `start`) for which `predicate` holds."""
+    def _wait(self, seen: list[dict[str, Any]], what: str, predicate: Callable[[dict[str, Any]], bool],
+              timeout: float, start: int) -> dict[str, Any]:
+        """The first item of `seen` (from index `start`) for which `predicate` holds,
+        waiting up to `timeout` seconds for it; a host that ended first is an error."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                for event in self.events[start:]:
-                    if predicate(event):
-                        return event
-                    if event["event"] in ("exit", "crashed"):
-                        raise HostError(f"the host ended: {event}\n" + "\n".join(self.stderr[-30:]))
+                for item in seen[start:]:
+                    if predicate(item):
+                        return item
+                if self._ended is not None:
+                    raise HostError(f"the host ended: {self._ended}\n" + "\n".join(self.stderr[-30:]))
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"no host event matched in {timeout} s; last: {self.events[-5:]}")
+                    raise TimeoutError(f"no {what} matched in {timeout} s; last: {seen[-5:]}")
                 self._changed.wait(left)
+
+    def wait_event(self, predicate: Callable[[dict[str, Any]], bool], timeout: float, start: int = 0) -> dict[str, Any]:
+        """The first host event (from index `start`) for which `predicate` holds."""
+        return self._wait(self.events, "host event", predicate, timeout, start)
 
     def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30, start: int = 0) -> dict[str, Any]:
         """The first protocol message from the page (from index `start` of `messages`)
         for which `predicate` holds; waits up to `timeout` seconds for it."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for msg in self.messages[start:]:
-                    if predicate(msg):
-                        return msg
-                if self.events and self.events[-1]["event"] in ("exit", "crashed"):
-                    raise HostError(f"the host ended: {self.events[-1]}\n" + "\n".join(self.stderr[-30:]))
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"no message matched in {timeout} s; last: {self.messages[-5:]}")
-                self._changed.wait(left)
+        return self._wait(self.messages, "message", predicate, timeout, start)
 
     # ---- writing -------------------------------------------------------------
     def send(self, msg: dict[str, Any] | str) -> None:
