@@ -11,7 +11,7 @@ backend (the built-in model, or the upstream with the client's key as usual) ans
 it. The answer, when streamed, is led by one named event
 
     event: firsttoken.prepared
-    data: {"v":1,"type":"chat.prepared","compression":…,"prompt_tokens":…,…}
+    data: {"v":2,"type":"chat.prepared","compression":…,"prompt_tokens":…,…}
 
 whose data is the core's `chat.prepared` (bridge/PROTOCOL.md) without an `id`: the page
 paints it as it paints the core's. A named event is skipped by OpenAI-style clients,

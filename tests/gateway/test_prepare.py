@@ -22,6 +22,7 @@ from starlette.routing import Route
 from firsttoken.notices import Notices
 from firsttoken.prepare import Prepared
 from firsttoken.prepare.preparer import Preparer
+from firsttoken.protocol import PROTOCOL_VERSION
 from firsttoken.settings import ChatSettings
 from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER, PREPARED_EVENT
@@ -64,7 +65,7 @@ def events(text: str) -> list[tuple[str | None, str]]:
 
 def report_of(p: Prepared, body: bytes) -> dict[str, Any]:
     """The `chat.prepared` the core would send for `p`, sent as `body` (prepare_ms aside)."""
-    return {"v": 1, "type": "chat.prepared", "compression": p.compression, "saved": p.saved,
+    return {"v": PROTOCOL_VERSION, "type": "chat.prepared", "compression": p.compression, "saved": p.saved,
             "saved_unit": p.saved_unit, "budget": p.budget, "window_known": p.window_known,
             "prompt_tokens": p.prompt_tokens, "exact": p.exact, "dropped": p.dropped, "truncated": p.truncated,
             "request_bytes": len(body), "images_dropped": p.images_dropped}
