@@ -3,7 +3,8 @@ browsers and the GTK host. A benchmark imports from here, never from a test modu
 tests/**/conftest.py holds only the pytest fixtures over it.
 
 - `servers`: gateway processes awaited on their readiness line, an ASGI app served in a
-  thread, Debian's redis-server, a copy of the tree; how Chromium is started here;
+  thread, Debian's redis-server, a copy of the tree; how Chromium is started here; the
+  built-in model's stalls that a test holds and releases (`hold_at`, `release`);
 - `chromium`: Playwright's Chromium: device profiles, warm contexts, a watched page,
   what a user and a test do with the page;
 - `stored`: what the page keeps in IndexedDB, read back;
