@@ -8,12 +8,12 @@ tests/e2e/test_cjk_markdown.py."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
-from harness.webkit import of
 from harness.gtk import WebKitHost
+from harness.webkit import of
 
 pytestmark = pytest.mark.e2e
 
@@ -72,16 +72,16 @@ def ask(host: WebKitHost, text: str, sim: str) -> dict[str, Any]:
     return shown
 
 
-def reset(host: WebKitHost) -> None:
+@pytest.fixture(autouse=True)
+def reset(host: WebKitHost) -> Iterator[None]:
+    """The settings `ask` made, taken back after each test (the module's tests share a page)."""
+    yield
     host.send({"type": "settings.set", "id": "cjk-reset", "settings": {"compress": None, "headers": None}})
     host.wait_for(of(host, "cjk-reset", "settings.applied"))
 
 
 def test_the_issues_example_renders_bold_with_no_stray_space_in_webkit(host: WebKitHost) -> None:
-    try:
-        shown = ask(host, ISSUE_EXAMPLE, "ttft_ms=0,tps=2000,echo=1")
-    finally:
-        reset(host)
+    shown = ask(host, ISSUE_EXAMPLE, "ttft_ms=0,tps=2000,echo=1")
     assert shown["strong"] == ["注意：", "我想做的事。"]
     assert shown["paragraphs"] == ["注意：请看下面的代码。这是我想做的事。所以继续。", "第一行第二行"]
     assert "*" not in shown["answerText"]
@@ -91,10 +91,7 @@ def test_the_issues_example_renders_bold_with_no_stray_space_in_webkit(host: Web
 
 
 def test_bold_across_chunks_never_shows_asterisks_in_webkit(host: WebKitHost) -> None:
-    try:
-        shown = ask(host, ACROSS_CHUNKS, "ttft_ms=0,tps=25,echo=1")
-    finally:
-        reset(host)
+    shown = ask(host, ACROSS_CHUNKS, "ttft_ms=0,tps=25,echo=1")
     assert shown["strong"] == ["注意 Python 3.12 的新语法：", "《The Big Short 大空头》"]
     # Painted as it streamed: states between nothing and the whole, one of them with the
     # second bold still open (how many frames a loaded machine paints is not the point).
