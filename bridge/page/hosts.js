@@ -82,6 +82,49 @@ export function embedOriginsFrom(search) {
 }
 
 /**
+ * What hosts set for the page's own requests (`settings.set`: their key from the
+ * Keychain, their server, their system prompt, their Thinking level) and its language,
+ * for as long as the page lives: memory only, never stored, and the page's settings form
+ * is left as the person set it. page.js makes one and passes it both to attachHosts
+ * (which fills it) and to the page's senders (which `apply` it to each request as it
+ * leaves), so nothing is patched onto the link (issue 47, item 3). A 'change' event
+ * says a host set something.
+ */
+export class HostOverlay extends EventTarget {
+  /** The settings hosts set, merged (`null` cleared a field). @type {Record<string, any>} */
+  settings = {};
+  /** The locale a host named, or null. @type {string | null} */
+  locale = null;
+
+  /** `msg` as it leaves with the hosts' settings overlaid: a page's request with
+   * `messages` (chats, counts), not a host's own (its id is prefixed), unchanged when no
+   * host set anything. */
+  apply(msg) {
+    const host = this.settings;
+    if (!msg || !msg.messages || String(msg.id ?? '').startsWith(HOST_PREFIX) || !Object.keys(host).length) return msg;
+    const messages = host.system !== undefined
+      ? withSystem(msg.messages.filter((m, i) => !(i === 0 && m.role === 'system')), host.system)
+      : msg.messages;
+    const settings = coreSettings(msg.settings ?? {}, host);
+    // The host's Thinking level is the default; the person's choice for the
+    // conversation (the composer's control, sent only when not Auto) wins over it.
+    if (msg.settings?.reasoning) settings.reasoning = msg.settings.reasoning;
+    // "Continue with more room" asks for more than the limit it was cut at, which may
+    // be the host's: the larger limit goes, or the retry would be cut the same way.
+    const own = msg.settings?.max_tokens;
+    if (Number.isSafeInteger(own) && own > (settings.max_tokens ?? 0)) settings.max_tokens = own;
+    return { ...msg, messages, settings };
+  }
+
+  /** Where a request with the page's `settings` would go now, host settings overlaid
+   * (the outbox checks a queued prompt against it before sending: js/page/outbox-sender.js);
+   * `settings` itself when no host set anything. */
+  effective(settings) {
+    return Object.keys(this.settings).length ? coreSettings(settings, this.settings) : settings;
+  }
+}
+
+/**
  * Attach the page's host adapters to `link` (the page's link to the core: `send(msg)`,
  * 'message' events whose `detail` is each protocol event, and `ready`/`lastReady`).
  * Call it before the link starts, so that `ready` is seen and can be replayed.
@@ -95,6 +138,9 @@ export function embedOriginsFrom(search) {
  * options.dictation: takes each checked `composer.dictation` (js/page/dictation.js).
  * options.share: lands a checked `composer.share` in the composer (js/page/share.js); a
  * promise of what `composer.shared` says, or a rejection with a `code`.
+ * options.overlay: the HostOverlay that `settings.set` fills (page.js applies it to the
+ * page's requests); a new one when not given.
+ * options.capabilities: called when a host says in its hello what it can do.
  * Returns a handle with `counts()` (what was received, refused and dropped).
  */
 export function attachHosts(link, options = {}) {
@@ -103,7 +149,7 @@ export function attachHosts(link, options = {}) {
   for (const o of options.embedOrigins ?? []) embedOrigins.add(new URL(o).origin);
   const counts = { received: 0, rejected: 0, dropped: { origin: 0, frame: 0 } };
   let lastReady = null;
-  let hostSettings = {}; // settings.set from hosts: memory only, never stored
+  const overlay = options.overlay ?? new HostOverlay();
   // The page's own behaviour a host set (`haptics`, `awake`): the page's, never in a request.
   const pageSettings = {};
 
@@ -197,7 +243,7 @@ export function attachHosts(link, options = {}) {
       // as long as it is attached; a later hello says it again, whole.
       if (request.capabilities) {
         channel.capabilities = request.capabilities;
-        link.dispatchEvent?.(new Event('host-capabilities'));
+        options.capabilities?.();
       }
       // Attaching: `ready` is replayed to a host that arrives after it.
       const ready = lastReady ?? link.lastReady ?? null;
@@ -208,18 +254,18 @@ export function attachHosts(link, options = {}) {
     if (type === 'settings.set') {
       // The locale is the page's, not the model's: kept apart, never in a request.
       const { locale, haptics, awake, ...settings } = request.settings;
-      if (locale !== undefined) link.hostLocale = locale;
+      if (locale !== undefined) overlay.locale = locale;
       for (const [name, value] of Object.entries({ haptics, awake })) {
         if (value === null) delete pageSettings[name];
         else if (value !== undefined) pageSettings[name] = value;
       }
-      hostSettings = mergeSettings(hostSettings, settings);
-      const applied = { ...describeSettings(hostSettings), ...pageSettings };
-      if (link.hostLocale) applied.locale = link.hostLocale;
+      overlay.settings = mergeSettings(overlay.settings, settings);
+      const applied = { ...describeSettings(overlay.settings), ...pageSettings };
+      if (overlay.locale) applied.locale = overlay.locale;
       out(channel, { type: 'settings.applied', id, settings: applied });
       // The page shows what a host set where it shows it (the Thinking control's default,
       // the language: js/page/page.js).
-      link.dispatchEvent?.(new Event('host-settings'));
+      overlay.dispatchEvent(new Event('change'));
       return;
     }
     if (type === 'connection.warm') {
@@ -261,8 +307,8 @@ export function attachHosts(link, options = {}) {
     }
     const core = { type, id: `${HOST_PREFIX}${channel.name}:${id ?? ''}` };
     if (request.messages) {
-      core.messages = withSystem(request.messages, hostSettings.system);
-      core.settings = coreSettings({ base_url: new URL('/v1', win.document.baseURI).href }, hostSettings, request.settings);
+      core.messages = withSystem(request.messages, overlay.settings.system);
+      core.settings = coreSettings({ base_url: new URL('/v1', win.document.baseURI).href }, overlay.settings, request.settings);
     }
     link.send(core);
   }
@@ -356,34 +402,9 @@ export function attachHosts(link, options = {}) {
     broadcast({ type: 'chat.metrics', id: metrics.id ? PAGE_PREFIX + metrics.id : undefined, metrics });
   });
 
-  // Settings a host set apply to the page's own requests too (the host configures the
-  // page it embeds: its key from the Keychain, its server), for as long as the page
-  // lives. They are overlaid as each request leaves, so nothing is written to the
-  // page's storage and the page's settings form is left as the user set it.
-  const send = link.send.bind(link);
-  link.send = (msg) => {
-    if (msg && msg.messages && !String(msg.id ?? '').startsWith(HOST_PREFIX) && Object.keys(hostSettings).length) {
-      const messages = hostSettings.system !== undefined
-        ? withSystem(msg.messages.filter((m, i) => !(i === 0 && m.role === 'system')), hostSettings.system)
-        : msg.messages;
-      const settings = coreSettings(msg.settings ?? {}, hostSettings);
-      // The host's Thinking level is the default; the person's choice for the
-      // conversation (the composer's control, sent only when not Auto) wins over it.
-      if (msg.settings?.reasoning) settings.reasoning = msg.settings.reasoning;
-      // "Continue with more room" asks for more than the limit it was cut at, which may
-      // be the host's: the larger limit goes, or the retry would be cut the same way.
-      const own = msg.settings?.max_tokens;
-      if (Number.isSafeInteger(own) && own > (settings.max_tokens ?? 0)) settings.max_tokens = own;
-      msg = { ...msg, messages, settings };
-    }
-    return send(msg);
-  };
-  // Where a request with the page's `settings` would go now, host settings overlaid
-  // (the outbox checks a queued prompt against it before sending: js/page/outbox-sender.js).
-  link.effectiveSettings = (settings) => (Object.keys(hostSettings).length ? coreSettings(settings, hostSettings) : settings);
-
   return {
     counts: () => structuredClone(counts),
+    overlay,
     // The page's own messages to its hosts (`haptic`: js/page/haptics.js): to every host
     // attached now; false when there is none.
     post(msg) {

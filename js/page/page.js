@@ -6,7 +6,7 @@
 // (js/link/python-link.js), which starts last. All logic about prompts and answers
 // (request building, SSE parsing, counting, compression) runs in Python, in a worker.
 
-import { attachHosts } from '../../bridge/page/hosts.js';
+import { HostOverlay, attachHosts } from '../../bridge/page/hosts.js';
 import { describeBoot } from '../boot/timeline.js';
 import { link as pageLink } from '../link/python-link.js';
 import { CoreSizes, Shrinker } from '../images/shrink.js';
@@ -49,8 +49,11 @@ export function startPage({ answers, link = pageLink } = {}) {
   // The page's own words in the reader's language first (i18n.js): <html lang>, labels.
   translateDocument(document);
   languageField($('language'));
-  // A host's `settings.set` may name a locale (bridge/PROTOCOL.md, "Settings").
-  link.addEventListener?.('host-settings', () => setHostLocale(link.hostLocale ?? null));
+  // What hosts set (bridge/page/hosts.js): filled by attachHosts (below), applied to the
+  // page's own requests as they leave. Its `settings.set` may name a locale
+  // (bridge/PROTOCOL.md, "Settings").
+  const overlay = new HostOverlay();
+  overlay.addEventListener('change', () => setHostLocale(overlay.locale));
   new StorageNotice({ before: els.chat, say: t });
   new Theme($('theme'));
   const composer = new Composer(els.form, els.prompt);
@@ -97,8 +100,8 @@ export function startPage({ answers, link = pageLink } = {}) {
   // (Auto shows a host's default level: bridge/page/hosts.js says when one is set.)
   if ($('thinking')) {
     new ThinkingControl({ button: $('thinking'), menu: $('thinking-menu') }, store, {
-      hostLevel: () => link.effectiveSettings?.({})?.reasoning ?? null,
-      onHostChange: (show) => link.addEventListener('host-settings', show),
+      hostLevel: () => overlay.effective({}).reasoning ?? null,
+      onHostChange: (show) => overlay.addEventListener('change', show),
     });
   }
   const sheet = new SettingsSheet({
@@ -124,7 +127,7 @@ export function startPage({ answers, link = pageLink } = {}) {
     return url;
   };
   const count = new LiveCount(els.count, {
-    send: (request) => link.send(request),
+    send: (request) => link.send(overlay.apply(request)),
     // Images go as their headers only: what the core counts them from (headerOnly).
     messages: () => {
       const draft = els.prompt.value;
@@ -137,7 +140,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   // The connection to the API, opened while the person types (warm.js).
   const warmer = new Warmer(() => replies.target());
   const replies = new Replies({
-    link, view, store, settings, header: els, onRequest: () => warmer.used(),
+    link, overlay, view, store, settings, header: els, onRequest: () => warmer.used(),
     // Screen readers hear "Thinking" once per answer, as its row appears; the row's
     // seconds are hidden from them (thinking.js).
     onThinking: () => announce(t('status.thinking')),
@@ -321,11 +324,10 @@ export function startPage({ answers, link = pageLink } = {}) {
   });
   const share = new Share({ store, attachments, prompt: els.prompt });
   hosts = attachHosts(link, {
-    warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)),
+    overlay, capabilities: () => dictation.update(), warm: () => warmer.warm(), attach: (image) => attachments.attach(hostFile(image)),
     dictation: (msg) => dictation.fromHost(msg),
     share: ({ images, ...rest }) => share.land({ ...rest, images: (images ?? []).map(hostFile) }),
   });
-  link.addEventListener?.('host-capabilities', () => dictation.update());
   share.fromServiceWorker(window, (text, code) => attachments.say(text, code));
   showHapticsField();
   notifier.refresh();

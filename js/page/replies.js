@@ -25,6 +25,7 @@
 
 import { ReplyMetrics } from '../render/reply-metrics.js';
 import { conversation, newEntryId, promptOf, wellFormed } from './conversation.js';
+import { HostOverlay } from '../../bridge/page/hosts.js';
 import { EarlySend, sendsEarly } from './early-send.js';
 import { MessageActions } from './message-actions.js';
 import { note } from './messages.js';
@@ -47,10 +48,10 @@ export class Replies {
    * `header`: the {metrics, quota} lines; `connection`: offline.js's (`online`, and an
    * `online` event); `outbox`: outbox.js's; `onBusy(busy)`: whether the conversation
    * shown has an answer on its way changed; `onSettled(li, state, msg, entry)`: after each reply ends. */
-  constructor({ link, view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, onRequest = () => {}, onThinking = () => {}, win = window }) {
+  constructor({ link, overlay = new HostOverlay(), view, store, settings, header, connection, outbox = new Outbox(), onBusy, onSettled, onRequest = () => {}, onThinking = () => {}, win = window }) {
     // onRequest: a chat request is about to go to the API (warm.js: the connection is in use).
     // onThinking: an answer's thinking row appeared (said once to screen readers).
-    Object.assign(this, { link, view, store, settings, outbox, onBusy, onSettled, onRequest, onThinking });
+    Object.assign(this, { link, overlay, view, store, settings, outbox, onBusy, onSettled, onRequest, onThinking });
     // request id → {reply, li, userLi, userEntry, stream, metrics, store, conversation,
     // target, interrupted?}
     this.live = new Map();
@@ -210,7 +211,7 @@ export class Replies {
     // (An answer sent early finishes on that path, also once Python is ready.)
     this.onRequest();
     if (early) this.early.send({ id, messages, settings });
-    else this.link.send({ type: 'chat.send', id, messages, settings });
+    else this.link.send(this.overlay.apply({ type: 'chat.send', id, messages, settings }));
   }
 
   /** Whether a request with `settings` goes through the gateway now rather than wait
@@ -219,7 +220,7 @@ export class Replies {
    * (they are applied on the way to Python: bridge/page/hosts.js). */
   sendsEarly(settings) {
     if (this.link.ready) return false;
-    if ((this.link.effectiveSettings?.(settings) ?? settings) !== settings) return false;
+    if (this.overlay.effective(settings) !== settings) return false;
     return sendsEarly(settings);
   }
 
@@ -262,10 +263,10 @@ export class Replies {
     const messages = conversation(this.settings.system, this.store.upTo(userEntry ?? entry));
     const { id: streamId, after } = entry.stream;
     this.onRequest();
-    this.link.send({
+    this.link.send(this.overlay.apply({
       type: 'chat.send', id, messages: messages.length ? messages : [{ role: 'user', content: '' }],
       settings: this.requestSettings(entry), resume: { stream: streamId, after, text: entry.content },
-    });
+    }));
   }
 
   /** The `settings` of a request answered in `entry`: the page's, with the Thinking
@@ -299,7 +300,7 @@ export class Replies {
   /** Where the page's next chat would go: endpoint and model, host settings overlaid. */
   target() {
     const settings = this.settings.forRequest();
-    return targetOf(this.link.effectiveSettings?.(settings) ?? settings);
+    return targetOf(this.overlay.effective(settings));
   }
 
   // ---- Python starting -------------------------------------------------------------

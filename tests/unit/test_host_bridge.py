@@ -42,12 +42,13 @@ win.ReactNativeWebView = { postMessage: (t) => toHost.push(JSON.parse(t)) };
 const link = new EventTarget();
 const toCore = [];
 link.send = (msg) => toCore.push(msg);
-attachHosts(link, { window: win });
+const hosts = attachHosts(link, { window: win });
 const fromCore = (msg) => link.dispatchEvent(new CustomEvent('message', { detail: msg }));
 for (const step of input.steps) {
   if (step.host) win.firsttoken.post(JSON.stringify(step.host));
   if (step.core) fromCore(step.core);
-  if (step.page) link.send(step.page);
+  // The page's own requests leave through the hosts' overlay, as page.js sends them.
+  if (step.page) link.send(hosts.overlay.apply(step.page));
 }
 console.log(JSON.stringify({ toHost, toCore, counts: win.firsttoken.counts() }));
 """
