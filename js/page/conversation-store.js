@@ -20,6 +20,11 @@
 // changed), 'store' (where conversations are kept: `store` is 'indexeddb' or 'memory'),
 // 'pending' (writes in flight: `pending`).
 //
+// Two collaborators hold what is not the store's own: store/rescue.js keeps answers in
+// flight as the page goes away (localStorage, synchronously), store/search.js finds
+// conversations by title or text. Delete and its Undo stay here: they move a
+// conversation in and out of the list the store owns, and nothing else.
+//
 // To add a method that changes messages (say, dropping what follows an entry): find the
 // conversation with `ownerOf(entry)`, change its `entries` in place, and add it to
 // `touched`; the next `save()` writes it.
@@ -28,23 +33,9 @@ import { removeLegacy } from './store/db.js';
 import { plainText } from '../render/plain-text.js';
 import { t } from './i18n.js';
 import { newId, titleFrom } from './store/records.js';
+import { Rescue } from './store/rescue.js';
+import { findConversations } from './store/search.js';
 import { webStorage } from './storage.js';
-
-// Answers in flight, kept synchronously as the page goes away (`rescue`): an IndexedDB
-// write started in `pagehide` may never commit (a reload tears the page down first),
-// while localStorage is written before the call returns. Folded back into their
-// conversation the next time it is read, then dropped.
-const RESCUE_KEY = 'firsttoken.rescue.v1';
-const RESCUE_MAX = 8; // answers in flight at once is one per conversation; bound it anyway
-
-function readRescued(storage) {
-  try {
-    const kept = JSON.parse(storage?.getItem(RESCUE_KEY) ?? 'null');
-    return kept && typeof kept === 'object' && !Array.isArray(kept) ? kept : {};
-  } catch {
-    return {}; // unreadable: nothing to fold back
-  }
-}
 
 export class ConversationStore extends EventTarget {
   /** `now()`: the clock (ms since the epoch), for tests. Call `adopt(early)` with what
@@ -53,7 +44,7 @@ export class ConversationStore extends EventTarget {
   constructor({ now = Date.now, storage = webStorage('localStorage') } = {}) {
     super();
     this.now = now;
-    this.storage = storage;
+    this.rescued = new Rescue(storage ?? null); // answers kept as the page goes (store/rescue.js)
     this.db = null;
     this.store = 'starting'; // until adopt(): then 'indexeddb' or 'memory'
     this.conversations = new Map(); // id → conversation, listed ones only
@@ -112,51 +103,14 @@ export class ConversationStore extends EventTarget {
   }
 
   /** Keep answer `entry` (in flight, the page going away) where a reload finds it even
-   * if the IndexedDB write of `save(entry)` never commits. */
+   * if the IndexedDB write of `save(entry)` never commits (store/rescue.js). */
   rescue(entry) {
-    if (!this.storage || !entry?.id || entry.role !== 'assistant') return;
-    const kept = readRescued(this.storage);
-    kept[entry.id] = { conversation: this.ownerOf(entry).id, entry: { ...entry } };
-    const ids = Object.keys(kept);
-    for (const id of ids.slice(0, Math.max(0, ids.length - RESCUE_MAX))) delete kept[id];
-    try {
-      this.storage.setItem(RESCUE_KEY, JSON.stringify(kept));
-    } catch { /* storage full: the IndexedDB write may still make it */ }
+    if (entry?.id) this.rescued.keep(this.ownerOf(entry).id, entry);
   }
 
-  // Fold what `rescue` kept for conversation `c` (its messages just read) back in: the
-  // answer of the same id gets the rescued text and state, if it is the same turn's
-  // answer and the text is longer (never an older copy over a newer one).
+  // Fold what `rescue` kept for conversation `c` (its messages just read) back in.
   unrescue(c) {
-    if (!this.storage || !c.entries) return;
-    const kept = readRescued(this.storage);
-    let changed = false;
-    for (const [id, { conversation, entry } = {}] of Object.entries(kept)) {
-      if (conversation !== c.id) continue;
-      delete kept[id];
-      changed = true;
-      const into = c.entries.find((e) => e.id === id && e.role === 'assistant');
-      if (!into || typeof entry?.content !== 'string' || typeof entry.state !== 'string') continue;
-      if (entry.content.length < (into.content ?? '').length) continue;
-      into.content = entry.content;
-      into.state = entry.state;
-      // The reasoning and its time go with the text (the same paint wrote them).
-      if (typeof entry.reasoning === 'string') into.reasoning = entry.reasoning;
-      if (Number.isFinite(entry.reasoning_ms)) into.reasoning_ms = entry.reasoning_ms;
-      // The stream and its last painted event go with the text they describe.
-      const { stream } = entry;
-      if (stream && typeof stream.id === 'string' && typeof stream.base_url === 'string' && Number.isSafeInteger(stream.after)) {
-        into.stream = { id: stream.id, base_url: stream.base_url, after: stream.after };
-      } else {
-        delete into.stream;
-      }
-      this.touched.add(c);
-    }
-    if (!changed) return;
-    try {
-      if (Object.keys(kept).length) this.storage.setItem(RESCUE_KEY, JSON.stringify(kept));
-      else this.storage.removeItem(RESCUE_KEY);
-    } catch { /* left for the next read */ }
+    if (this.rescued.foldInto(c)) this.touched.add(c);
   }
 
   /** Write what changed, in the background; `entry`'s conversation too (an answer
@@ -388,12 +342,10 @@ export class ConversationStore extends EventTarget {
   }
 
   /** Conversations whose title or text contains `query` (case-insensitive), the most
-   * recent first: `[{conversation, snippet}]`, where `snippet` is the text around the
-   * first match in a message ('' if only the title matched). */
+   * recent first: `[{conversation, snippet}]` (store/search.js). Every conversation's
+   * messages are read once, before the first search. */
   async search(query) {
-    const q = query.trim().toLocaleLowerCase();
-    if (!q) return this.listed().map((conversation) => ({ conversation, snippet: '' }));
-    if (!this.allRead && this.db) {
+    if (query.trim() && !this.allRead && this.db) {
       try {
         const all = await this.db.readAllMessages();
         for (const [id, messages] of all) {
@@ -409,20 +361,7 @@ export class ConversationStore extends EventTarget {
         this.setStore('memory', e);
       }
     }
-    const found = [];
-    for (const c of this.listed()) {
-      const inTitle = (c.title || t('conversations.untitled')).toLocaleLowerCase().includes(q);
-      let snippet = '';
-      for (const m of c.entries ?? []) {
-        const at = m.content.toLocaleLowerCase().indexOf(q);
-        if (at < 0) continue;
-        const from = Math.max(0, at - 30);
-        snippet = `${from ? '…' : ''}${m.content.slice(from, at + q.length + 50).replace(/\s+/g, ' ').trim()}`;
-        break;
-      }
-      if (inTitle || snippet) found.push({ conversation: c, snippet });
-    }
-    return found;
+    return findConversations(this.listed(), query, t('conversations.untitled'));
   }
 
   // ---- persistence ----------------------------------------------------------------

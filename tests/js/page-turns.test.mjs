@@ -51,8 +51,12 @@ function assertRolesAlternate(messages) {
 }
 
 test('the store keeps what it keeps where it was told', () => {
-  const { store, storage } = fourTurns();
-  assert.equal(store.storage, storage);
+  const { store, storage, a1 } = fourTurns();
+  a1.id = 'a1';
+  store.rescue(a1); // an answer kept as the page goes away: into the storage given
+  const kept = JSON.parse(storage.getItem('firsttoken.rescue.v1'));
+  assert.equal(kept.a1.entry.content, 'first answer');
+  assert.equal(kept.a1.conversation, store.active.id);
 });
 
 test('a turn whose answer has no text is left out whole', () => {
