@@ -35,6 +35,16 @@ Measured:
   `chat.delta` back at the host; `webkit_page_first_delta_ms`: the page's own send,
   from Send to the first text parsed (its reply metrics).
 
+Regressions are said, not left to be noticed (issue 47, item 9): `webkit_rtt_budget_ms`
+is the host ping's p95 budget (5 ms: an app's round trip through Python must stay well
+inside a 60 Hz frame, and the figure was 4.1 ms on 2026-12-02), `webkit_rtt_over_budget`
+whether this run missed it, and a missed budget is printed as a REGRESSION line on
+stderr. `webkit_python_rtt_p95_ms` is the ping's p95 less the page-only loop's (the
+bridge without the worker), to see which side moved. The p95 of a thousand pings is
+load-sensitive on this 2-core machine (several Xvfb, WebKit and Python processes share
+it): on 2026-12-06 the issue's 7.3 ms did not reproduce on a quiet machine, at the
+commit that filed it (3.9 ms) or after (3.6 ms); quote it with the load average.
+
 Prints progress lines, then LAST one JSON line.
 """
 
@@ -42,13 +52,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+RTT_BUDGET_MS = 5.0  # the host ping's p95 in WebKit (see the docstring)
 import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.path
 
 from playwright.sync_api import BrowserContext, sync_playwright  # noqa: E402
@@ -235,6 +248,13 @@ def main() -> None:
         result[f"{engine}_ready_warm_ms"] = round(statistics.median(warm[engine]))
         result[f"{engine}_boot"] = median_boot(boots[engine])
     result["webkit_warm_ratio"] = round(result["webkit_ready_warm_ms"] / result["chromium_ready_warm_ms"], 2)
+    result["webkit_python_rtt_p95_ms"] = round(result["webkit_rtt_p95_ms"] - result["webkit_page_rtt_p95_ms"], 3)
+    result["webkit_rtt_budget_ms"] = RTT_BUDGET_MS
+    result["webkit_rtt_over_budget"] = result["webkit_rtt_p95_ms"] > RTT_BUDGET_MS
+    result["load_avg"] = [round(x, 2) for x in os.getloadavg()]
+    if result["webkit_rtt_over_budget"]:
+        print(f"REGRESSION: WebKit host ping p95 {result['webkit_rtt_p95_ms']} ms > {RTT_BUDGET_MS} ms "
+              f"(page-only loop {result['webkit_page_rtt_p95_ms']} ms, load {result['load_avg']})", file=sys.stderr)
     print(json.dumps(result))
 
 
