@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 import httpx
-from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Frame, Page, expect
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Frame, Page, Route, expect
 
 from harness.servers import CHROMIUM, CHROMIUM_ARGS as ARGS  # noqa: F401 - re-exported for tests and benches
 from harness.stored import stored_messages
@@ -302,3 +302,29 @@ def user_chats(frame: Frame | Page, page: Page, text: str) -> dict[str, Any]:
     request = sent.value
     return {"url": request.url, "authorization": request.headers.get("authorization"),
             "body": request_json(request)}
+
+
+# The runtime's wasm, as the page's boot requests it (held to keep Python from loading).
+WASM = re.compile(r"/vendor/pyodide/pyodide\.asm\.wasm$")
+
+
+class Held:
+    """Holds every request matching `pattern` until `release`, then lets them (and any
+    later one) through: what the page does before a download lands, waited on by the
+    test, never timed."""
+
+    def __init__(self, page: Page, pattern: re.Pattern[str]) -> None:
+        self.held: list[Route] = []
+        self.released = False
+        page.context.route(pattern, self._route)
+
+    def _route(self, route: Route) -> None:
+        if self.released:
+            route.continue_()
+        else:
+            self.held.append(route)
+
+    def release(self) -> None:
+        self.released = True
+        for route in self.held:
+            route.continue_()

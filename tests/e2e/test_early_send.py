@@ -15,17 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, Route, expect
+from playwright.sync_api import Browser, Page, Request, expect
 
 from firsttoken.notices import Notices
 from firsttoken.prepare.preparer import Preparer
 from firsttoken.settings import ChatSettings
-from harness.chromium import ANSWER, Console, expected_answer, steer, stored_answers, wait_ready, watched_page
+from harness.chromium import ANSWER, WASM, Console, Held, expected_answer, steer, stored_answers, wait_ready, watched_page
 
 pytestmark = pytest.mark.e2e
 
 #: The runtime Python cannot start without (fetched by the page's prefetch and by the worker).
-WASM = re.compile(r"/vendor/pyodide/pyodide\.asm\.wasm$")
 CHAT = "/v1/chat/completions"
 USER = '.msg[data-role="user"]'
 # Pretty JSON in a fence: compression (balanced) minifies it, so the prepared prompt,
@@ -37,27 +36,6 @@ PROMPT = 'What is in this?\n```json\n{\n    "name": "firsttoken",\n    "sizes": 
 def page(browser: Browser, console: Console) -> Iterator[Page]:
     # A first visit: no service worker, which would answer the runtime past the route.
     yield from watched_page(browser, console, fresh=True)
-
-
-class HeldRuntime:
-    """Holds every request for the runtime's wasm until `release`, then lets them (and
-    any later one) through."""
-
-    def __init__(self, page: Page) -> None:
-        self.held: list[Route] = []
-        self.released = False
-        page.context.route(WASM, self._route)
-
-    def _route(self, route: Route) -> None:
-        if self.released:
-            route.continue_()
-        else:
-            self.held.append(route)
-
-    def release(self) -> None:
-        self.released = True
-        for route in self.held:
-            route.continue_()
 
 
 def chat_requests(page: Page) -> list[Request]:
@@ -85,7 +63,7 @@ def test_a_prompt_sent_while_python_downloads_streams_through_the_gateway_then_p
     page: Page, gateway_url: str
 ) -> None:
     steer(page, "ttft_ms=0,tps=200")
-    runtime = HeldRuntime(page)
+    runtime = Held(page, WASM)
     requests = chat_requests(page)
     page.goto(gateway_url + "/")
     send(page, PROMPT)
@@ -126,7 +104,7 @@ def test_a_prompt_sent_while_python_downloads_streams_through_the_gateway_then_p
 
 def test_stop_on_the_early_path_keeps_the_text_so_far(page: Page, gateway_url: str) -> None:
     steer(page, "ttft_ms=0,tps=25,tokens=2000")
-    HeldRuntime(page)
+    Held(page, WASM)
     page.goto(gateway_url + "/")
     send(page, "a long one please")
     expect(page.locator(ANSWER)).to_have_attribute("data-paints", re.compile(r"^([3-9]|\d\d+)$"), timeout=30_000)
@@ -142,7 +120,7 @@ def test_stop_on_the_early_path_keeps_the_text_so_far(page: Page, gateway_url: s
 
 def test_a_server_error_on_the_early_path_is_typed_and_keeps_the_text(page: Page, gateway_url: str) -> None:
     steer(page, "ttft_ms=0,tps=500,error_after=6")
-    HeldRuntime(page)
+    Held(page, WASM)
     page.goto(gateway_url + "/")
     send(page, "break please")
     expect(page.locator(ANSWER)).to_have_attribute("data-state", "error", timeout=30_000)
@@ -155,7 +133,7 @@ def test_a_server_error_on_the_early_path_is_typed_and_keeps_the_text(page: Page
 
 
 def test_an_http_error_and_a_malformed_stream_on_the_early_path_are_typed(page: Page, gateway_url: str) -> None:
-    HeldRuntime(page)
+    Held(page, WASM)
     answers = iter([
         {"status": 401, "content_type": "application/json",
          "body": json.dumps({"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}})},
@@ -180,7 +158,7 @@ def test_to_another_origin_a_prompt_sent_early_waits_for_python(page: Page, gate
     # take the gateway's header, and the page's origin is not its to trust.
     other = gateway_url.replace("127.0.0.1", "localhost") + "/v1"
     steer(page, "ttft_ms=0,tps=200", base_url=other)
-    HeldRuntime(page)
+    Held(page, WASM)
     requests = chat_requests(page)
     page.goto(gateway_url + "/")
     send(page, "wait for me")

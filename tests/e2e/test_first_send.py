@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, Route, expect
+from playwright.sync_api import Browser, Page, Request, expect
 
-from harness.chromium import ANSWER, Console, steer, stored_answers, watched_page
+from harness.chromium import ANSWER, WASM, Console, Held, steer, stored_answers, watched_page
 
 pytestmark = pytest.mark.e2e
 
@@ -23,31 +23,9 @@ pytestmark = pytest.mark.e2e
 MODULES = re.compile(r"/js/(page|render|link|images|tokenizer)/.*\.js$|/bridge/page/.*\.js$")
 #: The runtime Python cannot start without: held for the whole test, so that nothing
 #: here could have come from Python.
-WASM = re.compile(r"/vendor/pyodide/pyodide\.asm\.wasm$")
 PATHS = {"chat_completions": "/v1/chat/completions", "responses": "/v1/responses",
          "anthropic_messages": "/v1/messages"}
 CONTENT = f"{ANSWER} .content"
-
-
-class Held:
-    """Holds every request matching `pattern` until `release`, then lets them (and any
-    later one) through."""
-
-    def __init__(self, page: Page, pattern: re.Pattern[str]) -> None:
-        self.held: list[Route] = []
-        self.released = False
-        page.context.route(pattern, self._route)
-
-    def _route(self, route: Route) -> None:
-        if self.released:
-            route.continue_()
-        else:
-            self.held.append(route)
-
-    def release(self) -> None:
-        self.released = True
-        for route in self.held:
-            route.continue_()
 
 
 @pytest.fixture
