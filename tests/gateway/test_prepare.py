@@ -27,6 +27,7 @@ from firsttoken.settings import ChatSettings
 from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER, PREPARED_EVENT
 from harness.servers import serve_app
+from harness.sse import sse_events as events
 
 SIM = "x-firsttoken-sim"
 USER_KEY = "sk-user-own-key-4e8a1c"
@@ -45,22 +46,6 @@ def prepared(messages: list[dict[str, Any]], model: str = "firsttoken-sim", leve
     preparer = Preparer(clock=lambda: 0.0, notices=Notices())
     settings = ChatSettings(model=model, compress=level, max_tokens=max_tokens)
     return asyncio.run(preparer.prepare(messages, settings))
-
-
-def events(text: str) -> list[tuple[str | None, str]]:
-    """(event name, data) of each event of an SSE body (the gateway's own framing:
-    LF line ends, one data line an event)."""
-    out = []
-    for block in text.split("\n\n"):
-        name = data = None
-        for line in block.split("\n"):
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: "):
-                data = line[6:]
-        if data is not None:
-            out.append((name, data))
-    return out
 
 
 def report_of(p: Prepared, body: bytes) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from firsttoken.settings import ChatSettings
 from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER, PREPARED_EVENT
 from harness.servers import serve_app
+from harness.sse import sse_events as events
 
 SIM = "x-firsttoken-sim"
 SYSTEM = "You are terse.\n\n\n\nAnswer   in   one   line."
@@ -29,20 +30,6 @@ QUESTION = "Now this:\n```python\n# a comment that goes\ndef f(x):\n\n    return
 def sim() -> Iterator[str]:
     with serve_app(create_app(GatewayConfig(precompressed=None))) as url:
         yield url
-
-
-def events(text: str) -> list[tuple[str | None, str]]:
-    out = []
-    for block in text.split("\n\n"):
-        name = data = None
-        for line in block.split("\n"):
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: "):
-                data = line[6:]
-        if data is not None:
-            out.append((name, data))
-    return out
 
 
 def core_count(api: str) -> int:
