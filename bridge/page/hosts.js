@@ -147,16 +147,48 @@ export function attachHosts(link, options = {}) {
   const win = options.window ?? window;
   const embedOrigins = embedOriginsFrom(win.location.search);
   for (const o of options.embedOrigins ?? []) embedOrigins.add(new URL(o).origin);
-  const counts = { received: 0, rejected: 0, dropped: { origin: 0, frame: 0 } };
-  let lastReady = null;
-  const overlay = options.overlay ?? new HostOverlay();
-  // The page's own behaviour a host set (`haptics`, `awake`): the page's, never in a request.
-  const pageSettings = {};
+  /** What every piece below shares (issue 47, item 3: one function per job). */
+  const bridge = {
+    win, link, options,
+    counts: { received: 0, rejected: 0, dropped: { origin: 0, frame: 0 } },
+    lastReady: null,
+    overlay: options.overlay ?? new HostOverlay(),
+    // The page's own behaviour a host set (`haptics`, `awake`): the page's, never in a request.
+    pageSettings: {},
+    channels: hostChannels(win),
+  };
+  listenToHosts(bridge, embedOrigins);
+  forwardToHosts(bridge);
+  const { channels, pageSettings } = bridge;
+  return {
+    counts: () => structuredClone(bridge.counts),
+    overlay: bridge.overlay,
+    // The page's own messages to its hosts (`haptic`: js/page/haptics.js): to every host
+    // attached now; false when there is none.
+    post(msg) {
+      if (!attachedOf(channels).length) return false;
+      broadcast(channels, msg);
+      return true;
+    },
+    attached: () => attachedOf(channels).length > 0,
+    // Whether an attached host said in its hello that it can do `name` ('dictation').
+    can: (name) => attachedOf(channels).some((channel) => channel.capabilities?.[name] === true),
+    // To the hosts that can do `name` only (`composer.dictate`: one recogniser listens).
+    postTo(name, msg) {
+      const to = attachedOf(channels).filter((channel) => channel.capabilities?.[name] === true);
+      for (const channel of to) out(channel, msg);
+      return to.length > 0;
+    },
+    // What a host set about the page's behaviour (`haptics`, `awake`), or undefined.
+    setting: (name) => pageSettings[name],
+  };
+}
 
-  // ---- the channels to hosts ------------------------------------------------------
-  // Each channel: `send(text)` (false when no host is there now) and whether it has
-  // attached (it gets broadcast events: ready, boot.progress, the page's chats).
-  // `version`: the protocol version of the host's last message (1 until it says).
+// ---- the channels to hosts ----------------------------------------------------------
+// Each channel: `send(text)` (false when no host is there now) and whether it has
+// attached (it gets broadcast events: ready, boot.progress, the page's chats).
+// `version`: the protocol version of the host's last message (1 until it says).
+function hostChannels(win) {
   const native = {
     name: 'native',
     version: 1,
@@ -203,122 +235,35 @@ export function attachHosts(link, options = {}) {
       return true;
     },
   };
-  const channels = { native, port, embed };
+  return { native, port, embed };
+}
 
-  const out = (channel, msg) => channel.send(textFor(channel.version, msg));
-  // With no host attached (a page in a browser tab), the page's own stream costs nothing
-  // here: no copy, no JSON, per delta; with hosts, one JSON text per version spoken.
-  const attachedChannels = () => Object.values(channels).filter((channel) => channel.attached);
-  const broadcast = (msg) => {
-    const to = attachedChannels();
-    if (!to.length) return;
-    const texts = new Map();
-    for (const channel of to) {
-      if (!texts.has(channel.version)) texts.set(channel.version, textFor(channel.version, msg));
-      channel.send(texts.get(channel.version));
-    }
-  };
+const out = (channel, msg) => channel.send(textFor(channel.version, msg));
+const attachedOf = (channels) => Object.values(channels).filter((channel) => channel.attached);
 
-  // ---- host → page ---------------------------------------------------------------
-  function receive(channel, data) {
-    counts.received += 1;
-    let request;
-    try {
-      ({ request, version: channel.version } = parseHostEnvelope(data));
-    } catch (error) {
-      if (!(error instanceof InvalidHostMessage)) throw error;
-      counts.rejected += 1;
-      const reply = { type: 'error', error: { code: 'invalid_message', message: error.message } };
-      if (error.id !== null) reply.id = error.id;
-      out(channel, reply);
-      return;
-    }
-    handle(channel, request);
+// With no host attached (a page in a browser tab), the page's own stream costs nothing
+// here: no copy, no JSON, per delta; with hosts, one JSON text per version spoken.
+function broadcast(channels, msg) {
+  const to = attachedOf(channels);
+  if (!to.length) return;
+  const texts = new Map();
+  for (const channel of to) {
+    if (!texts.has(channel.version)) texts.set(channel.version, textFor(channel.version, msg));
+    channel.send(texts.get(channel.version));
   }
+}
 
-  function handle(channel, request) {
-    const { type, id } = request;
-    if (type === 'hello') {
-      // What this host can do for the page (`capabilities`: its own recogniser), for
-      // as long as it is attached; a later hello says it again, whole.
-      if (request.capabilities) {
-        channel.capabilities = request.capabilities;
-        options.capabilities?.();
-      }
-      // Attaching: `ready` is replayed to a host that arrives after it.
-      const ready = lastReady ?? link.lastReady ?? null;
-      if (ready) out(channel, { ...ready, id });
-      else channel.hello = { id }; // answered when `ready` arrives
-      return;
-    }
-    if (type === 'settings.set') {
-      // The locale is the page's, not the model's: kept apart, never in a request.
-      const { locale, haptics, awake, ...settings } = request.settings;
-      if (locale !== undefined) overlay.locale = locale;
-      for (const [name, value] of Object.entries({ haptics, awake })) {
-        if (value === null) delete pageSettings[name];
-        else if (value !== undefined) pageSettings[name] = value;
-      }
-      overlay.settings = mergeSettings(overlay.settings, settings);
-      const applied = { ...describeSettings(overlay.settings), ...pageSettings };
-      if (overlay.locale) applied.locale = overlay.locale;
-      out(channel, { type: 'settings.applied', id, settings: applied });
-      // The page shows what a host set where it shows it (the Thinking control's default,
-      // the language: js/page/page.js).
-      overlay.dispatchEvent(new Event('change'));
-      return;
-    }
-    if (type === 'connection.warm') {
-      // The app starts: open the connection to the API before the person types.
-      const sent = options.warm ? options.warm() : false;
-      out(channel, { type: 'connection.warmed', id, sent });
-      return;
-    }
-    if (type === 'composer.attach') {
-      // A photo the app has (a share sheet, its own camera): shown in the composer,
-      // shrunk and counted like one the user picked; the user sends it.
-      Promise.resolve().then(() => {
-        if (!options.attach) throw Object.assign(new Error('this page has no composer'), { code: 'unsupported' });
-        return options.attach(request.image);
-      }).then(
-        (image) => out(channel, { type: 'composer.attached', id, ...image }),
-        // An ImageError's code (js/images/header.js); anything else (bytes that are not
-        // base64 after all) is an invalid image.
-        (e) => out(channel, { type: 'error', id, error: { code: typeof e?.code === 'string' ? e.code : 'invalid_image', message: String(e?.message ?? e) } }),
-      );
-      return;
-    }
-    if (type === 'composer.dictation') {
-      // The host's recogniser heard something (js/page/dictation.js): no answer, a stream.
-      options.dictation?.(request);
-      return;
-    }
-    if (type === 'composer.share') {
-      // Shared into the chat (js/page/share.js): lands in the composer, for the person
-      // to send; refused whole (an unknown conversation) with nothing changed.
-      Promise.resolve().then(() => {
-        if (!options.share) throw Object.assign(new Error('this page has no composer'), { code: 'unsupported' });
-        return options.share(request);
-      }).then(
-        (landed) => out(channel, { type: 'composer.shared', id, ...landed }),
-        (e) => out(channel, { type: 'error', id, error: { code: typeof e?.code === 'string' ? e.code : 'invalid_share', message: String(e?.message ?? e) } }),
-      );
-      return;
-    }
-    const core = { type, id: `${HOST_PREFIX}${channel.name}:${id ?? ''}` };
-    if (request.messages) {
-      core.messages = withSystem(request.messages, overlay.settings.system);
-      core.settings = coreSettings({ base_url: new URL('/v1', win.document.baseURI).href }, overlay.settings, request.settings);
-    }
-    link.send(core);
-  }
-
+// ---- host → page --------------------------------------------------------------------
+// Where hosts' messages come in: the native API, Android's listener, an embedding window.
+function listenToHosts(bridge, embedOrigins) {
+  const { win, counts } = bridge;
+  const { native, port, embed } = bridge.channels;
   // Native hosts call this (evaluateJavaScript / evaluateJavascript / injectJavaScript).
   // Non-writable and non-configurable: a script in the page cannot put itself between
   // the host and the bridge.
   if (!Object.hasOwn(win, 'firsttoken')) {
     const api = Object.freeze({
-      post: (text) => { receive(native, text); },
+      post: (text) => { receive(bridge, native, text); },
       counts: () => structuredClone(counts),
     });
     Object.defineProperty(win, 'firsttoken', { value: api, writable: false, configurable: false, enumerable: false });
@@ -328,7 +273,7 @@ export function attachHosts(link, options = {}) {
   // injected. Present from the document's start, before any of the page's scripts.
   const listener = win[ANDROID_LISTENER];
   if (listener && typeof listener.addEventListener === 'function') {
-    listener.addEventListener('message', (event) => receive(native, event.data));
+    listener.addEventListener('message', (event) => receive(bridge, native, event.data));
   }
 
   // An embedding window talks with `message` events, or over a MessagePort it hands
@@ -356,30 +301,136 @@ export function attachHosts(link, options = {}) {
       port.port?.close();
       port.port = event.ports[0];
       port.version = version;
-      port.port.onmessage = (e) => receive(port, e.data);
-      handle(port, request);
+      port.port.onmessage = (e) => receive(bridge, port, e.data);
+      handle(bridge, port, request);
       return;
     }
-    receive(embed, event.data);
+    receive(bridge, embed, event.data);
   });
+}
 
-  // ---- page → host ---------------------------------------------------------------
+function receive(bridge, channel, data) {
+  bridge.counts.received += 1;
+  let request;
+  try {
+    ({ request, version: channel.version } = parseHostEnvelope(data));
+  } catch (error) {
+    if (!(error instanceof InvalidHostMessage)) throw error;
+    bridge.counts.rejected += 1;
+    const reply = { type: 'error', error: { code: 'invalid_message', message: error.message } };
+    if (error.id !== null) reply.id = error.id;
+    out(channel, reply);
+    return;
+  }
+  handle(bridge, channel, request);
+}
+
+// A checked request: the page answers it (HOST_REQUESTS), or the core does.
+function handle(bridge, channel, request) {
+  const own = Object.hasOwn(HOST_REQUESTS, request.type) ? HOST_REQUESTS[request.type] : null;
+  if (own) {
+    own(bridge, channel, request);
+    return;
+  }
+  const { type, id } = request;
+  const { overlay, win } = bridge;
+  const core = { type, id: `${HOST_PREFIX}${channel.name}:${id ?? ''}` };
+  if (request.messages) {
+    core.messages = withSystem(request.messages, overlay.settings.system);
+    core.settings = coreSettings({ base_url: new URL('/v1', win.document.baseURI).href }, overlay.settings, request.settings);
+  }
+  bridge.link.send(core);
+}
+
+// What the page answers itself, by type.
+const HOST_REQUESTS = {
+  hello({ link, options, lastReady }, channel, { id, capabilities }) {
+    // What this host can do for the page (`capabilities`: its own recogniser), for
+    // as long as it is attached; a later hello says it again, whole.
+    if (capabilities) {
+      channel.capabilities = capabilities;
+      options.capabilities?.();
+    }
+    // Attaching: `ready` is replayed to a host that arrives after it.
+    const ready = lastReady ?? link.lastReady ?? null;
+    if (ready) out(channel, { ...ready, id });
+    else channel.hello = { id }; // answered when `ready` arrives
+  },
+  'settings.set'({ overlay, pageSettings }, channel, { id, settings: set }) {
+    // The locale is the page's, not the model's: kept apart, never in a request.
+    const { locale, haptics, awake, ...settings } = set;
+    if (locale !== undefined) overlay.locale = locale;
+    for (const [name, value] of Object.entries({ haptics, awake })) {
+      if (value === null) delete pageSettings[name];
+      else if (value !== undefined) pageSettings[name] = value;
+    }
+    overlay.settings = mergeSettings(overlay.settings, settings);
+    const applied = { ...describeSettings(overlay.settings), ...pageSettings };
+    if (overlay.locale) applied.locale = overlay.locale;
+    out(channel, { type: 'settings.applied', id, settings: applied });
+    // The page shows what a host set where it shows it (the Thinking control's default,
+    // the language: js/page/page.js).
+    overlay.dispatchEvent(new Event('change'));
+  },
+  'connection.warm'({ options }, channel, { id }) {
+    // The app starts: open the connection to the API before the person types.
+    const sent = options.warm ? options.warm() : false;
+    out(channel, { type: 'connection.warmed', id, sent });
+  },
+  'composer.attach'({ options }, channel, request) {
+    // A photo the app has (a share sheet, its own camera): shown in the composer,
+    // shrunk and counted like one the user picked; the user sends it. An ImageError's
+    // code (js/images/header.js); anything else (bytes that are not base64 after all)
+    // is an invalid image.
+    answerLater(channel, request.id, 'composer.attached', 'invalid_image', () => {
+      if (!options.attach) throw Object.assign(new Error('this page has no composer'), { code: 'unsupported' });
+      return options.attach(request.image);
+    });
+  },
+  'composer.dictation'({ options }, _channel, request) {
+    // The host's recogniser heard something (js/page/dictation.js): no answer, a stream.
+    options.dictation?.(request);
+  },
+  'composer.share'({ options }, channel, request) {
+    // Shared into the chat (js/page/share.js): lands in the composer, for the person
+    // to send; refused whole (an unknown conversation) with nothing changed.
+    answerLater(channel, request.id, 'composer.shared', 'invalid_share', () => {
+      if (!options.share) throw Object.assign(new Error('this page has no composer'), { code: 'unsupported' });
+      return options.share(request);
+    });
+  },
+};
+
+// Runs `work` (a value or a promise of the reply's fields) and answers with `type`, or
+// with an error whose code is the failure's own, else `fallback`.
+/** @param {() => any} work */
+function answerLater(channel, id, type, fallback, work) {
+  Promise.resolve().then(work).then(
+    (fields) => out(channel, { type, id, ...fields }),
+    (e) => out(channel, { type: 'error', id, error: { code: typeof e?.code === 'string' ? e.code : fallback, message: String(e?.message ?? e) } }),
+  );
+}
+
+// ---- page → host --------------------------------------------------------------------
+function forwardToHosts(bridge) {
+  const { link, win, channels } = bridge;
   link.addEventListener('message', (event) => {
     const msg = event.detail;
     if (!msg || typeof msg.type !== 'string') return;
     if (msg.type === 'ready') {
-      lastReady = { ...msg };
-      delete lastReady.id; // the page's hello
+      const ready = { ...msg };
+      delete ready.id; // the page's hello
+      bridge.lastReady = ready;
       // Every host present hears it; one that said hello first, with its hello's id.
       for (const channel of Object.values(channels)) {
         if (!channel.attached) continue;
-        out(channel, { ...lastReady, id: channel.hello?.id });
+        out(channel, { ...ready, id: channel.hello?.id });
         channel.hello = null;
       }
       return;
     }
     if (msg.type === 'boot.progress') {
-      broadcast(msg);
+      broadcast(channels, msg);
       return;
     }
     const id = typeof msg.id === 'string' ? msg.id : '';
@@ -394,36 +445,13 @@ export function attachHosts(link, options = {}) {
       if (channel) out(channel, reply);
       return;
     }
-    if (OBSERVED(msg.type) && attachedChannels().length) broadcast({ ...msg, id: id ? PAGE_PREFIX + id : undefined });
+    if (OBSERVED(msg.type) && attachedOf(channels).length) broadcast(channels, { ...msg, id: id ? PAGE_PREFIX + id : undefined });
   });
   // The page's own replies' latency, as the page measured it (js/render/reply-metrics.js).
   win.addEventListener('firsttoken:metrics', (event) => {
     const metrics = event.detail || {};
-    broadcast({ type: 'chat.metrics', id: metrics.id ? PAGE_PREFIX + metrics.id : undefined, metrics });
+    broadcast(channels, { type: 'chat.metrics', id: metrics.id ? PAGE_PREFIX + metrics.id : undefined, metrics });
   });
-
-  return {
-    counts: () => structuredClone(counts),
-    overlay,
-    // The page's own messages to its hosts (`haptic`: js/page/haptics.js): to every host
-    // attached now; false when there is none.
-    post(msg) {
-      if (!attachedChannels().length) return false;
-      broadcast(msg);
-      return true;
-    },
-    attached: () => attachedChannels().length > 0,
-    // Whether an attached host said in its hello that it can do `name` ('dictation').
-    can: (name) => attachedChannels().some((channel) => channel.capabilities?.[name] === true),
-    // To the hosts that can do `name` only (`composer.dictate`: one recogniser listens).
-    postTo(name, msg) {
-      const to = attachedChannels().filter((channel) => channel.capabilities?.[name] === true);
-      for (const channel of to) out(channel, msg);
-      return to.length > 0;
-    },
-    // What a host set about the page's behaviour (`haptics`, `awake`), or undefined.
-    setting: (name) => pageSettings[name],
-  };
 }
 
 // `null` clears a field; headers are replaced as a whole.

@@ -35,7 +35,14 @@ import { formatNumber, locale, onLocaleChange, setHostLocale, t, translateDocume
 import { languageField } from './language-field.js';
 import { early as storedConversations } from './store/db.js';
 
-/** Start the page. `answers` renders answers: `open(container)` gives a stream with
+/** Start the page. It is the page's composition root, and long for that reason (issue
+ * 47, item 3): it makes each collaborator and connects their events, in the order they
+ * depend on one another, and holds no behaviour of its own beyond a line or two per
+ * event; what a piece does lives in its module (and the status lines, the shortcuts and
+ * Send/Stop below it). Cut into parts, the same wiring would pass two dozen objects
+ * between them and hide the one thing to read here: who talks to whom.
+ *
+ * `answers` renders answers: `open(container)` gives a stream with
  * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
  * history), `user(container, text)`, if given, a user's message. main.js passes the markdown renderer; the render benchmark, a plain-text
  * one (bench/render-plain.js). */
@@ -173,26 +180,7 @@ export function startPage({ answers, link = pageLink } = {}) {
   };
 
   // ---- header, status ------------------------------------------------------------
-  // The connection as the user cares about it: Python starting, ready, or failed; the
-  // server reached or not by the last reply.
-  // The header's connection line; a line the page words itself (`key`, i18n.js) is worded
-  // again when the language changes (the boot's progress and errors keep their words).
-  let said = null;
-  const connection = (state, text, key = null) => {
-    els.boot.dataset.state = state;
-    els.boot.textContent = text;
-    said = key;
-  };
-  onLocaleChange(() => {
-    if (said) els.boot.textContent = t(said);
-  });
-  if (els.boot.dataset.state === 'starting') connection('starting', t('boot.starting'));
-  // Said once to screen readers (role=status): how a reply ended, not its text.
-  let flip = false;
-  const announce = (text) => {
-    flip = !flip;
-    els.status.textContent = flip ? text : `${text}\u00a0`;
-  };
+  const { connection, announce } = statusLines(els);
   const settled = (li, state, msg) => {
     if (state === 'done') haptics.pulse('light', { defer: true });
     else if (state !== 'stopped') haptics.pulse('error', { defer: true });
@@ -273,25 +261,13 @@ export function startPage({ answers, link = pageLink } = {}) {
   settings.addEventListener('model', () => count.request());
   settings.addEventListener('api', () => count.request());
 
-  // Keyboard shortcuts (listed in the help dialog, index.html).
-  document.addEventListener('keydown', (e) => {
-    if (e.defaultPrevented || e.isComposing) return;
-    const mod = (e.ctrlKey || e.metaKey) && !e.altKey;
-    if (mod && e.key === ',') {
-      e.preventDefault();
+  keyboardShortcuts({
+    prompt: els.prompt, replies, help: () => sheet.showHelp(),
+    settings: () => {
       showHapticsField();
       notifier.refresh();
       sheet.show();
-    } else if (mod && e.key === '/') {
-      e.preventDefault();
-      sheet.showHelp();
-    } else if (e.key === 'Escape' && e.shiftKey) {
-      e.preventDefault();
-      els.prompt.focus();
-    } else if (e.key === 'Escape' && !document.querySelector('dialog[open]') && replies.busy) {
-      e.preventDefault();
-      replies.stop();
-    }
+    },
   });
 
   // ---- conversations (conversation-store.js, conversations.js) --------------------------------
@@ -346,6 +322,52 @@ function firstWords(text) {
   const cut = flat.slice(0, REPLY_READY_CHARS);
   const space = cut.lastIndexOf(' ');
   return `${space > REPLY_READY_CHARS / 2 ? cut.slice(0, space) : cut}…`;
+}
+
+// ---- the header's connection line and the status for screen readers -----------------
+// The connection as the user cares about it: Python starting, ready, or failed; the
+// server reached or not by the last reply. A line the page words itself (`key`, i18n.js)
+// is worded again when the language changes (the boot's progress and errors keep their
+// words). `announce` says a line once to screen readers (role=status): how a reply
+// ended, not its text.
+function statusLines({ boot, status }) {
+  let said = null;
+  const connection = (state, text, key = null) => {
+    boot.dataset.state = state;
+    boot.textContent = text;
+    said = key;
+  };
+  onLocaleChange(() => {
+    if (said) boot.textContent = t(said);
+  });
+  if (boot.dataset.state === 'starting') connection('starting', t('boot.starting'));
+  let flip = false;
+  const announce = (text) => {
+    flip = !flip;
+    status.textContent = flip ? text : `${text}\u00a0`;
+  };
+  return { connection, announce };
+}
+
+// ---- keyboard shortcuts (listed in the help dialog, index.html) ----------------------
+function keyboardShortcuts({ prompt, replies, settings, help }) {
+  document.addEventListener('keydown', (e) => {
+    if (e.defaultPrevented || e.isComposing) return;
+    const mod = (e.ctrlKey || e.metaKey) && !e.altKey;
+    if (mod && e.key === ',') {
+      e.preventDefault();
+      settings();
+    } else if (mod && e.key === '/') {
+      e.preventDefault();
+      help();
+    } else if (e.key === 'Escape' && e.shiftKey) {
+      e.preventDefault();
+      prompt.focus();
+    } else if (e.key === 'Escape' && !document.querySelector('dialog[open]') && replies.busy) {
+      e.preventDefault();
+      replies.stop();
+    }
+  });
 }
 
 // ---- Send becomes Stop ------------------------------------------------------------

@@ -276,7 +276,8 @@ def test_the_answer_is_what_the_deltas_assembled_not_chat_done_content(page: Pag
 
 
 def test_the_link_drops_what_is_not_a_protocol_event_and_never_throws(page: Page, gateway_url: str) -> None:
-    """The envelope check at the page's end (issue 17, item 3), on a link of its own."""
+    """The envelope check at the page's end (issue 17, item 3), on a link of its own: Python
+    speaks the page's protocol version (2), so a version-1 message from it is dropped too."""
     page.goto(gateway_url + "/", wait_until="domcontentloaded")
     result = page.evaluate(
         """async () => {
@@ -285,17 +286,17 @@ def test_the_link_drops_what_is_not_a_protocol_event_and_never_throws(page: Page
           const seen = [];
           link.addEventListener('message', (e) => seen.push(e.detail));
           const bad = [42, null, undefined, {}, 'not json', '[1]', '"text"', '{"type":"pong"}',
-            '{"v":2,"type":"pong"}', '{"v":"1","type":"pong"}', '{"v":1,"type":"eval"}', '{"v":1}',
-            '{"v":1,"type":"__proto__"}', '{"v":1,"type":"chat.delta","id":7,"text":"x"}',
-            '{"v":1,"type":"chat.done","id":null}'];
+            '{"v":1,"type":"pong"}', '{"v":"1","type":"pong"}', '{"v":2,"type":"eval"}', '{"v":2}',
+            '{"v":2,"type":"__proto__"}', '{"v":2,"type":"chat.delta","id":7,"text":"x"}',
+            '{"v":2,"type":"chat.done","id":null}'];
           for (const data of bad) link.receive(data);
-          link.receive('{"v":1,"type":"pong","t":5}');
-          link.receive('{"v":1,"type":"chat.delta","id":"r1","seq":1,"text":"hi"}');
+          link.receive('{"v":2,"type":"pong","t":5}');
+          link.receive('{"v":2,"type":"chat.delta","id":"r1","seq":1,"text":"hi"}');
           return { dropped: link.dropped, seen, ready: link.lastReady };
         }"""
     )
     assert result["dropped"] == 15
-    assert result["seen"] == [{"v": 1, "type": "pong", "t": 5}, {"v": 1, "type": "chat.delta", "id": "r1", "seq": 1, "text": "hi"}]
+    assert result["seen"] == [{"v": 2, "type": "pong", "t": 5}, {"v": 2, "type": "chat.delta", "id": "r1", "seq": 1, "text": "hi"}]
     assert result["ready"] is None
 
 
