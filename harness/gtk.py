@@ -113,20 +113,31 @@ class GtkProcess:
         """One event the program printed (on the reader thread)."""
         raise NotImplementedError
 
+    # A reader may outlive `close`'s join: WebKit's helper processes inherit the pipes and
+    # can hold them open after the host itself has exited, so `close` closes them under
+    # the reader. Reading a pipe closed that way is the end of its lines, not an error.
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"event": "garbage", "line": line}
-            self.on_event(event)
+        try:
+            for line in self.proc.stdout:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    event = {"event": "garbage", "line": line}
+                self.on_event(event)
+        except (ValueError, OSError):
+            if not self.proc.stdout.closed:
+                raise
         self.on_event({"event": "exit"})
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n"))
+        try:
+            for line in self.proc.stderr:
+                self.stderr.append(line.rstrip("\n"))
+        except (ValueError, OSError):
+            if not self.proc.stderr.closed:
+                raise
 
     def command(self, cmd: dict[str, Any]) -> None:
         """Write one command line to the program."""

@@ -323,14 +323,14 @@ def test_a_photo_in_the_conversation_passes_axe_and_is_photographed(browser: Bro
 def test_a_photo_sent_before_python_is_ready_goes_through_the_gateway(browser: Browser, console: Console,
                                                                        gateway_url: str) -> None:
     from harness.chromium import watched_page
-    from tests.e2e.test_early_send import HeldRuntime
+    from harness.chromium import WASM, Held
 
     # A first visit (no service worker, which would answer the runtime past the route),
     # with Python's runtime held back: the photo is shrunk to the fallback size, and the
     # prompt goes early, through the gateway (js/page/early-send.js), which prepares it.
     for page in watched_page(browser, console, fresh=True):
         steer(page, "ttft_ms=0,tps=200")
-        runtime = HeldRuntime(page)
+        runtime = Held(page, WASM)
         bodies = sent_bodies(page)
         page.goto(gateway_url + "/")
         attach(page, file("IMG_0001.jpg", photo(3000, 2000)))

@@ -17,8 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from harness.chromium import ANSWER, Console, ask, chat_bodies, request_json, send, steer, wait_ready, watched_page
-from tests.e2e.test_early_send import HeldRuntime
+from harness.chromium import ANSWER, WASM, Console, Held, ask, chat_bodies, request_json, send, steer, wait_ready, watched_page
 from tests.e2e.test_shell import axe, open_page
 from harness.stored import store, stored_messages
 
@@ -304,7 +303,7 @@ def first_visit(browser: Browser, console: Console) -> Iterator[Page]:
 def test_a_prompt_sent_before_python_is_ready_shows_its_reasoning_too(first_visit: Page, gateway_url: str, sim: str) -> None:
     page = first_visit
     steer(page, sim, model=THINK)
-    runtime = HeldRuntime(page)
+    runtime = Held(page, WASM)
     page.goto(gateway_url + "/")
     send(page, "think early")
     expect(page.locator(ROW)).to_have_attribute("data-phase", "reasoning", timeout=30_000)
