@@ -36,7 +36,8 @@ charged to it. Their one-time cost is printed as the warm-up's prepare_ms.
 
 Prints human lines, then LAST one JSON line:
     {"system_tokens", "first": {"prepare_ms", "request_bytes"},
-     "repeat": {"prepare_ms", "request_bytes"}, "ratio_bytes", "ratio_prepare"}
+     "repeat": {"prepare_ms", "request_bytes"}, "ratio_bytes", "ratio_prepare",
+     "holds_by_construction"}
 """
 
 from __future__ import annotations
@@ -163,11 +164,17 @@ def main() -> None:
         "repeat": repeat,
         "ratio_bytes": round(repeat["request_bytes"] / first["request_bytes"], 4),
         "ratio_prepare": round(repeat["prepare_ms"] / first["prepare_ms"], 4),
+        # Issue 45, item 6: a check that cannot fail says so. The run stops unless the
+        # repeat was a cache hit, and a hit sends a reference of a few hundred bytes in
+        # place of a system prompt of at least 4,000 tokens, so ratio_bytes <= 0.1 holds
+        # by construction: the figure shows the hit's size, the hit itself is the check.
+        # ratio_prepare is measured and can fail.
+        "holds_by_construction": ["ratio_bytes <= 0.1 (the run requires a cache hit, and a hit sends a reference)"],
     }
     after = statistics.median(p["prepare_ms"] for p in reloaded)
     print(f"after reload (hit from IndexedDB, text sent in full once per session): prepare {after:.1f} ms "
           f"(ratio {after / first['prepare_ms']:.3f}), {int(statistics.median(p['request_bytes'] for p in reloaded))} B")
-    print(f"medians over {args.runs} runs; targets ratio_bytes <= 0.1: {result['ratio_bytes'] <= 0.1}, "
+    print(f"medians over {args.runs} runs; targets ratio_bytes <= 0.1 (by construction): {result['ratio_bytes'] <= 0.1}, "
           f"ratio_prepare <= 0.1: {result['ratio_prepare'] <= 0.1}")
     print(json.dumps(result))
 
