@@ -42,7 +42,7 @@ uninterrupted answer to the same request.
 Prints one line per answer, then LAST one JSON line:
     {"peer", "resumed_ms_p50", "resumed_ms_p95", "repost_ms_p50", "repost_ms_p95",
      "billed_prompt_ratio", "repost_billed_prompt_ratio", "uncached_prompt_ratio",
-     "repost_uncached_prompt_ratio", "identical_pct", "by_kind", ...}
+     "repost_uncached_prompt_ratio", "identical_pct", "by_kind", "holds_by_construction", ...}
 `billed_prompt_ratio`: the prompt tokens the gateway billed for an answer ÷ the prompt
 tokens of one uninterrupted answer (its first request's record), mean over answers;
 `uncached_prompt_ratio` the same for the prompt tokens not read from the prefix cache
@@ -328,6 +328,11 @@ def run(rounds: int) -> dict[str, Any]:
         "identical_pct": round(100 * sum(r["identical"] for r in ours) / len(ours), 1),
         "repost_identical_pct": round(100 * sum(r["identical"] for r in theirs) / len(theirs), 1),
         "by_kind": by_kind,
+        # Issue 45, item 6: the peer's side of "billed once against twice" cannot come out
+        # otherwise: a Retry posts the prompt again and the gateway bills every request's
+        # prompt tokens, cached or not. Ours (billed_prompt_ratio) can fail; the peer's
+        # cost that can vary is repost_uncached_prompt_ratio (its prefix cache).
+        "holds_by_construction": ["repost_billed_prompt_ratio 2.0: a Retry posts the prompt again, and every prompt is billed"],
     }
 
 
