@@ -1,14 +1,15 @@
 """The page's copy of the protocol, js/link/protocol.js, is what gateway.build.protocol_js
 makes of firsttoken.protocol (fails while the committed file is stale), and both sides
-apply the one size rule the same way (bytes of UTF-8)."""
+apply the one size rule the same way (bytes of UTF-8), pick the same API for a model and
+send a key the same way. The JavaScript side is plain JS, tests/js/cross/protocol.test.mjs;
+`test_the_page_reads_what_the_core_defines_and_decides` computes the core's side on the
+same run and hands it over (harness/node.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,10 @@ import pytest
 from firsttoken.errors import InvalidMessage
 from firsttoken.protocol import EVENTS, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REQUESTS, parse_request
 from gateway.build import protocol_js
+from harness.node import node_test
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
-
-
-def node(script: str, stdin: str = "") -> Any:
-    done = subprocess.run(["node", "--no-warnings", "--input-type=module", "-e", script],
-                          cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_the_committed_module_is_what_the_generator_writes() -> None:
@@ -53,27 +48,22 @@ def test_the_module_says_it_is_generated() -> None:
     assert "do not edit" in then
 
 
-@needs_node
-def test_javascript_reads_the_python_definitions() -> None:
-    got = node("import * as p from './js/link/protocol.js';"
-               "console.log(JSON.stringify({v: p.PROTOCOL_VERSION, max: p.MAX_MESSAGE_BYTES, requests: p.REQUESTS,"
-               " events: p.EVENTS, frozen: Object.isFrozen(p.REQUESTS['chat.send'].fields)}));")
-    assert got["v"] == PROTOCOL_VERSION and got["max"] == MAX_MESSAGE_BYTES and got["frozen"]
-    assert list(got["requests"]) == list(REQUESTS) and list(got["events"]) == list(EVENTS)
-    for kind, cls in EVENTS.items():
-        assert list(got["events"][kind]["fields"]) == [f.name for f in dataclasses.fields(cls) if f.name != "id"]
-    assert got["requests"]["chat.send"]["id"] == "required" and got["requests"]["hello"]["id"] == "optional"
-    assert got["requests"]["chat.send"]["fields"]["resume"] == "optional"
-    assert got["events"]["chat.delta"]["fields"]["reasoning"] == "optional"
+def definitions() -> dict[str, Any]:
+    """What the page's copy must say: the version, the size, each request and each
+    event's fields (all but the id), in the core's order."""
+    return {"version": PROTOCOL_VERSION, "max": MAX_MESSAGE_BYTES, "requests": list(REQUESTS),
+            "events": {kind: [f.name for f in dataclasses.fields(cls) if f.name != "id"]
+                       for kind, cls in EVENTS.items()}}
 
 
-@needs_node
-def test_the_page_and_the_core_take_their_version_and_types_from_it() -> None:
-    got = node("import { EVENT_TYPES } from './js/link/envelope.js';"
-               "import { HOST_REQUEST_TYPES } from './bridge/page/host-messages.js';"
-               "console.log(JSON.stringify({events: EVENT_TYPES, hosts: HOST_REQUEST_TYPES}));")
-    assert set(got["events"]) == set(EVENTS) | {"boot.progress"}
-    assert set(got["hosts"]) == set(REQUESTS) - {"delta.ack"} | {"settings.set", "connection.warm", "composer.attach", "composer.dictation", "composer.share"}
+def types() -> dict[str, list[str]]:
+    """The event types the page's envelope takes, and the requests its host bridge takes."""
+    hosts = set(REQUESTS) - {"delta.ack"} | {"settings.set", "connection.warm", "composer.attach",
+                                             "composer.dictation", "composer.share"}
+    return {"events": sorted(set(EVENTS) | {"boot.progress"}), "hosts": sorted(hosts)}
+
+
+def test_no_page_module_restates_the_version_or_the_size() -> None:
     for path in ("js/link/envelope.js", "bridge/page/host-messages.js", "bridge/page/hosts.js",
                  "js/link/python-link.js", "js/boot/pyodide-loader.js", "js/boot/snapshot-worker.js"):
         text = (ROOT / path).read_text(encoding="utf-8")
@@ -107,34 +97,17 @@ def core_refuses(unit: str, extra: int) -> bool:
     return False
 
 
-# Builds each case's message in JavaScript and says whether the host bridge refused it as too large.
-SIZE_SCRIPT = """
-import { parseHostMessage } from './bridge/page/host-messages.js';
-const cases = JSON.parse(await new Promise((resolve) => {
-  let text = ''; process.stdin.on('data', (d) => { text += d; }); process.stdin.on('end', () => resolve(text));
-}));
-const verdicts = ([prefix, suffix]) => cases.map(({ unit, count, fill }) => {
-  try {
-    parseHostMessage(prefix + unit.repeat(count) + 'x'.repeat(fill) + suffix);
-    return false;
-  } catch (e) {
-    if (!/larger than/.test(e.message)) throw e;
-    return true;
-  }
-});
-"""
-
-
-@needs_node
-def test_the_page_and_the_core_refuse_exactly_the_same_sizes() -> None:
+def sizes() -> dict[str, Any]:
+    """Each case's parts, for the page to build the same message, and the verdict expected
+    of both sides: refused as too large exactly when past MAX_MESSAGE_BYTES."""
     cases = [{"unit": UNITS[name], "count": sized(UNITS[name], extra)[0], "fill": sized(UNITS[name], extra)[1]}
-             for name, extra in SIZE_CASES]
-    page = node(SIZE_SCRIPT + f"console.log(JSON.stringify(verdicts({json.dumps([PREFIX, SUFFIX])})));",
-                json.dumps(cases))  # ASCII-escaped: the lone surrogate crosses as `\\ud800`
+             for name, extra in SIZE_CASES]  # JSON-escaped: the lone surrogate crosses as `\\ud800`
+    return {"prefix": PREFIX, "suffix": SUFFIX, "cases": cases, "expected": [extra > 0 for _, extra in SIZE_CASES]}
+
+
+def test_the_core_refuses_exactly_the_sizes_past_the_bound() -> None:
     core = [core_refuses(UNITS[name], extra) for name, extra in SIZE_CASES]
-    expected = [extra > 0 for _, extra in SIZE_CASES]
-    assert core == expected
-    assert page == expected
+    assert core == sizes()["expected"]
 
 
 # ---- one rule for the API a model is served on, on both sides --------------------------------
@@ -162,42 +135,38 @@ def model_names() -> list[str]:
     return names
 
 
-API_SCRIPT = """
-import { apiFor } from './js/page/settings.js';
-const names = JSON.parse(await new Promise((resolve) => {
-  let text = ''; process.stdin.on('data', (d) => { text += d; }); process.stdin.on('end', () => resolve(text));
-}));
-console.log(JSON.stringify({
-  auto: names.map((name) => apiFor('', name)),
-  chosen: names.map((name) => apiFor('responses', name)),
-  unknown: names.map((name) => apiFor('chat', name)),
-}));
-"""
-
-
-@needs_node
-def test_the_page_picks_the_api_the_core_picks_for_every_model_name() -> None:
+def apis() -> dict[str, Any]:
+    """The API the core serves each name on, chosen automatically and with an unknown
+    choice ("chat"); the page must pick the same, and "responses" when it is chosen."""
     from firsttoken.settings import ChatSettings
     from firsttoken.stream.dialects import api_for
 
     names = model_names()
-    page = node(API_SCRIPT, json.dumps(names))
     # The core as a request meets the name (an empty one is the default model's).
-    core = [api_for(ChatSettings.from_dict({"model": name})) for name in names]
-    assert page["auto"] == core
-    assert {"responses", "anthropic_messages", "chat_completions"} <= set(core)
-    assert page["chosen"] == ["responses"] * len(names)
-    assert page["unknown"] == [api_for(ChatSettings.from_dict({"model": name, "api": "chat"})) for name in names]
+    auto = [api_for(ChatSettings.from_dict({"model": name})) for name in names]
+    unknown = [api_for(ChatSettings.from_dict({"model": name, "api": "chat"})) for name in names]
+    return {"names": names, "auto": auto, "unknown": unknown}
 
 
-@needs_node
-def test_the_model_list_sends_the_key_as_the_core_sends_it_with_a_chat() -> None:
+def test_the_names_reach_every_api() -> None:
+    assert {"responses", "anthropic_messages", "chat_completions"} <= set(apis()["auto"])
+
+
+def keys() -> list[dict[str, Any]]:
+    """The headers the core sends a key with in a chat, for each API, with a key and without."""
     from firsttoken.settings import APIS, ChatSettings
     from firsttoken.stream.dialects import credentials, request_headers
 
-    cases = [[api, key] for api in APIS for key in ("", "sk-user")]
-    page = node("import { keyHeaders } from './js/page/connection.js';"
-                f"console.log(JSON.stringify({json.dumps(cases)}.map(([api, key]) => keyHeaders(api, key))));")
-    for (api, key), headers in zip(cases, page):
-        settings = ChatSettings(api_key=key, api=api)
-        assert headers == {**credentials(settings, api), **request_headers(settings, api)}, (api, key)
+    out = []
+    for api in APIS:
+        for key in ("", "sk-user"):
+            settings = ChatSettings(api_key=key, api=api)
+            out.append({"api": api, "key": key,
+                        "headers": {**credentials(settings, api), **request_headers(settings, api)}})
+    return out
+
+
+@needs_node
+def test_the_page_reads_what_the_core_defines_and_decides(tmp_path: Path) -> None:
+    core = {"definitions": definitions(), "types": types(), "sizes": sizes(), "apis": apis(), "keys": keys()}
+    node_test(ROOT / "tests" / "js" / "cross" / "protocol.test.mjs", core, tmp_path)
