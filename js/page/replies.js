@@ -265,7 +265,11 @@ export class Replies {
     this.onRequest();
     this.link.send(this.overlay.apply({
       type: 'chat.send', id, messages: messages.length ? messages : [{ role: 'user', content: '' }],
-      settings: this.requestSettings(entry), resume: { stream: streamId, after, text: entry.content },
+      settings: this.requestSettings(entry), resume: {
+        stream: streamId, after, text: entry.content,
+        // Only reasoning shown so far: a model thinking inline goes on inside `<think>`.
+        ...(!entry.content && entry.reasoning ? { thinking: true } : {}),
+      },
     }));
   }
 

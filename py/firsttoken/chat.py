@@ -120,7 +120,7 @@ class ChatRequest:
         self.assembly: AnswerStream = dialects.stream_for(self.api, send.settings.model)
         if send.resume is not None:
             self.assembly = dialects.stream_for(self.api, send.settings.model, prefix=send.resume.text,
-                                                after=send.resume.after)
+                                                after=send.resume.after, thinking=send.resume.thinking)
             self.assembly.sequenced = True
         #: The gateway's resumable stream of this answer, once named (`chat.stream`).
         self.resumer: StreamResumer | None = None

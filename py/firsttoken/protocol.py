@@ -190,12 +190,15 @@ class DeltaAck(Request):
 class ResumeFrom:
     """`chat.send.resume`: take up an answer whose stream a firsttoken gateway still
     runs (`stream`, from `chat.stream`), after event `after` (the last one the page
-    painted, from `chat.delta.event`); `text` is what the page shows of it so far.
-    Nothing is prepared and nothing is sent again: the prompt was billed once."""
+    painted, from `chat.delta.event`); `text` is what the page shows of it so far;
+    `thinking`: the page shows reasoning and no answer text yet, so a model that thinks
+    inline (`<think>` in Chat Completions content) is taken up inside its reasoning, not
+    as answer. Nothing is prepared and nothing is sent again: the prompt was billed once."""
 
     stream: str
     after: int
     text: str
+    thinking: bool = False
 
     #: Longest stream id taken (the gateway's are about 30 characters).
     MAX_STREAM_ID = 128
@@ -211,7 +214,10 @@ class ResumeFrom:
             raise InvalidMessage("'resume.after' must be a non-negative integer")
         if not isinstance(text, str):
             raise InvalidMessage("'resume.text' must be a string")
-        return cls(stream=stream, after=after, text=text)
+        thinking = value.get("thinking", False)
+        if type(thinking) is not bool:
+            raise InvalidMessage("'resume.thinking' must be a boolean")
+        return cls(stream=stream, after=after, text=text, thinking=thinking)
 
 
 @_message("chat.send")

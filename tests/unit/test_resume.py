@@ -106,6 +106,34 @@ def test_a_resumed_assembly_starts_from_the_text_shown() -> None:
     assert stream.partial == "One two three"
 
 
+def test_a_stream_resumed_inside_inline_reasoning_goes_on_as_reasoning() -> None:
+    # The page showed "<think>Hmm," as reasoning only, then reloaded: the rest of the
+    # thinking must not land in the answer (nor its closing tag).
+    stream = ChatStream(prefix="", after=2, thinking=True)
+    updates = stream.feed(event(3, " let me see.</thi") + event(4, "nk>\n\nYes.") + end(5)) + stream.finish()
+    shown = [(type(u).__name__, u.text) for u in updates if hasattr(u, "text") and u.text]
+    assert shown == [("ReasoningDelta", " let me see."), ("ContentDelta", "Yes.")]
+    assert stream.close().content == "Yes."
+
+
+def test_a_stream_resumed_mid_reasoning_in_a_field_keeps_its_content_as_answer() -> None:
+    # Same page state, but the server parses reasoning into a field: content is answer.
+    chunks = [{"choices": [{"index": 0, "delta": {"reasoning_content": " more"}}]},
+              {"choices": [{"index": 0, "delta": {"content": "Yes."}, "finish_reason": "stop"}]}]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\nid: %d\n\n" % (i + 3) for i, c in enumerate(chunks))
+    stream = ChatStream(after=2, thinking=True)
+    stream.feed(body + b"data: [DONE]\nid: 5\n\n")
+    stream.finish()
+    completion = stream.close()
+    assert (completion.reasoning, completion.content) == (" more", "Yes.")
+
+
+def test_a_resume_says_whether_the_page_was_inside_reasoning() -> None:
+    request = parse_request(send(resume={"stream": "s", "after": 2, "text": "", "thinking": True}))
+    assert request.resume is not None and request.resume.thinking is True
+    assert parse_request(send(resume={"stream": "s", "after": 2, "text": "Hi"})).resume.thinking is False
+
+
 @pytest.mark.parametrize("value", ["fts_abc", "  fts_abc "])
 def test_the_stream_header_is_read_in_any_case(value: str) -> None:
     assert stream_id_of({"X-Firsttoken-Stream": value}) == "fts_abc"
@@ -121,6 +149,7 @@ def test_a_strange_stream_header_is_not_taken(value: str) -> None:
     ({"stream": "s", "after": -1, "text": ""}, "resume.after"),
     ({"stream": "s", "after": "1", "text": ""}, "resume.after"),
     ({"stream": "s", "after": 1, "text": 5}, "resume.text"),
+    ({"stream": "s", "after": 1, "text": "", "thinking": "yes"}, "resume.thinking"),
     ("s", "'resume' must be an object"),
 ])
 def test_a_bad_resume_says_what_is_wrong(resume, says: str) -> None:

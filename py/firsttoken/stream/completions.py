@@ -115,13 +115,18 @@ class _Reasoning:
     """A stream's reasoning state beyond the assembled text: the tag splitter of each
     choice, the reasoning details of choice 0 (for replay), and which field named it."""
 
-    __slots__ = ("implicit", "splitters", "fielded", "details", "named_content")
+    __slots__ = ("implicit", "splitters", "fielded", "details", "named_content", "resumed_thinking")
 
-    def __init__(self, *, implicit: bool = False, answering: bool = False) -> None:
+    def __init__(self, *, implicit: bool = False, answering: bool = False, thinking: bool = False) -> None:
         self.implicit = implicit
         self.splitters: dict[int, ThinkTagSplitter] = {}
         if answering:  # a resumed answer whose start was shown already
             self.splitters[0] = ThinkTagSplitter(answering=True)
+        elif thinking:  # resumed while only reasoning was shown: inside `<think>`, if inline
+            self.splitters[0] = ThinkTagSplitter(thinking=True)
+        #: Until the stream says how its reasoning comes: a field's reasoning means the
+        #: content is the answer, not the inside of a tag (`fielded_reasoning`).
+        self.resumed_thinking = thinking and not answering
         self.fielded: set[int] = set()  # choices whose reasoning came in a field
         self.details: list[dict[str, Any]] = []
         self.named_content = False  # choice 0's reasoning came as `reasoning_content`
@@ -135,6 +140,10 @@ class _Reasoning:
     def fielded_reasoning(self, index: int) -> None:
         # The server parsed the reasoning out itself: content has no implicit start.
         self.fielded.add(index)
+        if index == 0 and self.resumed_thinking:
+            # Resumed mid-reasoning that came in a field, not inline: content is answer.
+            self.resumed_thinking = False
+            self.splitters[0] = ThinkTagSplitter(answering=True)
         splitter = self.splitters.get(index)
         if splitter is not None and splitter.deciding:
             splitter.implicit = False
@@ -329,11 +338,13 @@ class ChatStream(AnswerStream):
 
     _END = "[DONE] or a finish_reason"
 
-    def __init__(self, *, think_implicit: bool = False, **kw: Any) -> None:
+    def __init__(self, *, think_implicit: bool = False, thinking: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         #: `think_implicit`: the model opens its reasoning without a tag (R1-style:
         #: `tokens.models.opens_thinking_implicitly`), so its content starts as reasoning.
-        self._reasoning = _Reasoning(implicit=think_implicit, answering=bool(kw.get("prefix")))
+        #: `thinking`: resumed (`prefix`, `after`) while the page showed only reasoning,
+        #: so inline content goes on as reasoning until its closing tag.
+        self._reasoning = _Reasoning(implicit=think_implicit, answering=bool(kw.get("prefix")), thinking=thinking)
 
     def _event(self, event: ServerSentEvent, out: list[Update]) -> None:
         if event.event == "error":

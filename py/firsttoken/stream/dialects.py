@@ -117,9 +117,12 @@ def api_for(settings: ChatSettings) -> str:
 def stream_for(api: str, model: str = "", **kw: Any) -> AnswerStream:
     """A new stream reading `api`'s answer from `model` (`kw`: `AnswerStream`'s: bounds,
     `prefix`, `after`). On Chat Completions, a model that opens its reasoning without a
-    tag has its answer start as reasoning (`think_tags`)."""
+    tag has its answer start as reasoning (`think_tags`), and a stream resumed while only
+    reasoning was shown (`thinking`) goes on inside it. The other APIs type their
+    reasoning blocks, so the events after a cut say what they are by themselves."""
+    thinking = bool(kw.pop("thinking", False))
     if api == CHAT:
-        return ChatStream(think_implicit=opens_thinking_implicitly(model), **kw)
+        return ChatStream(think_implicit=opens_thinking_implicitly(model), thinking=thinking, **kw)
     return _STREAMS[api](**kw)
 
 

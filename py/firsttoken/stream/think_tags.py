@@ -79,16 +79,26 @@ class ThinkTagSplitter:
     >>> s = ThinkTagSplitter()
     >>> s.feed("<thi") + s.feed("nk>Hmm.</th") + s.feed("ink>\\n\\nYes.") + s.finish()
     [(True, 'Hmm.'), (False, 'Yes.')]
+
+    A stream taken up after a cut (a reload: `chat.send.resume`) starts where the page
+    was: `answering` once answer text was shown, `thinking` while only reasoning was
+    (the tag that opened it went by before the cut):
+
+    >>> s = ThinkTagSplitter(thinking=True)
+    >>> s.feed("still thinking.</think>Yes.")
+    [(True, 'still thinking.'), (False, 'Yes.')]
     """
 
     __slots__ = ("implicit", "_state", "_held", "_closes", "_reasoning", "closed")
 
-    def __init__(self, *, implicit: bool = False, answering: bool = False) -> None:
+    def __init__(self, *, implicit: bool = False, answering: bool = False, thinking: bool = False) -> None:
         #: Text from the start is reasoning until a closing tag (R1-style models).
         #: May be turned off until the start is decided (reasoning came in a field).
         self.implicit = implicit
-        self._state = _ANSWER if answering else _START
+        self._state = _ANSWER if answering else _REASONING if thinking else _START
         self._held = ""
+        #: Resumed inside reasoning (`thinking`), the opening tag went by before the
+        #: cut, so any closing tag closes it.
         self._closes: tuple[str, ...] = _CLOSES
         #: The reasoning so far, given again as the answer if it never closes and the
         #: model said it finished (bounded by the answer's own bound: each piece is
