@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firsttoken import tokens
+from harness.node import node_test
+from harness.servers import ROOT
 from tests.corpus.tokens.golden import (
     ENCODINGS,
-    HERE,
     assert_same_ids,
     corpus_texts,
     load_golden,
@@ -53,17 +53,15 @@ def test_assert_same_ids_reports_differences() -> None:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
-def test_golden_agrees_with_npm_tiktoken_wasm() -> None:
+def test_golden_agrees_with_npm_tiktoken_wasm(tmp_path: Path) -> None:
     """npm tiktoken (Rust compiled to WASM, with its own parser of the same JSON) gives
-    the golden ids too, so golden.json is not just CPython tiktoken agreeing with itself."""
-    script = HERE / "npm_tiktoken_ids.cjs"
-    out = subprocess.run(
-        ["node", str(script)], check=True, capture_output=True, text=True, timeout=120
-    ).stdout
-    npm = json.loads(out)
-    for case in load_golden():
-        for encoding in ENCODINGS:
-            assert npm[case.name][encoding] == case.ids[encoding], (case.name, encoding)
+    the golden ids too, so golden.json is not just CPython tiktoken agreeing with itself;
+    and ours on this run (tests/js/cross/tokens-npm.test.mjs, plain JS, checks both)."""
+    cases = [{"name": case.name, "text": case.text, "golden": dict(case.ids),
+              "ours": {encoding: tokens.encode(case.text, encoding) for encoding in ENCODINGS}}
+             for case in load_golden()]
+    node_test(ROOT / "tests" / "js" / "cross" / "tokens-npm.test.mjs",
+              {"encodings": list(ENCODINGS), "cases": cases}, tmp_path)
 
 
 # Published in the OpenAI cookbook "How to count tokens with tiktoken", so independent of
