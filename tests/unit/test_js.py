@@ -3,7 +3,9 @@ runner (`node --test`), one pytest test per file, so that `make test-fast` and `
 run them with the rest. What a file's tests said is shown when it fails.
 
 They were JS inside Python strings, run with `node -e` and their results asserted in
-Python (issue 47, item 6); none is left.
+Python (issue 47, item 6); none is left among the page's tests (the one `node -e`
+left, in tests/gateway/test_inline_page.py, checks a build step, gateway/build/inline.mjs,
+and belongs with the gateway's build).
 
 The cross-checks, JavaScript against the Python core on the same input, are plain JS too,
 in tests/js/cross/ (not run from here): test_page_images (both image readers),
