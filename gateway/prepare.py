@@ -28,6 +28,17 @@ Messages prompt is written exactly as the page's Python writes it, and the body'
 fields (model, limits, reasoning) stay as sent. Preparing is CPU work: it runs off the
 event loop.
 
+What is decided, and where (issue 47, item 4): the route names the dialect, as the
+page's "API" setting does, so the one table here (`_API`) only translates a route's
+dialect into the core's name for it and hands it to the core as that setting; the
+core's `Preparer` then decides everything a preparation depends on (the dialect by
+`api_for`, the encoding, the budget) and carries it on `Prepared`, and the prompt is
+written back in `prepared.api`, the core's decision, not re-derived here. The table
+cannot go: the gateway's dialects are named by their routes ("chat", "responses",
+"messages"), the core's by `firsttoken.settings.APIS`, and leaving the setting empty
+would have the core pick by model name, which may differ from the route the client
+chose (a Responses request for `gpt-4o` would be prepared as Chat Completions).
+
 Refused, with OpenAI's error object: the header on another route, an unknown level
 (400 `invalid_value`), and a conversation whose system messages and newest turn
 cannot fit the model's context (400 `context_budget_exceeded`, as the core's error).
@@ -64,7 +75,8 @@ PREPARE_HEADER = "x-firsttoken-prepare"
 #: The SSE event name of the preparation's report.
 PREPARED_EVENT = "firsttoken.prepared"
 _STATE_KEY = "prepared"
-#: Each dialect's name in the core's settings (`ChatSettings.api`).
+#: Each route's dialect by its name in the core's settings (`ChatSettings.api`): the
+#: client's choice handed to the core, which decides from it (the module's docstring).
 _API = {CHAT.name: "chat_completions", RESPONSES.name: "responses", MESSAGES.name: "anthropic_messages"}
 #: The fields that hold a Responses or Messages prompt: what preparing rewrites.
 _PROMPT_FIELDS = frozenset({"input", "instructions", "messages", "system"})
@@ -84,7 +96,7 @@ def prepare_chat(read: ChatBody, level: str) -> tuple[ChatBody, ChatPrepared]:
         data = {**chat.raw, "messages": prepared.messages}
     else:
         # The prompt's fields rewritten by the core's builder, the rest as sent.
-        built = request_body(prepared.messages, settings, api, reasoning=False)
+        built = request_body(prepared.messages, settings, prepared.api, reasoning=False)
         data = {k: v for k, v in chat.raw.items() if k not in _PROMPT_FIELDS}
         data.update((k, v) for k, v in built.items() if k in _PROMPT_FIELDS)
     try:
