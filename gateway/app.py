@@ -27,7 +27,7 @@ from .counting import PromptCounter
 from .dialects import DIALECTS, error_response
 from .errors import APIError
 from .guard import RequestGuard
-from .headers import SecurityHeaders, content_security_policy
+from .headers import SecurityHeaders, content_security_policy, page_inline_sources
 from .keepalive import KeepAlive
 from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets, StreamsPerClient
 from .offload import Offload
@@ -217,7 +217,9 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     # From the outside in.
     middleware = [
         # Security headers on every answer, refusals and 500s too.
-        Middleware(SecurityHeaders, csp=content_security_policy(config.connect_src, config.frame_ancestors),
+        # The page's inline blocks allowed by their hashes, read from the page it serves.
+        Middleware(SecurityHeaders, csp=content_security_policy(
+            config.connect_src, config.frame_ancestors, page_inline_sources(config.root / "index.html")),
                    isolation=config.isolation),
         # Whatever escapes: one log line and a JSON 500.
         Middleware(ErrorBoundary, passthrough=(DropConnection,)),

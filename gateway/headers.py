@@ -6,8 +6,13 @@
   tokens in its own thread), so `isolation=False` (`--no-isolation`) leaves them out:
   the page as Android's WebView sees it, which is never isolated whatever it is sent.
 - CORP `same-origin` lets our own assets load under COEP.
-- The Content-Security-Policy allows scripts from this origin only: no inline script,
-  so markup in a model's answer can never bring script of its own. 'wasm-unsafe-eval'
+- The Content-Security-Policy allows scripts from this origin only, and the page's own
+  inline blocks by their SHA-256 (CSP Level 3, "hash-source"): its first step and the
+  styles of its first view, inline so that a first visit's Send works once the HTML
+  alone has arrived (issue 45, item 2; docs/boot.md). The hashes are taken from
+  index.html as served (`page_inline_sources`), so an edit to a block cannot leave
+  the policy behind; no 'unsafe-inline', so markup in a model's answer can never bring
+  script or style of its own (a hash allows only the exact text it was taken from). 'wasm-unsafe-eval'
   lets Pyodide compile WebAssembly. No 'unsafe-eval': nothing the page or its workers
   run at start-up evaluates a string. PyScript would, but only in a worker started
   with its hooks (the `Function(...)` of @pyscript/core's src/hooks.js:42 on the page,
@@ -19,18 +24,88 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+from collections.abc import Sequence
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import NamedTuple
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-def content_security_policy(connect_src: str, frame_ancestors: str) -> str:
+class InlineSources(NamedTuple):
+    """The CSP hash-sources ('sha256-…') of a page's inline `<style>` and `<script>`
+    elements, in document order."""
+
+    styles: tuple[str, ...] = ()
+    scripts: tuple[str, ...] = ()
+
+
+class _InlineBlocks(HTMLParser):
+    # The HTML parser, not a pattern: a comment that mentions <script> is no element, and
+    # a script's or style's text runs to its end tag whatever it holds (raw text).
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.open: tuple[str, list[str]] | None = None
+        self.blocks: dict[str, list[str]] = {"style": [], "script": []}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.blocks and not (tag == "script" and any(name == "src" for name, _ in attrs)):
+            self.open = (tag, [])
+
+    def handle_data(self, data: str) -> None:
+        if self.open is not None:
+            self.open[1].append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.open is not None and self.open[0] == tag:
+            self.blocks[tag].append("".join(self.open[1]))
+            self.open = None
+
+
+def hash_source(text: str) -> str:
+    """`'sha256-…'` of an inline block's text, as the browser hashes it (CSP Level 3,
+    "Does element match source list": the UTF-8 of the element's text content)."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def inline_sources(html: str) -> InlineSources:
+    """The hash-sources of `html`'s inline styles and scripts (those without `src`)."""
+    parser = _InlineBlocks()
+    # The parser hands on text as it is, but the browser's tokenizer first turns CR LF
+    # and CR into LF (HTML, "preprocessing the input stream"): hash what it will see.
+    parser.feed(html.replace("\r\n", "\n").replace("\r", "\n"))
+    parser.close()
+    return InlineSources(tuple(dict.fromkeys(map(hash_source, parser.blocks["style"]))),
+                         tuple(dict.fromkeys(map(hash_source, parser.blocks["script"]))))
+
+
+def page_inline_sources(index_html: Path) -> InlineSources:
+    """`inline_sources` of the page this gateway serves; none when it serves no page."""
+    try:
+        return inline_sources(index_html.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return InlineSources()
+
+
+#: A page with no inline block (the policy's default).
+NO_INLINE = InlineSources()
+
+
+def content_security_policy(connect_src: str, frame_ancestors: str, inline: InlineSources = NO_INLINE) -> str:
+    def sources(base: str, hashes: Sequence[str]) -> str:
+        return " ".join([base, *hashes])
+
     return "; ".join(
         [
             "default-src 'self'",
-            "script-src 'self' 'wasm-unsafe-eval'",
+            sources("script-src 'self' 'wasm-unsafe-eval'", inline.scripts),
             "worker-src 'self' blob:",
             f"connect-src {connect_src}",
             "img-src 'self' data: blob:",
-            "style-src 'self'",
+            sources("style-src 'self'", inline.styles),
             "font-src 'self'",
             "object-src 'none'",
             "base-uri 'none'",

@@ -2,10 +2,12 @@
 // Send, from the moment the composer shows: the page's first step, with no imports.
 //
 // On a first visit over 3G the page's own modules (js/page/, some sixty files) arrive
-// seconds after the composer is painted (docs/boot.md, "Send before the page's
-// modules"). A plain chat page takes Send as soon as it shows; this script lets this one
-// do the same. index.html loads it first, deferred and at high priority, so it is in
-// before the render-blocking styles let the composer show.
+// seconds after the composer is painted (docs/boot.md, "Send with the HTML alone"). A
+// plain chat page takes Send as soon as it shows; this script lets this one do the same.
+// It runs inline: gateway/build/inline.mjs copies it, without its comments, into
+// index.html's head, so Send works once the HTML alone has arrived, with no request of
+// its own (a file, even a small one, cost a round trip on a new connection: on shaped
+// 3G, Send usable at 2.0 s against a plain page's 1.0 s; bench/RESULTS.md).
 //
 // Before the page takes over (page.js marks `html[data-interactive]`):
 // - Send (the form's submit, or Enter where composer.js sends on Enter) posts the prompt
@@ -29,15 +31,16 @@
 // What the page does and this step does not, until it takes over: Stop, reasoning shown,
 // markdown, the compression note. The request itself is the same.
 //
-// A classic `defer` script, not an `async` module: WebKitGTK 2.50 holds `async` scripts,
-// module or classic, until the document has loaded or first painted (measured:
-// tests/webkit/test_first_send.py saw this file fetched at 0.1 s and not run 12 s later,
-// the page's modules held), which is the wait this step exists to end; a `defer` script
-// runs once the document is parsed, first of the deferred ones, without waiting for the
-// page's module graph behind it. It has no import or export, so early-send.js imports
-// it too (for Node and for load order) and reads what it offers from
-// `globalThis.firsttokenFirstSend`; evaluated twice (the page's classic copy, the
-// module's), the second does nothing.
+// Inline, a classic script runs where the parser meets it, in WebKit as in Chromium.
+// (It was a `defer` file before, never `async`: WebKitGTK 2.50 holds `async` scripts,
+// module or classic, until the document has loaded or first painted; tests/webkit/
+// test_first_send.py saw one fetched at 0.1 s and not run 12 s later.) It has no import
+// or export, so early-send.js imports this file too (for Node and for load order) and
+// reads what it offers from `globalThis.firsttokenFirstSend`; evaluated twice (the
+// page's inline copy, the module), the second does nothing. Edit this file, then run
+// `node gateway/build/inline.mjs`: tests/gateway/test_inline_page.py fails on a stale
+// copy, and the page's Content-Security-Policy hashes the copy as served
+// (gateway/headers.py), so it cannot drift from what the browser allows.
 
 (() => {
 if (/** @type {any} */ (globalThis).firsttokenFirstSend) return;
@@ -314,7 +317,9 @@ function earlySettings() {
 async function dialectOf(api, model) {
   if (api in PATHS) return api;
   if (model === DEFAULT_MODEL) return 'chat_completions';
-  const { apiFor } = await import('../page/settings.js');
+  // From the page's address: inline, a relative specifier resolves against the
+  // document, not against this file's folder.
+  const { apiFor } = await import(new URL('js/page/settings.js', document.baseURI).href);
   return apiFor(api, model);
 }
 

@@ -10,6 +10,8 @@ import re
 import httpx
 import pytest
 
+from gateway.headers import inline_sources
+
 SIM = "x-firsttoken-sim"
 FAST = "ttft_ms=0,tps=100000"
 CHAT = {"model": "firsttoken-sim", "messages": [{"role": "user", "content": "tell me about frames"}]}
@@ -163,8 +165,10 @@ def test_page_is_served_isolated_with_a_strict_csp(client: httpx.Client) -> None
     assert r.headers["cross-origin-opener-policy"] == "same-origin"
     assert r.headers["cross-origin-embedder-policy"] == "require-corp"
     csp = r.headers["content-security-policy"]
-    # No inline script, no foreign origin, and no eval of strings (gateway/headers.py).
-    assert "script-src 'self' 'wasm-unsafe-eval';" in csp
+    # No inline script but the page's own, by their hashes; no foreign origin, and no
+    # eval of strings (gateway/headers.py).
+    scripts = " ".join(inline_sources(r.text).scripts)
+    assert scripts and f"script-src 'self' 'wasm-unsafe-eval' {scripts};" in csp
     assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
     assert "img-src 'self' data: blob:" in csp
 
