@@ -1,6 +1,7 @@
 """A native host as the page sees it (bridge/PROTOCOL.md, "Hosts"), played by the test:
 the object each platform puts in the page, and how a host posts to the page and reads
-what it was sent. Used by the bridge, action and stall tests."""
+what it was sent; a React Native host that times each message it gets, and what a
+person does with the page around it. Used by the bridge, action, stall and haptics tests."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 from typing import Any
 
 from playwright.sync_api import Page
+
+from harness.chromium import wait_ready
 
 # What each native platform puts in the page, as an object whose postMessage(text)
 # reaches the app; here it keeps the texts in window.__toHost.
@@ -53,3 +56,52 @@ def host_answer(page: Page, request_id: str) -> str:
              .filter((m) => m.type === 'chat.delta' && m.id === id).map((m) => m.text).join('')""",
         request_id,
     )
+
+
+# ---- a host that times what it gets (the haptics tests) -----------------------------------
+
+#: The React Native host, noting when each message reached it (the page's clock).
+TIMED_HOST = """window.__toHost = []; window.__hostAt = [];
+window.ReactNativeWebView = { postMessage: (t) => { window.__toHost.push(t); window.__hostAt.push(performance.now()); } };"""
+#: A first token 500 ms after the request, then 30 tokens over a second.
+SLOW = "ttft_ms=500,tps=30,tokens=30"
+#: The whole answer at once: first token and done within the 300 ms after Send.
+FAST = "ttft_ms=0,prefill_tps=0,tps=1000000,tokens=5"
+#: The least time between two pulses (js/page/haptics.js).
+PACE_MS = 300
+
+
+def timed_host(page: Page, gateway_url: str) -> Page:
+    """The page under `TIMED_HOST`, loaded from the gateway and ready."""
+    page.add_init_script(TIMED_HOST)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    return page
+
+
+def haptics(page: Page) -> list[tuple[str, float]]:
+    """Every `haptic` the timed host got: (kind, when)."""
+    return page.evaluate("""() => window.__toHost.map((t, i) => [JSON.parse(t), window.__hostAt[i]])
+      .filter(([m]) => m.type === 'haptic').map(([m, at]) => [m.kind, at])""")
+
+
+def wait_haptics(page: Page, n: int) -> list[tuple[str, float]]:
+    """Every `haptic` the timed host got, once there are at least `n`."""
+    page.wait_for_function("(n) => window.__toHost.filter((t) => JSON.parse(t).type === 'haptic').length >= n", arg=n)
+    return haptics(page)
+
+
+def set_settings(page: Page, request_id: str, **settings: object) -> dict[str, Any]:
+    """A host's `settings.set`; what the page says it applied."""
+    post(page, {"type": "settings.set", "id": request_id, "settings": settings})
+    return host_message(page, "settings.applied", request_id)["settings"]
+
+
+def ask(page: Page, text: str, state: str = "done") -> None:
+    """Send from the page's composer; wait until the answer ended as `state`."""
+    n = page.locator(f'.msg[data-role="assistant"][data-state="{state}"]').count()
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")
+    page.wait_for_function(
+        "([s, n]) => document.querySelectorAll(`.msg[data-role=\"assistant\"][data-state=\"${s}\"]`).length > n",
+        arg=[state, n], timeout=60_000)

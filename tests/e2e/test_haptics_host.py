@@ -10,51 +10,13 @@ The page's own clock times each message as it is posted (the stand-in host recor
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from playwright.sync_api import Page
 
 from harness.chromium import wait_ready
-from tests.e2e.native_host import host_message, post
+from tests.e2e.native_host import FAST, PACE_MS, SLOW, ask, haptics, host_message, post, set_settings, timed_host, wait_haptics
 
 pytestmark = pytest.mark.e2e
-
-#: The React Native host, noting when each message reached it (the page's clock).
-TIMED_HOST = """window.__toHost = []; window.__hostAt = [];
-window.ReactNativeWebView = { postMessage: (t) => { window.__toHost.push(t); window.__hostAt.push(performance.now()); } };"""
-#: A first token 500 ms after the request, then 30 tokens over a second.
-SLOW = "ttft_ms=500,tps=30,tokens=30"
-#: The whole answer at once: first token and done within the 300 ms after Send.
-FAST = "ttft_ms=0,prefill_tps=0,tps=1000000,tokens=5"
-PACE_MS = 300
-
-
-def haptics(page: Page) -> list[tuple[str, float]]:
-    """Every `haptic` the host got: (kind, when)."""
-    return page.evaluate("""() => window.__toHost.map((t, i) => [JSON.parse(t), window.__hostAt[i]])
-      .filter(([m]) => m.type === 'haptic').map(([m, at]) => [m.kind, at])""")
-
-
-def set_settings(page: Page, request_id: str, **settings: object) -> dict[str, Any]:
-    post(page, {"type": "settings.set", "id": request_id, "settings": settings})
-    return host_message(page, "settings.applied", request_id)["settings"]
-
-
-def ask(page: Page, text: str, state: str = "done") -> None:
-    """Send from the page's composer; wait until the answer ended as `state`."""
-    n = page.locator(f'.msg[data-role="assistant"][data-state="{state}"]').count()
-    page.fill("#prompt", text)
-    page.press("#prompt", "Enter")
-    page.wait_for_function(
-        "([s, n]) => document.querySelectorAll(`.msg[data-role=\"assistant\"][data-state=\"${s}\"]`).length > n",
-        arg=[state, n], timeout=60_000)
-
-
-def wait_haptics(page: Page, n: int) -> list[tuple[str, float]]:
-    page.wait_for_function("(n) => window.__toHost.filter((t) => JSON.parse(t).type === 'haptic').length >= n", arg=n)
-    return haptics(page)
-
 
 def assert_paced(pulses: list[tuple[str, float]]) -> None:
     gaps = [b[1] - a[1] for a, b in zip(pulses, pulses[1:])]
@@ -63,10 +25,7 @@ def assert_paced(pulses: list[tuple[str, float]]) -> None:
 
 @pytest.fixture
 def hosted(page: Page, gateway_url: str) -> Page:
-    page.add_init_script(TIMED_HOST)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    return page
+    return timed_host(page, gateway_url)
 
 
 def test_send_first_token_and_done_tick_once_each_however_long_the_stream(hosted: Page) -> None:

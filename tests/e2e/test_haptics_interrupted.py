@@ -2,7 +2,7 @@
 `settled`, js/page/haptics.js): an answer cut by the server mid-stream or by the network
 plays the error pattern; Stop plays nothing, neither the error nor "done".
 
-Through the React-Native-like host of test_haptics_host.py, which notes every `haptic`
+Through the React-Native-like host of tests/e2e/native_host.py (`timed_host`), which notes every `haptic`
 it gets. "Nothing after Stop" is read from the sequence: the next answer's Send tick
 comes right after the stopped answer's ticks, with nothing between. No sleeps."""
 
@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from harness.chromium import wait_ready
-from tests.e2e.test_haptics_host import PACE_MS, SLOW, TIMED_HOST, ask, set_settings, wait_haptics
+from tests.e2e.native_host import PACE_MS, SLOW, ask, set_settings, timed_host, wait_haptics
 
 pytestmark = pytest.mark.e2e
 
@@ -22,10 +21,7 @@ ANSWER = '.msg[data-role="assistant"]'
 
 @pytest.fixture
 def hosted(page: Page, gateway_url: str) -> Page:
-    page.add_init_script(TIMED_HOST)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    return page
+    return timed_host(page, gateway_url)
 
 
 def test_an_answer_cut_mid_stream_by_the_server_plays_the_error_pattern(hosted: Page) -> None:
