@@ -1,13 +1,22 @@
 """The page in WebKitGTK 6.0 (the engine of iOS's WKWebView), driven through the real
 host at bridge/hosts/gtk/ (harness/gtk.py): booting it, waiting on what it posts or on
 a state of the page (looked at after each frame, on the page's clock), reading what it
-keeps. The fixtures (Xvfb, a booted host per module) are in tests/webkit/conftest.py."""
+keeps; a first visit's gateway that holds requests until the test lets them go. The
+fixtures (Xvfb, a booted host per module) are in tests/webkit/conftest.py."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import asyncio
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
+from starlette.types import Receive, Scope, Send
+
+from gateway.app import GatewayConfig, create_app
+from gateway.simulator import SimParams
 from harness.gtk import WebKitHost
+from harness.servers import serve_app
 
 #: WebKit's boot is slower than Chromium's, and the machine is shared (FACTS: ~10 s cold).
 BOOT_TIMEOUT_S = 120
@@ -75,3 +84,58 @@ READ = """new Promise((ok, no) => {
     tx.oncomplete = () => { db.close(); ok({ metas: metas.result, messages: messages.result, open: open.result ?? null }); };
   };
 })"""
+
+
+def stored_answers(host: WebKitHost) -> list[str]:
+    """The answers of the open conversation as committed to IndexedDB."""
+    saved(host)
+    store = host.eval(READ)
+    messages: list[dict[str, Any]] = next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])
+    return [m["content"] for m in messages if m["role"] == "assistant"]
+
+
+@contextmanager
+def watched(url: str, display: str) -> Iterator[WebKitHost]:
+    """The host on `url` with an ephemeral profile (a first visit: no service worker, no
+    stored snapshot); its console printed when done, and any error in it failing the test."""
+    with WebKitHost(url, display=display) as h:
+        yield h
+        print("\n".join(["--- WebKit console ---", *map(str, h.console)]))
+        assert_clean_console(h)
+
+
+class HoldingGateway:
+    """The gateway, in this process (the built-in model, quick), for a test that holds
+    some of its requests until it lets them go: a subclass's `__call__` awaits `hold()`
+    for each request it holds, which a pool thread ends on `release()` (no polling, no
+    timer); `held` counts them. `end()` lets everything through as the test ends."""
+
+    def __init__(self) -> None:
+        self.app = create_app(GatewayConfig(sim=SimParams(ttft_ms=0, tps=200), snapshot_measure_link=False))
+        self.released = threading.Event()
+        self.held = 0
+
+    async def hold(self) -> None:
+        """Waits until `release()` (or `end()`), counted in `held`."""
+        self.held += 1
+        await asyncio.to_thread(self.released.wait)
+
+    def release(self) -> None:
+        self.released.set()
+
+    def end(self) -> None:
+        """Lets every held request go: a held request must not outlive the test."""
+        self.release()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def serving(gateway: HoldingGateway) -> Iterator[str]:
+    """`gateway` served on a local port (its URL), ended however the test ends."""
+    try:
+        with serve_app(gateway) as url:
+            yield url
+    finally:
+        gateway.end()

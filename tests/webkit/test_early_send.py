@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,12 +21,9 @@ from starlette.types import Receive, Scope, Send
 from firsttoken.notices import Notices
 from firsttoken.prepare.preparer import Preparer
 from firsttoken.settings import ChatSettings
-from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER
-from gateway.simulator import SimParams
-from harness.servers import serve_app
-from harness.webkit import BOOT_TIMEOUT_S, READ, assert_clean_console, boot, saved, wait
 from harness.gtk import WebKitHost, Xvfb
+from harness.webkit import BOOT_TIMEOUT_S, HoldingGateway, boot, serving, stored_answers, wait, watched
 
 pytestmark = pytest.mark.e2e
 
@@ -40,23 +36,19 @@ REFERENCE = b"x-test-reference"
 ANSWER = "[...document.querySelectorAll('.msg[data-role=assistant]')].at(-1)"
 
 
-class HoldingGateway:
-    """The gateway, in this process, with two test hooks: requests for the runtime's wasm
-    wait until `release()`; chat requests are recorded (their `x-firsttoken-prepare`) and
-    carry `sim` as the built-in model's settings when it is set."""
+class RuntimeHeld(HoldingGateway):
+    """Requests for the runtime's wasm wait until `release()`; chat requests are recorded
+    (their `x-firsttoken-prepare`) and carry `sim` as the built-in model's settings when
+    it is set."""
 
     def __init__(self) -> None:
-        self.app = create_app(GatewayConfig(sim=SimParams(ttft_ms=0, tps=200), snapshot_measure_link=False))
-        self.released = threading.Event()
-        self.held = 0
+        super().__init__()
         self.chats: list[str | None] = []
         self.sim: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == WASM and not self.released.is_set():
-            self.held += 1
-            # A pool thread waits for the test's word: no polling, no timer.
-            await asyncio.to_thread(self.released.wait)
+            await self.hold()
         if scope["type"] == "http" and scope["path"] == CHAT and (REFERENCE, b"1") not in scope["headers"]:
             headers = dict(scope["headers"])
             self.chats.append(headers.get(PREPARE_HEADER.encode(), b"").decode() or None)
@@ -65,27 +57,19 @@ class HoldingGateway:
                 scope = {**scope, "headers": [*kept, (SIM.encode(), self.sim.encode())]}
         await self.app(scope, receive, send)
 
-    def release(self) -> None:
-        self.released.set()
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, RuntimeHeld]]:
+    holding = RuntimeHeld()
+    with serving(holding) as url:
+        yield url, holding
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[str, HoldingGateway]]:
-    holding = HoldingGateway()
-    try:
-        with serve_app(holding) as url:
-            yield url, holding
-    finally:
-        holding.release()  # a held request must not outlive the test
-
-
-@pytest.fixture
-def host(xvfb: Xvfb, served: tuple[str, HoldingGateway]) -> Iterator[WebKitHost]:
+def host(xvfb: Xvfb, served: tuple[str, RuntimeHeld]) -> Iterator[WebKitHost]:
     """A first visit: an ephemeral profile (no service worker, no stored snapshot)."""
-    with WebKitHost(served[0] + "/", display=xvfb.display) as h:
+    with watched(served[0] + "/", xvfb.display) as h:
         yield h
-        print("\n".join(["--- WebKit console ---", *map(str, h.console)]))
-        assert_clean_console(h)
 
 
 def prepared(messages: list[dict[str, Any]]) -> Any:
@@ -102,14 +86,6 @@ def send(host: WebKitHost, text: str) -> None:
     host.eval(f"document.getElementById('prompt').value = {json.dumps(text)}, document.getElementById('send').click(), true")
 
 
-def answers(host: WebKitHost) -> list[str]:
-    """The answers of the open conversation as committed to IndexedDB."""
-    saved(host)
-    store = host.eval(READ)
-    messages = next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])
-    return [m["content"] for m in messages if m["role"] == "assistant"]
-
-
 def loaded(host: WebKitHost) -> None:
     """The page loaded (the host says so), and takes input."""
     host.wait_event(lambda e: e["event"] == "load", 60)
@@ -121,7 +97,7 @@ def python(host: WebKitHost) -> str:
 
 
 def test_a_prompt_sent_while_python_downloads_streams_through_the_gateway_then_python_takes_over(
-    host: WebKitHost, served: tuple[str, HoldingGateway]
+    host: WebKitHost, served: tuple[str, RuntimeHeld]
 ) -> None:
     url, holding = served
     loaded(host)
@@ -131,7 +107,7 @@ def test_a_prompt_sent_while_python_downloads_streams_through_the_gateway_then_p
     assert holding.chats == ["balanced"]
     done = prepared([{"role": "user", "content": PROMPT}])
     assert done.messages != [{"role": "user", "content": PROMPT}]
-    assert answers(host) == [expected_answer(url, done.messages)]
+    assert stored_answers(host) == [expected_answer(url, done.messages)]
     note = host.eval("document.querySelector('.msg[data-role=user] details.saved summary')?.textContent ?? null")
     assert note is not None
     assert re.fullmatch(rf"sent {done.prompt_tokens:,} tokens instead of {done.prompt_tokens + done.saved[-1]:,} \(−\d+%\)", note)
@@ -143,11 +119,11 @@ def test_a_prompt_sent_while_python_downloads_streams_through_the_gateway_then_p
     wait(host, "document.querySelectorAll('.msg[data-role=assistant]').length === 2")
     wait(host, f"{ANSWER}.dataset.state === 'done'")
     assert holding.chats == ["balanced", None]
-    assert len(answers(host)) == 2
+    assert len(stored_answers(host)) == 2
 
 
 def test_stop_and_a_server_error_on_the_early_path_keep_the_text_so_far(
-    host: WebKitHost, served: tuple[str, HoldingGateway]
+    host: WebKitHost, served: tuple[str, RuntimeHeld]
 ) -> None:
     url, holding = served
     loaded(host)
@@ -158,7 +134,7 @@ def test_stop_and_a_server_error_on_the_early_path_keep_the_text_so_far(
     host.eval("document.getElementById('stop').click(), true")
     wait(host, f"{ANSWER}.dataset.state === 'stopped'")
     assert host.eval(f"{ANSWER}.querySelector('.error').textContent") == "Stopped."
-    [partial] = answers(host)
+    [partial] = stored_answers(host)
     full = expected_answer(url, prepared([{"role": "user", "content": "a long one please"}]).messages, holding.sim)
     assert partial and full.startswith(partial) and len(partial) < len(full)
 
@@ -167,7 +143,7 @@ def test_stop_and_a_server_error_on_the_early_path_keep_the_text_so_far(
     send(host, "break please")
     wait(host, f"{ANSWER}?.dataset.state === 'error'")
     assert "model reported an error" in host.eval(f"{ANSWER}.querySelector('.error').textContent")
-    [broken] = answers(host)
+    [broken] = stored_answers(host)
     full = expected_answer(url, prepared([{"role": "user", "content": "break please"}]).messages)
     assert broken and full.startswith(broken) and broken != full
     assert python(host) == "loading" and holding.chats == ["balanced", "balanced"]

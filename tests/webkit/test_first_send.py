@@ -17,12 +17,9 @@ from collections.abc import Iterator
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from gateway.app import GatewayConfig, create_app
 from gateway.prepare import PREPARE_HEADER
-from gateway.simulator import SimParams
 from harness.gtk import WebKitHost, Xvfb
-from harness.servers import serve_app
-from harness.webkit import READ, assert_clean_console, saved, wait
+from harness.webkit import HoldingGateway, serving, stored_answers, wait, watched
 
 pytestmark = pytest.mark.e2e
 
@@ -39,16 +36,14 @@ PATHS = {"chat_completions": "/v1/chat/completions", "responses": "/v1/responses
 ANSWER = "document.querySelector('.msg[data-role=assistant]')"
 
 
-class HoldingGateway:
-    """The gateway, in this process: the page's modules wait until `release()`, the
-    runtime's wasm until the test ends; each chat POST is recorded (path, the prepare
-    header) and told (`posted`), as is the first step being asked for (`first_step`)."""
+class ModulesHeld(HoldingGateway):
+    """The page's modules wait until `release()`, the runtime's wasm until the test ends;
+    each chat POST is recorded (path, the prepare header) and told (`posted`), as is the
+    first step being asked for (`first_step`)."""
 
     def __init__(self) -> None:
-        self.app = create_app(GatewayConfig(sim=SimParams(ttft_ms=0, tps=200), snapshot_measure_link=False))
-        self.modules = threading.Event()
+        super().__init__()
         self.done = threading.Event()
-        self.held = 0
         self.posts: list[tuple[str, str | None]] = []
         self.posted = threading.Event()
         self.first_step = threading.Event()
@@ -58,11 +53,9 @@ class HoldingGateway:
             path = scope["path"]
             if path == FIRST_STEP:
                 self.first_step.set()
-            if MODULES.match(path) and not self.modules.is_set():
-                self.held += 1
-                # A pool thread waits for the test's word: no polling, no timer.
-                await asyncio.to_thread(self.modules.wait)
-            if path == WASM:
+            if MODULES.match(path) and not self.released.is_set():
+                await self.hold()
+            if path == WASM:  # not counted in `held`: that says the modules were
                 await asyncio.to_thread(self.done.wait)
             if scope["method"] == "POST" and path in PATHS.values():
                 header = dict(scope["headers"]).get(PREPARE_HEADER.encode())
@@ -70,42 +63,30 @@ class HoldingGateway:
                 self.posted.set()
         await self.app(scope, receive, send)
 
-    def release(self) -> None:
-        self.modules.set()
+    def end(self) -> None:
+        super().end()
+        self.done.set()
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[str, HoldingGateway]]:
-    holding = HoldingGateway()
-    try:
-        with serve_app(holding) as url:
-            yield url, holding
-    finally:
-        holding.release()  # a held request must not outlive the test
-        holding.done.set()
+def served() -> Iterator[tuple[str, ModulesHeld]]:
+    holding = ModulesHeld()
+    with serving(holding) as url:
+        yield url, holding
 
 
 @pytest.fixture
-def host(xvfb: Xvfb, served: tuple[str, HoldingGateway]) -> Iterator[WebKitHost]:
+def host(xvfb: Xvfb, served: tuple[str, ModulesHeld]) -> Iterator[WebKitHost]:
     """A first visit (an ephemeral profile), begun on a page of the same origin with no
     script of its own, where the test stores its settings before the page loads."""
-    with WebKitHost(served[0] + "/healthz", display=xvfb.display) as h:
+    with watched(served[0] + "/healthz", xvfb.display) as h:
         h.wait_event(lambda e: e["event"] == "load", 60)
         yield h
-        print("\n".join(["--- WebKit console ---", *map(str, h.console)]))
-        assert_clean_console(h)
-
-
-def stored_answers(host: WebKitHost) -> list[str]:
-    saved(host)
-    store = host.eval(READ)
-    messages = next((r["messages"] for r in store["messages"] if r["id"] == store["open"]), [])
-    return [m["content"] for m in messages if m["role"] == "assistant"]
 
 
 @pytest.mark.parametrize("api", list(PATHS))
 def test_a_prompt_sent_before_the_modules_load_streams_and_is_kept_in_each_api(
-        host: WebKitHost, served: tuple[str, HoldingGateway], api: str) -> None:
+        host: WebKitHost, served: tuple[str, ModulesHeld], api: str) -> None:
     url, holding = served
     settings = json.dumps({"api": api})
     host.eval(f"localStorage.setItem('firsttoken.settings.v1', {json.dumps(settings)}), true")
