@@ -272,17 +272,7 @@ function checkSettings(settings, fail) {
     if (value !== null && typeof value !== 'string') fail(`settings.${name} must be a string or null`);
     out[name] = value;
   }
-  if (typeof out.base_url === 'string') {
-    // Only http(s): a `javascript:` or `data:` URL is refused, never handed to fetch.
-    let url;
-    try {
-      url = new URL(out.base_url, globalThis.document?.baseURI ?? 'http://localhost/');
-    } catch {
-      fail('settings.base_url is not a URL');
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') fail('settings.base_url must be an http(s) URL');
-    out.base_url = url.href.replace(/\/$/, '');
-  }
+  if (typeof out.base_url === 'string') out.base_url = checkBaseUrl(out.base_url, fail);
   if (typeof out.api === 'string' && !APIS.includes(out.api)) fail(`settings.api must be one of ${APIS.join(', ')}`);
   if (typeof out.compress === 'string' && !COMPRESS_LEVELS.has(out.compress)) {
     fail(`settings.compress must be one of ${[...COMPRESS_LEVELS].join(', ')}`);
@@ -297,19 +287,7 @@ function checkSettings(settings, fail) {
   // The page's language (a BCP 47 tag such as `zh-CN`), for a host whose app has its
   // own language setting: the page's words follow it unless the person chose one in
   // Settings (js/page/i18n.js; docs/page.md, "Languages"). Not sent to the model.
-  if ('locale' in settings) {
-    const tag = settings.locale;
-    if (tag !== null && typeof tag !== 'string') fail('settings.locale must be a BCP 47 language tag or null');
-    if (typeof tag === 'string') {
-      try {
-        out.locale = Intl.getCanonicalLocales(tag)[0];
-      } catch {
-        fail('settings.locale is not a BCP 47 language tag');
-      }
-    } else {
-      out.locale = null;
-    }
-  }
+  if ('locale' in settings) out.locale = checkLocale(settings.locale, fail);
   // The page's haptics (js/page/haptics.js) and screen kept on while answering
   // (js/page/awake.js): a host may turn either off (its own switch).
   for (const name of ['haptics', 'awake']) {
@@ -336,18 +314,42 @@ function checkSettings(settings, fail) {
     }
     out[name] = n;
   }
-  if ('headers' in settings) {
-    const headers = settings.headers;
-    if (headers !== null) {
-      if (!isObject(headers)) fail('settings.headers must be an object of strings');
-      for (const [k, v] of Object.entries(headers)) {
-        // The names and values fetch would accept (RFC 9110 token; no CR, LF or NUL).
-        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || typeof v !== 'string' || /[\r\n\0]/.test(v)) {
-          fail(`settings.headers['${k.slice(0, 60)}'] is not a valid header`);
-        }
-      }
-    }
-    out.headers = headers === null ? null : { ...headers };
-  }
+  if ('headers' in settings) out.headers = checkHeaders(settings.headers, fail);
   return out;
+}
+
+/** Only http(s): a `javascript:` or `data:` URL is refused, never handed to fetch. */
+function checkBaseUrl(value, fail) {
+  let url;
+  try {
+    url = new URL(value, globalThis.document?.baseURI ?? 'http://localhost/');
+  } catch {
+    fail('settings.base_url is not a URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') fail('settings.base_url must be an http(s) URL');
+  return url.href.replace(/\/$/, '');
+}
+
+/** A BCP 47 tag in its canonical form, or null (cleared). */
+function checkLocale(tag, fail) {
+  if (tag === null) return null;
+  if (typeof tag !== 'string') fail('settings.locale must be a BCP 47 language tag or null');
+  try {
+    return Intl.getCanonicalLocales(tag)[0];
+  } catch {
+    return fail('settings.locale is not a BCP 47 language tag');
+  }
+}
+
+/** Headers fetch would accept, copied, or null (cleared). */
+function checkHeaders(headers, fail) {
+  if (headers === null) return null;
+  if (!isObject(headers)) fail('settings.headers must be an object of strings');
+  for (const [k, v] of Object.entries(headers)) {
+    // The names and values fetch would accept (RFC 9110 token; no CR, LF or NUL).
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) || typeof v !== 'string' || /[\r\n\0]/.test(v)) {
+      fail(`settings.headers['${k.slice(0, 60)}'] is not a valid header`);
+    }
+  }
+  return { ...headers };
 }
