@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from starlette.types import Receive, Scope, Send
 
@@ -131,11 +131,14 @@ class HoldingGateway:
         await self.app(scope, receive, send)
 
 
-@contextmanager
-def serving(gateway: HoldingGateway) -> Iterator[str]:
-    """`gateway` served on a local port (its URL), ended however the test ends."""
+Holding = TypeVar("Holding", bound=HoldingGateway)
+
+
+def serving(gateway: Holding) -> Iterator[tuple[str, Holding]]:
+    """`gateway` served on a local port: (its URL, it), ended however the test ends; a
+    fixture's body is `yield from serving(...)`."""
     try:
         with serve_app(gateway) as url:
-            yield url
+            yield url, gateway
     finally:
         gateway.end()

@@ -60,9 +60,7 @@ class RuntimeHeld(HoldingGateway):
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, RuntimeHeld]]:
-    holding = RuntimeHeld()
-    with serving(holding) as url:
-        yield url, holding
+    yield from serving(RuntimeHeld())
 
 
 @pytest.fixture

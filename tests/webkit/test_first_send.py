@@ -70,9 +70,7 @@ class ModulesHeld(HoldingGateway):
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, ModulesHeld]]:
-    holding = ModulesHeld()
-    with serving(holding) as url:
-        yield url, holding
+    yield from serving(ModulesHeld())
 
 
 @pytest.fixture
