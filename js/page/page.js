@@ -46,6 +46,7 @@ import { early as storedConversations } from './store/db.js';
  * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
  * history), `user(container, text)`, if given, a user's message. main.js passes the markdown renderer; the render benchmark, a plain-text
  * one (bench/render-plain.js). */
+// eslint-disable-next-line max-lines-per-function -- the composition root: its head says why it stays whole
 export function startPage({ answers, link = pageLink } = {}) {
   const $ = (id) => document.getElementById(id);
   const els = {

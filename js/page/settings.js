@@ -126,33 +126,7 @@ export class Settings extends EventTarget {
       this.hint();
       this.dispatchEvent(new Event('compress'));
     });
-    // Reasoning summaries (on by default): what lets a reasoning model show its thinking
-    // at once over Responses and the newest Claude models at all, for 0.5-2 s more
-    // before the first answer token (issue 48); a person who would rather have the
-    // answer sooner turns them off. Kept as `reasoning_summary: false` only.
-    if (fields.reasoningSummary) {
-      fields.reasoningSummary.checked = this.reasoningSummary;
-      fields.reasoningSummary.addEventListener('change', () => {
-        this.keep('reasoning_summary', fields.reasoningSummary.checked ? undefined : false);
-      });
-    }
-    // Haptics (haptics.js): on by default, kept as `haptics: false` only. Never sent
-    // with a request (forRequest names its fields).
-    if (fields.haptics) {
-      fields.haptics.checked = this.haptics;
-      fields.haptics.addEventListener('change', () => {
-        this.keep('haptics', fields.haptics.checked ? undefined : false);
-      });
-    }
-    // The screen kept on while an answer streams (awake.js): on by default, kept as
-    // `awake: false` only; never sent with a request.
-    if (fields.awake) {
-      fields.awake.checked = this.awake;
-      fields.awake.addEventListener('change', () => {
-        this.keep('awake', fields.awake.checked ? undefined : false);
-        this.dispatchEvent(new Event('awake'));
-      });
-    }
+    this.bindSwitches(fields);
     fields.apiKey.value = session.getItem(API_KEY) || '';
     fields.apiKey.addEventListener('change', () => {
       try {
@@ -160,6 +134,27 @@ export class Settings extends EventTarget {
       } catch { /* no session storage: the key holds for this page */ }
       this.dispatchEvent(new Event('connection'));
     });
+  }
+
+  /** The switches that are on by default and kept only when off (`name: false`), each
+   * read back through its getter (the field's name). */
+  bindSwitches(fields) {
+    // Reasoning summaries: what lets a reasoning model show its thinking at once over
+    // Responses and the newest Claude models at all, for 0.5-2 s more before the first
+    // answer token (issue 48); a person who would rather have the answer sooner turns
+    // them off. Haptics (haptics.js) and the screen kept on while an answer streams
+    // (awake.js) are never sent with a request (forRequest names its fields); turning
+    // the screen's switch says `awake`.
+    for (const [field, name, event] of [['reasoningSummary', 'reasoning_summary', null], ['haptics', 'haptics', null],
+      ['awake', 'awake', 'awake']]) {
+      const box = fields[field];
+      if (!box) continue;
+      box.checked = this[field];
+      box.addEventListener('change', () => {
+        this.keep(name, box.checked ? undefined : false);
+        if (event) this.dispatchEvent(new Event(event));
+      });
+    }
   }
 
   /** The compression level kept ('off', 'safe', 'balanced' or 'max'). Older versions

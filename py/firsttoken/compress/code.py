@@ -304,6 +304,10 @@ def _squeeze_runs(pieces: list[tuple[str, str]]) -> None:
             prev = piece[-1]
 
 
+# Longer than 80 lines (issue 47, item 3), on purpose: the hot path of code compression,
+# a pass over the pieces that keeps each line's state (inside a string, touched by a cut,
+# its code indent) in locals and parallel lists, then the rules over those lines; in
+# parts, that state would be packed and unpacked for every piece.
 def _lines(
     pieces: list[tuple[str, str]],
     squeeze: bool,

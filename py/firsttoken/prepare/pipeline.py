@@ -138,6 +138,10 @@ def _compress(
     return [*known, *new], out, reports, points
 
 
+# Longer than 80 lines of code (issue 47, item 3), on purpose: it is the walk itself
+# (ARCHITECTURE.md, "Preparation, one walk", steps 4-8), each step called once and in
+# order, so that one prompt's messages can be followed top to bottom; in parts, the
+# counts, leads, pieces and reports would be handed between them and the walk hidden.
 async def run(
     messages: Sequence[Mapping[str, Any]],
     decided: Decided,
