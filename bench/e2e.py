@@ -204,18 +204,19 @@ def phone_links(url: str, n: int, profile: str | None) -> Iterator[list[str]]:
 
 async def run_users(kind: str, urls: list[str], scenario: str, users: int, turns: int, think_s: float,
                     ramp_s: float, seed: int, api: str = "chat_completions",
-                    steps: frozenset[str] | None = None) -> list[Record]:
+                    steps: frozenset[str] | None = None, sim: str = SIM) -> list[Record]:
     """Every user of one kind through its conversation, user i on `urls[i]`; their
-    records, in order. `steps`: firsttoken's steps on (default: all)."""
+    records, in order. `steps`: firsttoken's steps on (default: all); `sim`: the
+    built-in model's settings (`SIM`)."""
     rng = random.Random(seed)
     # Per user: when the app opens, how long the first prompt takes to write, and the
     # thinking after each answer.
     plans = [(rng.uniform(0, ramp_s), rng.expovariate(1 / think_s), [rng.expovariate(1 / think_s) for _ in range(turns)])
              for _ in range(users)]
     if kind == "firsttoken" and steps is not None:
-        clients = [FirsttokenUser(urls[i], i, SIM, api, steps) for i in range(users)]
+        clients = [FirsttokenUser(urls[i], i, sim, api, steps) for i in range(users)]
     else:
-        clients = [ALL_KINDS[kind](urls[i], i, SIM, api) for i in range(users)]
+        clients = [ALL_KINDS[kind](urls[i], i, sim, api) for i in range(users)]
     records: list[Record] = []
     began = time.perf_counter()
 
@@ -272,7 +273,7 @@ def run_kind(kind: str, scenario: str, flags: list[str], args: argparse.Namespac
         warm_up(url, api)  # on loopback: this process' own first use, charged to no phone
         began = time.perf_counter()
         records = asyncio.run(run_users(kind, urls, scenario, args.users, args.turns, args.think_s, args.ramp_s,
-                                        args.seed, api, steps))
+                                        args.seed, api, steps, args.sim))
         return records, time.perf_counter() - began
 
 
@@ -324,7 +325,7 @@ def run_scenario(name: str, flags: list[str], params: dict[str, Any], args: argp
     runs = args.runs if runs is None else runs
     kinds = [*KINDS, *(peers or [])]
     params = {"users": args.users, "turns": args.turns, "think_s": args.think_s, "ramp_s": args.ramp_s,
-              "sim": SIM, "seed": args.seed, "runs": runs, "api": api, "profile": args.profile, **params}
+              "sim": args.sim, "seed": args.seed, "runs": runs, "api": api, "profile": args.profile, **params}
     label = name if api == "chat_completions" else f"{name}@{api}"
     result: dict[str, Any] = {"params": params}
     per_run: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
@@ -535,6 +536,12 @@ def main() -> None:
     parser.add_argument("--profile", default="slow4g", choices=[*PROFILES, "none"],
                         help="each phone's link (bench/profiles.py); none: loopback")
     parser.add_argument("--seed", type=int, default=16)
+    # For smoke runs (tests/e2e/test_bench_report.py): every figure and record is
+    # produced the same way, in a third of the time, but the figures are no longer the
+    # article's (the base first-token cost is the published one, 1.1 s: gateway/prefill.py).
+    parser.add_argument("--sim", default=SIM,
+                        help="the built-in model's settings for every user (x-firsttoken-sim; gateway/simulator.py), "
+                             f"default {SIM!r}; a smoke run's e.g. 'ttft_ms=100,tps=150,tokens=24,chunk=8'")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     args.profile = None if args.profile == "none" else args.profile
