@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from harness.chromium import (
     ANSWER, DESKTOP, PIXEL_7, Console, chat_bodies, expected_answer, request_json, send, steer, wait_ready, watched_page,
 )
-from harness.servers import gateway
+from harness.servers import gateway, hold_at, release
 from harness.stored import stored_messages
 from tests.e2e.native_host import as_host, host_answer, host_message, post
 
@@ -285,9 +285,12 @@ def test_send_becomes_stop_and_stop_stops_only_that_answer(device_page: Page, ga
     bodies = chat_bodies(page)
     page.goto(gateway_url + "/")
     wait_ready(page)
-    # A host's own chat streams meanwhile (bridge/page/hosts.js): Stop is not for it.
+    # A host's own chat streams meanwhile (bridge/page/hosts.js): Stop is not for it. It is
+    # held a few tokens in until Stop is done (`hold_at`), so that it is mid-answer as Stop
+    # is pressed on any machine; 400 tokens at 20 a second did that by lasting 20 s.
+    stall, key = hold_at(5)
     post(page, {"type": "chat.send", "id": "h1", "messages": [{"role": "user", "content": "host asks"}],
-                "settings": {"headers": {"x-firsttoken-sim": "ttft_ms=0,tps=20,tokens=400"}}})
+                "settings": {"headers": {"x-firsttoken-sim": f"ttft_ms=0,tps=20,tokens=40,{stall}"}}})
     send(page, "a long one")
     expect(answer(page, 1)).to_have_attribute("data-paints", re.compile(r"^([2-9]|\d\d+)$"), timeout=30_000)
     expect(button(page, "Send")).to_have_count(0)
@@ -308,8 +311,9 @@ def test_send_becomes_stop_and_stop_stops_only_that_answer(device_page: Page, ga
     expect(button(page, "Send")).to_be_visible()
     expect(button(page, "Stop")).to_have_count(0)
     expect(button(answer(page, 1), "Retry")).to_be_visible()
-    # The host's chat was not stopped: it ends with its whole answer.
-    host_full = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": "ttft_ms=0,tokens=400"}, timeout=30,
+    # The host's chat was not stopped: let go, it ends with its whole answer.
+    release(gateway_url, key)
+    host_full = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": "ttft_ms=0,tokens=40"}, timeout=30,
                            json={"model": "firsttoken-sim", "messages": [{"role": "user", "content": "host asks"}]})
     assert host_answer(page, "h1") == host_full.json()["choices"][0]["message"]["content"]
     assert sum(1 for b in bodies if b["messages"][-1]["content"] == "too soon") == 0
