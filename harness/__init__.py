@@ -11,7 +11,10 @@ tests/**/conftest.py holds only the pytest fixtures over it.
 - `protocol_spy`: the page's protocol handed to a test or a benchmark;
 - `gtk`: Xvfb and the one driver of a GTK program over JSON lines (the WebKitGTK host,
   bench/native's GTK view);
-- `webkit`: the page in WebKitGTK through that host: boot, waits, what it keeps;
+- `webkit`: the page in WebKitGTK through that host: boot, waits, what it keeps; a first
+  visit's gateway that holds requests until the test lets them go (`HoldingGateway`);
+- `node`: the page's JavaScript tests under `node --test`, with what Python computed for a
+  cross-check handed over as a JSON fixture;
 - `socket_transport`: the core's transport over real sockets;
 - `bench_page`: the gateway plus bench-only files, for in-page benchmarks.
 """
