@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -40,7 +42,8 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
     as a full run measured them), then the rest by number of tests, as xdist would
     (putting every browser file before the Python ones measured no better: four browser
     files at once made each slower). Every worker collects the same list, so the order
-    is the same on all of them, as xdist requires."""
+    is the same on all of them, as xdist requires. A full run's seconds per file are in
+    build/test-durations.json (below) to set `runs_long` from."""
     by_file: dict[str, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
@@ -51,6 +54,41 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
 
     ordered = sorted(by_file.values(), key=expected, reverse=True)
     return [item for tests in ordered for item in tests]
+
+
+# ---- what each file took -------------------------------------------------------------
+# Seconds per test file (its tests' setup, call and teardown), summed where the reports
+# arrive: in the controller of an xdist run, which hears every worker's. Written to
+# build/test-durations.json and the slowest shown after the run, so that `runs_long`
+# above can be set from a full run's figures rather than from a guess.
+SPENT: dict[str, float] = {}
+DURATIONS = Path(__file__).resolve().parents[1] / "build" / "test-durations.json"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = report.nodeid.split("::")[0]
+    SPENT[file] = SPENT.get(file, 0.0) + report.duration
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _is_worker(session.config) or not SPENT:
+        return
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    longest = sorted(SPENT.items(), key=lambda item: -item[1])
+    DURATIONS.write_text(json.dumps({file: round(seconds, 1) for file, seconds in longest}, indent=1) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if _is_worker(config) or len(SPENT) < 2:
+        return
+    longest = sorted(SPENT.items(), key=lambda item: -item[1])[:15]
+    terminalreporter.write_sep("=", f"slowest {len(longest)} files (all: {DURATIONS.relative_to(DURATIONS.parents[1])})")
+    for file, seconds in longest:
+        terminalreporter.write_line(f"{seconds:8.1f}s {file}")
 
 
 @pytest.fixture(autouse=True)
