@@ -18,13 +18,16 @@ from bench.shaper import shaped_url
 from harness.chromium import ANSWER, chat_bodies, send, steer, stored_answers, wait_ready
 from harness.servers import gateway, hold_at, release
 
-pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(90)]
+pytestmark = [pytest.mark.e2e, pytest.mark.runs_long(60)]
 
-#: The built-in model's pace: 12 s of answer. A test that interrupts an answer holds it
-#: mid-way (`held`) and lets it go once the interruption is over, so that it is mid-way
-#: on any machine; the test of a gateway that dies cannot (its retry would be held too),
-#: and relies on the 12 s.
+#: The built-in model's pace: 12 s of answer, for the test of a gateway that dies, which
+#: cannot hold its answer (its retry would be held too) and relies on the 12 s to kill
+#: it mid-way.
 SIM = "ttft_ms=0,tps=40,tokens=480"
+#: A test that interrupts an answer holds it mid-way (`held`) and lets it go once the
+#: interruption is over, so that it is mid-way on any machine whatever its length: 60
+#: tokens, 1.2 s after the release (480 cost each such test 11 s more of streaming).
+HELD_SIM = "ttft_ms=0,tps=40,tokens=60"
 #: Where a held answer waits: after this many chunks, a few words in.
 HELD_AFTER = 12
 PAINTED = re.compile(r"^([3-9]|\d\d+)$")
@@ -35,20 +38,21 @@ def answer(page: Page):
     return page.locator(ANSWER).last
 
 
-def uninterrupted(gateway_url: str, body: dict[str, Any]) -> str:
-    """The built-in model's answer to the page's own request, uninterrupted: it is
-    deterministic, so this is what the resumed answer must read, character for character."""
-    r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": SIM},
+def uninterrupted(gateway_url: str, body: dict[str, Any], sim: str = HELD_SIM) -> str:
+    """The built-in model's answer to the page's own request, uninterrupted (the page's
+    model steered to `sim`): it is deterministic, so this is what the resumed answer
+    must read, character for character."""
+    r = httpx.post(gateway_url + "/v1/chat/completions", headers={"x-firsttoken-sim": sim},
                    json={**{k: v for k, v in body.items() if k != "stream_options"}, "stream": False}, timeout=60)
     r.raise_for_status()
     return r.json()["choices"][0]["message"]["content"]
 
 
 def held(page: Page) -> int:
-    """Steer the page's model to `SIM`, its answer held after `HELD_AFTER` chunks until
-    the test calls `release(gateway_url, key)`; the key."""
+    """Steer the page's model to `HELD_SIM`, its answer held after `HELD_AFTER` chunks
+    until the test calls `release(gateway_url, key)`; the key."""
     stall, key = hold_at(HELD_AFTER)
-    steer(page, f"{SIM},{stall}")
+    steer(page, f"{HELD_SIM},{stall}")
     return key
 
 
@@ -175,4 +179,4 @@ def test_a_gateway_that_died_mid_answer_leaves_it_interrupted_with_retry_and_not
         page.get_by_role("button", name="Retry", exact=True).click()
         expect(answer(page)).to_have_attribute("data-state", "done", timeout=60_000)
         assert len(bodies) == 2 and bodies[1]["messages"] == bodies[0]["messages"]
-        assert stored_answers(page) == [uninterrupted(second, bodies[1])]
+        assert stored_answers(page) == [uninterrupted(second, bodies[1], SIM)]
