@@ -46,7 +46,9 @@ built-in model's default physics (no `x-firsttoken-sim`):
 
 - `send_usable_ms_3g`: navigation start → Send works: the later of the page's first
   contentful paint (the composer shows) and the moment its script takes Send
-  (`html[data-send-ready]`, set by js/boot/first-send.js, the product page's first step);
+  (`html[data-send-ready]`, set by js/boot/first-send.js, the product page's first step,
+  inline in index.html with the first view's styles since issue 45's fix: docs/boot.md,
+  "Send with the HTML alone");
 - `first_token_from_nav_ms_3g`: navigation start → the first text of the answer in the
   DOM (a MutationObserver: the change the next paint shows), the prompt sent by the
   driver the moment Send works;
@@ -153,7 +155,9 @@ SEND_WHEN_USABLE = """([mark, text]) => new Promise((resolve) => {
     }).observe({ type: 'paint', buffered: true });
   });
   const taken = new Promise((done) => {
-    if (root.hasAttribute(mark)) return done(performance.now());
+    // Set before this ran: the mark's own value is when (both pages write
+    // performance.now() into it); the time of this check would be the driver's delay.
+    if (root.hasAttribute(mark)) return done(Number(root.getAttribute(mark)));
     new MutationObserver((_, observer) => {
       if (root.hasAttribute(mark)) { observer.disconnect(); done(performance.now()); }
     }).observe(root, { attributes: true, attributeFilter: [mark] });

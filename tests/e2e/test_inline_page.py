@@ -56,11 +56,19 @@ SHIFTS = """() => {
   window.__shifts.observe({ type: 'layout-shift', buffered: true });
   return true;
 }"""
-#: Every stylesheet of the page applied, then two frames painted with them.
-STYLED = """() => Promise.all([...document.querySelectorAll('link[data-style]')].map((link) =>
-  link.sheet ? true : new Promise((done) => link.addEventListener('load', () => done(true), { once: true }))))
+#: Every stylesheet of the page applied, then two frames painted with them. Chromium's
+#: parser waits at each stylesheet in <body> until it is in, so the four links are not all
+#: there at once: wait for the fourth (a MutationObserver; the page's deferred modules,
+#: held, keep DOMContentLoaded away).
+STYLED = """() => new Promise((done) => {
+  const links = () => [...document.querySelectorAll('link[rel=stylesheet]')];
+  if (links().length === 4) return done();
+  const observer = new MutationObserver(() => { if (links().length === 4) { observer.disconnect(); done(); } });
+  observer.observe(document, { subtree: true, childList: true });
+}).then(() => Promise.all([...document.querySelectorAll('link[rel=stylesheet]')].map((link) =>
+  link.sheet ? true : new Promise((done) => link.addEventListener('load', () => done(true), { once: true })))))
   .then(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))
-  .then(() => [...document.querySelectorAll('link[data-style]')].map((link) => Boolean(link.sheet)))"""
+  .then(() => [...document.querySelectorAll('link[rel=stylesheet]')].map((link) => Boolean(link.sheet)))"""
 TOTAL_SHIFT = """() => {
   for (const entry of window.__shifts.takeRecords()) window.__shift += entry.value;
   return window.__shift;
@@ -81,6 +89,9 @@ def test_the_composer_shows_and_sends_with_the_html_alone(phone: Page, gateway_u
     expect(phone.get_by_role("button", name="Send", exact=True)).to_be_visible()
     expect(phone.locator(".box")).to_have_css("border-top-left-radius", "22.4px")
     expect(phone.locator("#send")).to_have_css("background-color", "rgb(11, 87, 208)")
+    # The prompt takes typing too: no stylesheet holds its autofocus (a script-blocking
+    # one would: HTML, "flush autofocus candidates").
+    expect(phone.locator("#prompt")).to_be_focused()
     assert {r.request.url.rsplit("/", 1)[1] for r in sheets.held} == {
         "page.css", "render.css", "messages.css", "conversations.css"}
     assert scripts.held and phone.get_attribute("html", "data-interactive") is None
@@ -108,7 +119,7 @@ def test_the_stylesheets_change_no_box_of_the_first_view(
         page.evaluate(SHIFTS)
         before = page.evaluate(MEASURE, FIRST_VIEW)
         assert len(sheets.held) == 4 and all(not link for link in page.evaluate(
-            "() => [...document.querySelectorAll('link[data-style]')].map((link) => Boolean(link.sheet))"))
+            "() => [...document.querySelectorAll('link[rel=stylesheet]')].map((link) => Boolean(link.sheet))"))
         sheets.release()
         assert page.evaluate(STYLED) == [True] * 4
         after = page.evaluate(MEASURE, FIRST_VIEW)

@@ -56,7 +56,7 @@ def test_the_policy_allows_the_page_s_inline_blocks_and_nothing_else(client: htt
     r = client.get("/")
     csp = dict(part.strip().split(" ", 1) for part in r.headers["content-security-policy"].split(";"))
     styles, scripts = blocks(r.text, "style"), blocks(r.text, "script")
-    assert len(styles) == 1 and len(scripts) == 2  # the first view's styles; the first step, the styles' switch
+    assert len(styles) == 1 and len(scripts) == 2  # the first view's styles; the first step, the styles' link
     assert csp["style-src"].split() == ["'self'", *[hash_source(s) for s in styles]]
     assert csp["script-src"].split() == ["'self'", "'wasm-unsafe-eval'", *[hash_source(s) for s in scripts]]
     assert "'unsafe-inline'" not in r.headers["content-security-policy"]
