@@ -27,7 +27,7 @@ from .counting import PromptCounter
 from .dialects import DIALECTS, error_response
 from .errors import APIError
 from .guard import RequestGuard
-from .headers import SecurityHeaders, content_security_policy, page_inline_sources
+from .headers import PagePolicy, SecurityHeaders
 from .keepalive import KeepAlive
 from .limits import Flow, FlowControl, FlowLimits, MemoryBuckets, RedisBuckets, StreamsPerClient
 from .offload import Offload
@@ -221,8 +221,7 @@ def create_app(config: GatewayConfig | None = None) -> Starlette:
     middleware = [
         # Security headers on every answer, refusals and 500s too.
         # The page's inline blocks allowed by their hashes, read from the page it serves.
-        Middleware(SecurityHeaders, csp=content_security_policy(
-            config.connect_src, config.frame_ancestors, page_inline_sources(config.root / "index.html")),
+        Middleware(SecurityHeaders, csp=PagePolicy(config.connect_src, config.frame_ancestors, config.root / "index.html"),
                    isolation=config.isolation),
         # Whatever escapes: one log line and a JSON 500.
         Middleware(ErrorBoundary, passthrough=(DropConnection,)),

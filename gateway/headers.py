@@ -10,8 +10,8 @@
   inline blocks by their SHA-256 (CSP Level 3, "hash-source"): its first step and the
   styles of its first view, inline so that a first visit's Send works once the HTML
   alone has arrived (issue 45, item 2; docs/boot.md). The hashes are taken from
-  index.html as served (`page_inline_sources`), so an edit to a block cannot leave
-  the policy behind; no 'unsafe-inline', so markup in a model's answer can never bring
+  index.html as served (`PagePolicy`: again whenever the file changes), so an edit to
+  a block cannot leave the policy behind; no 'unsafe-inline', so markup in a model's answer can never bring
   script or style of its own (a hash allows only the exact text it was taken from). 'wasm-unsafe-eval'
   lets Pyodide compile WebAssembly. No 'unsafe-eval': nothing the page or its workers
   run at start-up evaluates a string. PyScript would, but only in a worker started
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import NamedTuple
@@ -90,6 +90,30 @@ def page_inline_sources(index_html: Path) -> InlineSources:
         return InlineSources()
 
 
+class PagePolicy:
+    """The policy of the page in `index_html`, as that file is now: its hashes taken
+    again whenever the file's size or mtime change (one `stat` a response), so that a
+    page edited under a running gateway is never served with the old hashes, which
+    would block its inline first step."""
+
+    def __init__(self, connect_src: str, frame_ancestors: str, index_html: Path) -> None:
+        self.connect_src, self.frame_ancestors, self.index_html = connect_src, frame_ancestors, index_html
+        self._seen: tuple[int, int] | None = None
+        self._csp = content_security_policy(connect_src, frame_ancestors)
+
+    def __call__(self) -> str:
+        try:
+            st = self.index_html.stat()
+            seen: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            seen = None
+        if seen != self._seen:
+            self._seen = seen
+            self._csp = content_security_policy(self.connect_src, self.frame_ancestors,
+                                                page_inline_sources(self.index_html) if seen else NO_INLINE)
+        return self._csp
+
+
 #: A page with no inline block (the policy's default).
 NO_INLINE = InlineSources()
 
@@ -122,13 +146,19 @@ POLICY_SCOPE_KEY = "firsttoken.security_policy"
 
 
 class SecurityHeaders:
-    def __init__(self, app: ASGIApp, *, csp: str, isolation: bool = True) -> None:
+    def __init__(self, app: ASGIApp, *, csp: str | Callable[[], str], isolation: bool = True) -> None:
         self.app = app
+        #: A fixed policy, or one asked for on every request (`PagePolicy`).
+        self.csp = csp
+        self.isolation = isolation
+        self._build(csp() if callable(csp) else csp)
+
+    def _build(self, csp: str) -> None:
         #: Every header this policy governs, None where it sends none (COOP/COEP under
         #: `--no-isolation`): a copy of a response must lose those, not keep old ones.
         self.policy: dict[str, str | None] = {
-            "cross-origin-opener-policy": "same-origin" if isolation else None,
-            "cross-origin-embedder-policy": "require-corp" if isolation else None,
+            "cross-origin-opener-policy": "same-origin" if self.isolation else None,
+            "cross-origin-embedder-policy": "require-corp" if self.isolation else None,
             "cross-origin-resource-policy": "same-origin",
             "x-content-type-options": "nosniff",
             "referrer-policy": "no-referrer",
@@ -140,12 +170,15 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if callable(self.csp) and (csp := self.csp()) != self.policy["content-security-policy"]:
+            self._build(csp)
+        policy, headers = self.policy, self.headers  # this request's, whatever comes next
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in self.headers if k not in names]
+                extra = [(k, v) for k, v in headers if k not in names]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        await self.app({**scope, POLICY_SCOPE_KEY: self.policy}, receive, send_with_headers)
+        await self.app({**scope, POLICY_SCOPE_KEY: policy}, receive, send_with_headers)

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.headers import hash_source, inline_sources
+from gateway.headers import PagePolicy, hash_source, inline_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 SHEETS = ["js/page/page.css", "js/render/render.css", "js/page/messages.css", "js/page/conversations.css"]
@@ -73,6 +73,16 @@ def test_hashes_are_of_the_text_the_browser_sees() -> None:
     found = inline_sources(html)
     assert found.styles == (hash_source("a{}\nb{}"),)
     assert found.scripts == (hash_source("go()\n"),)
+
+
+def test_a_page_edited_under_a_running_gateway_gets_its_new_hashes(tmp_path: Path) -> None:
+    page = tmp_path / "index.html"
+    policy = PagePolicy("'self'", "'none'", page)
+    assert "sha256" not in policy()  # no page: no inline block allowed
+    page.write_text("<script>one()</script>", encoding="utf-8")
+    assert hash_source("one()") in policy()
+    page.write_text("<script>two(2)</script>", encoding="utf-8")
+    assert hash_source("two(2)") in policy() and hash_source("one()") not in policy()
 
 
 def rules(css: str) -> list[str]:
