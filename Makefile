@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # prompt counts in the built-in model's usage).
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: run test test-fast lint deps protocol browser redis webkit fonts lock clean bundle screenshots bench-% report
+.PHONY: run test test-fast lint deps protocol browser redis webkit fonts lock clean bundle screenshots inline bench-% report
 
 # ---- set-up -----------------------------------------------------------------
 $(VENV)/.stamp: requirements.lock
@@ -138,6 +138,12 @@ test-fast: deps redis lint
 # The page as one folder for an app to ship (gateway/build/bundle.py, README "Embedding").
 bundle: deps
 	$(PY) -m gateway.build.bundle --out build/bundle
+
+# index.html's inline copy of js/boot/first-send.js (its comments stripped: docs/boot.md,
+# "Send with the HTML alone"), made again after that file changes; the gateway's tests
+# fail on a stale copy and say to run this.
+inline: node_modules/.package-lock.json
+	node gateway/build/inline.mjs
 
 # The README's screenshots: tests/e2e/test_shell.py saves each state it checks with
 # axe-core to build/screenshots/ (tests/e2e/test_images_page.py, a photo sent;

@@ -67,7 +67,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const made = inline(html, readFileSync(join(ROOT, SOURCE), 'utf8'));
   if (process.argv.includes('--check')) {
     if (made !== html) {
-      console.error(`${PAGE}'s inline copy of ${SOURCE} is stale: run \`node gateway/build/inline.mjs\``);
+      console.error(`${PAGE}'s inline copy of ${SOURCE} is stale: run \`make inline\` (node gateway/build/inline.mjs)`);
       process.exit(1);
     }
   } else if (made !== html) {
