@@ -1,17 +1,32 @@
-"""One attempt: a request sent and its answer's events read, each read under a deadline.
+"""One attempt: a request sent and its answer's events read under the stall policy's deadline.
 
 `Attempt.run` is the one loop over the typed events of `firsttoken.stream.client`
-(`Response`, `BytesSeen`, `Text`, `Finished`). Each read is awaited for as long as the
-stall policy allows (`firsttoken.stall.StallWatch.next_check_ms`); a read that takes
-longer is not an error but a moment to ask the policy what the silence means:
+(`Response`, `BytesSeen`, `Text`, `Finished`). The reading is awaited until the moment
+the stall policy names (`firsttoken.stall.StallWatch.next_check_ms`); a deadline that
+passes before the answer ends is not an error but a moment to ask the policy what the
+silence means:
 
-* `Stalled`: a `chat.stall` (the read goes on; the same pending read is awaited again);
+* `Stalled`: a `chat.stall` (the reading goes on and is awaited again);
 * `TimedOut`: the attempt's own signal is aborted (the transport's fetch ends), the
   read is given `ABORT_GRACE_MS` to end with it, then cancelled; the attempt raises
   `StallTimeout` with the text it took.
 
-Text after a shown stall is a `chat.stall.cleared`. There is no watcher beside the
-read and no flag between them: the deadline is the read's own.
+Text after a shown stall is a `chat.stall.cleared`. There is no flag between the read
+and the deadline: the events are read by one task (`_read`, an `async for` that takes
+each event the moment it comes), and `run` awaits that task's end under the deadline,
+so one timer serves every event until the deadline passes.
+
+Why one reading task and not one `Task` and one timer per event: the event loop's steps
+are not free everywhere. Pyodide's `WebLoop.call_soon` is `scheduleCallback(…, 0)`,
+which uses a `MessageChannel` except in Safari/WebKit (`IN_SAFARI`, the user agent says
+Safari and not Chrome: `ensureSharedChannel` skips it) where, in a worker, it is
+`setTimeout(…, 0)`; and HTML clamps a timer nested more than 5 deep to at least 4 ms
+(HTML § 8.6 "Timers", timer initialisation steps). A read per `Task`, its one-step
+yield, a timer `Task` armed and cancelled and `asyncio.wait`'s callbacks chained
+several steps a network chunk: 54–69 ms a chunk in WebKit's worker against 2.7 ms
+(`bench/native.py`'s core leg; webkit-plain p50 82 ms at 10a5e84 against 16 ms before
+it), Chromium unaffected. The reading task costs about a step a chunk, as the
+`async for` before 10a5e84 did.
 
 The attempt has its own `AbortSignal`, aborted by the request's (Stop), by a timeout
 (raised here as `StallTimeout`, never as `Aborted`) and by `drop` (the page's
@@ -90,10 +105,6 @@ async def within(session: Session, future: asyncio.Future[Any], ms: float) -> bo
     return future.done()
 
 
-async def _next(events: AsyncIterator[StreamEvent]) -> StreamEvent:
-    return await events.__anext__()
-
-
 class Attempt:
     """One connection of request `request_id`: its own signal (aborted by `stop` too),
     its silences watched with `settings`' thresholds."""
@@ -125,28 +136,17 @@ class Attempt:
         watch = StallWatch(self.settings.stall_notice_s, self.settings.stall_timeout_s, session.clock())
         events = stream_chat(session.transport, request, abort=self.signal, clock=session.clock,
                              timings=timings, stream=stream, stamps=session.stamps)
-        read: asyncio.Future[StreamEvent] = asyncio.ensure_future(_next(events))
+        read: asyncio.Future[Completion] = asyncio.ensure_future(
+            self._read(events, watch, stream, on_text, on_response))
         # The moment the policy may have something new to say. Events do not move it:
-        # text or bytes that come at that very moment are taken first, then it is asked.
+        # text or bytes that come at that very moment are taken first (`within` gives
+        # the reading task its step), then it is asked.
         deadline = session.clock() + watch.next_check_ms(session.clock())
         try:
             while True:
                 if await within(session, read, deadline - session.clock()):
-                    try:
-                        event = read.result()
-                    except StopAsyncIteration:
-                        # `stream_chat` ends with `Finished` or raises; an end without
-                        # either is a stream cut short all the same.
-                        raise TruncatedStream("The answer's stream ended without its end.",
-                                              partial=stream.partial if stream is not None else "") from None
-                    if isinstance(event, Finished):  # the last event: the stream has ended
-                        return event.completion
-                    self._take(event, watch, on_text, on_response)
-                    read = asyncio.ensure_future(_next(events))
-                    # Past the deadline, the next read still gets its one step first:
-                    # a chunk's text comes right after its `BytesSeen`.
-                    continue
-                # The deadline passed with no event ready: what does the silence mean now?
+                    return read.result()  # the completion, or the stream's error
+                # The deadline passed with the answer not ended: what does the silence mean now?
                 now = session.clock()
                 said = watch.check(now)
                 if isinstance(said, Stalled):
@@ -159,6 +159,18 @@ class Attempt:
         finally:
             if not read.done():  # a timeout, or the request itself was cancelled
                 read.cancel()
+
+    async def _read(self, events: AsyncIterator[StreamEvent], watch: StallWatch, stream: AnswerStream | None,
+                    on_text: Callable[[Text], None], on_response: Callable[[Response], None]) -> Completion:
+        """The answer's events, each taken as it comes, until `Finished`'s completion."""
+        async for event in events:
+            if isinstance(event, Finished):  # the last event: the stream has ended
+                return event.completion
+            self._take(event, watch, on_text, on_response)
+        # `stream_chat` ends with `Finished` or raises; an end without either is a
+        # stream cut short all the same.
+        raise TruncatedStream("The answer's stream ended without its end.",
+                              partial=stream.partial if stream is not None else "")
 
     def _take(self, event: StreamEvent, watch: StallWatch, on_text: Callable[[Text], None],
               on_response: Callable[[Response], None]) -> None:
@@ -176,7 +188,7 @@ class Attempt:
             watch.byte(now)
             on_response(event)
 
-    async def _timed_out(self, read: asyncio.Future[StreamEvent]) -> StallTimeout:
+    async def _timed_out(self, read: asyncio.Future[Completion]) -> StallTimeout:
         """The limit passed without a byte: abort the connection, give the read
         `ABORT_GRACE_MS` to end with it (its error carries the text taken), then cancel it."""
         self.signal.abort()
