@@ -87,6 +87,7 @@ import bench_paths  # noqa: E402,F401 - the repository ahead of bench/ on sys.pa
 from playwright.sync_api import BrowserContext, sync_playwright  # noqa: E402
 
 from harness.bench_page import CHROMIUM, CHROMIUM_ARGS, bench_app  # noqa: E402
+from harness.chromium import FIRST_PAINT  # noqa: E402
 from bench.profiles import PROFILES  # noqa: E402
 from bench.shaper import shaped_url  # noqa: E402
 from harness.servers import serve_app  # noqa: E402
@@ -105,10 +106,10 @@ WAIT_MARK = """([name, timeout]) => new Promise((resolve, reject) => {
   setTimeout(() => reject(new Error(`no ${name} after ${timeout} ms`)), timeout);
 })"""
 # Once the service worker has every file of the build (its install done, not only begun).
-SW_INSTALLED = """() => navigator.serviceWorker.ready.then(async () => {
+SW_INSTALLED = """(timeout) => Promise.race([navigator.serviceWorker.ready.then(async () => {
   const names = await caches.keys();
   return names.some((n) => n.startsWith('firsttoken-assets-'));
-})"""
+}), new Promise((_, reject) => setTimeout(() => reject(new Error(`no service worker after ${timeout} ms`)), timeout))])"""
 BOOT_DETAIL = "() => performance.getEntriesByName('firsttoken:python-ready')[0]?.detail ?? null"
 # Before any page script: when the first key reached the message box.
 TYPED_PROBE = """
@@ -144,16 +145,10 @@ FIRST_PROMPT = "Which of these is slowest on a phone: DNS, TLS, or the first byt
 # painted (the first contentful paint: before it, nothing shows to press). In the page,
 # so that no driver round trip sits between the two; the click is a real one (the form's
 # submit event, as a finger's tap gives).
-SEND_WHEN_USABLE = """([mark, text]) => new Promise((resolve) => {
+SEND_WHEN_USABLE = """([mark, text, timeout]) => new Promise((resolve, reject) => {
+  setTimeout(() => reject(new Error(`Send not usable after ${timeout} ms`)), timeout);
   const root = document.documentElement;
-  const painted = new Promise((done) => {
-    const seen = () => performance.getEntriesByName('first-contentful-paint')[0];
-    if (seen()) return done(seen().startTime);
-    new PerformanceObserver((list, observer) => {
-      const entry = list.getEntriesByName('first-contentful-paint')[0];
-      if (entry) { observer.disconnect(); done(entry.startTime); }
-    }).observe({ type: 'paint', buffered: true });
-  });
+  const painted = FIRST_PAINT;
   const taken = new Promise((done) => {
     // Set before this ran: the mark's own value is when (both pages write
     // performance.now() into it); the time of this check would be the driver's delay.
@@ -167,9 +162,12 @@ SEND_WHEN_USABLE = """([mark, text]) => new Promise((resolve) => {
     document.getElementById('send').click();
     resolve({ paint, script });
   });
-})"""
-# A promise, not `wait_for_function`: the product page's CSP allows no eval.
-FIRST_TOKEN = "() => window.__firstToken.then(() => true)"
+})""".replace("FIRST_PAINT", FIRST_PAINT)
+# A promise, not `wait_for_function`: the product page's CSP allows no eval. Each page
+# wait here is bounded (a run once hung 7 minutes on one): a stuck page fails the run
+# with what it waited for.
+FIRST_TOKEN = """(timeout) => Promise.race([window.__firstToken.then(() => true), new Promise((_, reject) =>
+  setTimeout(() => reject(new Error(`no first token after ${timeout} ms`)), timeout))])"""
 
 
 class ServerBytes:
@@ -271,8 +269,7 @@ def visit_firsttoken(context: BrowserContext, url: str, profile: str, server: Se
     ready_server = server.sent - declined
     lines = page.evaluate("() => window.__benchLines")
     # The rest of a first visit: the service worker fetches what the page needs offline.
-    page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
-    page.evaluate(SW_INSTALLED)
+    page.evaluate(SW_INSTALLED, TIMEOUT_MS)
     settled = server.sent - declined
     page.close()
     return {"ready_ms": round(ready, 1), "usable_ms": round(usable, 1), "bytes": ready_bytes,
@@ -300,8 +297,8 @@ def visit_first_prompt(context: BrowserContext, direct_url: str, path: str, mark
         page.on("request", lambda r: prepared.append("x-firsttoken-prepare" in r.headers)
                 if r.method == "POST" and "/v1/" in r.url else None)
         page.goto(url + path, wait_until="commit")
-        usable = page.evaluate(SEND_WHEN_USABLE, [mark, FIRST_PROMPT])
-        page.evaluate(FIRST_TOKEN)
+        usable = page.evaluate(SEND_WHEN_USABLE, [mark, FIRST_PROMPT, TIMEOUT_MS])
+        page.evaluate(FIRST_TOKEN, TIMEOUT_MS)
         seen = page.evaluate("() => ({ ...window.__firstPrompt, resolve: undefined, python: document.documentElement.dataset.python ?? null })")
         page.close()
     return {"send_usable_ms": round(max(usable["paint"], usable["script"]), 1), "paint_ms": round(usable["paint"], 1),

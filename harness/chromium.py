@@ -213,6 +213,18 @@ def attach_embedder(page: Page) -> None:
     page.wait_for_function("window.__fromPage.some((m) => m.type === 'ready' && m.id === 'attach')", timeout=BOOT_TIMEOUT_MS)
 
 
+#: A JavaScript expression: a promise of the first contentful paint's time (ms from
+#: navigation), one already painted included (`buffered`). For a page whose CSP allows no
+#: eval (no `wait_for_function`): tests/e2e/test_inline_page.py, bench/network.py.
+FIRST_PAINT = """new Promise((done) => {
+  const seen = () => performance.getEntriesByName('first-contentful-paint')[0];
+  if (seen()) return done(seen().startTime);
+  new PerformanceObserver((list, observer) => {
+    const entry = list.getEntriesByName('first-contentful-paint')[0];
+    if (entry) { observer.disconnect(); done(entry.startTime); }
+  }).observe({ type: 'paint', buffered: true });
+})"""
+
 ANSWER = '.msg[data-role="assistant"]'
 CONTENT = f"{ANSWER} .content"
 PIECE = re.compile(r"\s*\S+|\s+")  # how the built-in model splits an answer into tokens

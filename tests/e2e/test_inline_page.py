@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from harness.chromium import ANSWER, DESKTOP, PIXEL_7, Console, Held, watched_page
+from harness.chromium import ANSWER, DESKTOP, FIRST_PAINT, PIXEL_7, Console, Held, watched_page
 
 pytestmark = pytest.mark.e2e
 
@@ -26,14 +26,7 @@ SCRIPTS = re.compile(r"\.(js|mjs|wasm|zip|json|toml|py)(\?.*)?$|/vendor/|/py/")
 SHEETS = re.compile(r"\.css$")
 
 #: The first paint's time, waited on (no `wait_for_function`: the page's CSP has no eval).
-PAINTED = """() => new Promise((done) => {
-  const seen = () => performance.getEntriesByName('first-contentful-paint')[0];
-  if (seen()) return done(seen().startTime);
-  new PerformanceObserver((list, observer) => {
-    const entry = list.getEntriesByName('first-contentful-paint')[0];
-    if (entry) { observer.disconnect(); done(entry.startTime); }
-  }).observe({ type: 'paint', buffered: true });
-})"""
+PAINTED = f"() => {FIRST_PAINT}"
 
 #: Each element of the first view: its box and its colours.
 FIRST_VIEW = ["header.bar", "#header-start", "#conversations-toggle", "#new-chat", "#conversation-title", "#boot",
