@@ -17,6 +17,7 @@ from harness.stored import stored_messages
 
 pytestmark = pytest.mark.e2e
 
+
 @pytest.fixture
 def first_visit(browser: Browser, console: Console) -> Iterator[Page]:
     """A first visit (no service worker yet): a route can hold Python's runtime."""
