@@ -43,7 +43,7 @@ import { early as storedConversations } from './store/db.js';
  * between them and hide the one thing to read here: who talks to whom.
  *
  * `answers` renders answers: `open(container)` gives a stream with
- * `append(text)` and `end()`, `show(container, text)` renders a whole one (from
+ * `append(text)`, `end()` and, if it paints a caret, `renewCaret()`, `show(container, text)` renders a whole one (from
  * history), `user(container, text)`, if given, a user's message. main.js passes the markdown renderer; the render benchmark, a plain-text
  * one (bench/render-plain.js). */
 // eslint-disable-next-line max-lines-per-function -- the composition root: its head says why it stays whole

@@ -48,8 +48,7 @@ export class ReplyPainter {
       // reads makes the browser restyle everything under the element it changed on,
       // and on the message that was the whole answer every frame (bench-render: the
       // page's chunk-to-paint p95 went from 1.0x plain text to 1.4-1.6x).
-      const tail = r.stream.tailEl;
-      if (tail) tail.dataset.caret = tail.dataset.caret === '1' ? '0' : '1';
+      r.stream.renewCaret?.(); // a plain-text stream (bench/plain-text.js) has no caret
       r.metrics.painted(inFrame, { reasoning: Boolean(reasoning), answer: Boolean(text) });
     }
     this.view.follow();

@@ -94,6 +94,12 @@ export class MarkdownStream {
     this.ended = false;
   }
 
+  /** Flip the open block's `data-caret`, so that the streaming caret page.css puts
+   * after it is a new one, not the last frame's moved (reply-painter.js says why). */
+  renewCaret() {
+    this.tailEl.dataset.caret = this.tailEl.dataset.caret === '1' ? '0' : '1';
+  }
+
   /** Add streamed text and repaint the tail. */
   append(text) {
     if (!text || this.ended) return;
