@@ -71,6 +71,19 @@ def settled(page: Page, n: int, state: str = "done") -> None:
     expect(answer(page, n)).to_have_attribute("data-metrics", re.compile("."), timeout=60_000)
 
 
+def two_turns(page: Page, gateway_url: str, first: str, second: str) -> list[dict]:
+    """Boot the page, ask `first` and then `second`, each answered; the chat bodies the
+    page sends, from the first (a list that grows as it sends more)."""
+    bodies = chat_bodies(page)
+    page.goto(gateway_url + "/")
+    wait_ready(page)
+    send(page, first)
+    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
+    send(page, second)
+    settled(page, 2)
+    return bodies
+
+
 def roles(body: dict) -> list[str]:
     return [m["role"] for m in body["messages"]]
 
@@ -141,13 +154,7 @@ def test_copy_puts_each_message_text_on_the_clipboard_even_without_the_clipboard
 
 def test_edit_resends_the_prompt_and_replaces_everything_after_it(device_page: Page, gateway_url: str) -> None:
     page = device_page
-    bodies = chat_bodies(page)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    send(page, "first question")
-    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
-    send(page, "second question")
-    settled(page, 2)
+    bodies = two_turns(page, gateway_url, "first question", "second question")
 
     first = page.locator(USER).first
     button(first, "Edit").click()
@@ -167,13 +174,7 @@ def test_edit_resends_the_prompt_and_replaces_everything_after_it(device_page: P
 
 def test_regenerate_replaces_that_answer_in_its_place(device_page: Page, gateway_url: str) -> None:
     page = device_page
-    bodies = chat_bodies(page)
-    page.goto(gateway_url + "/")
-    wait_ready(page)
-    send(page, "one")
-    expect(answer(page, 1)).to_have_attribute("data-state", "done", timeout=60_000)
-    send(page, "two")
-    settled(page, 2)
+    bodies = two_turns(page, gateway_url, "one", "two")
 
     # Wait for the effect of the click, the new request, before waiting for two done
     # answers: two are done already before the click takes effect.
