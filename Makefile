@@ -102,14 +102,16 @@ run: deps
 	$(PY) -m gateway --host $(HOST) --port $(PORT) $(if $(UPSTREAM),--upstream $(UPSTREAM)) $(if $(REPORT),--report)
 
 # Test files run in parallel, each file whole in one worker (`--dist loadfile`: module
-# fixtures such as a booted page or a gateway are made once). Four workers on this
-# 2-core machine: the suite is bound by CPU (Chromium's renderers, Python boots), and a
-# fourth worker mostly shortens the tail, where one long browser file runs alone.
+# fixtures such as a booted page or a gateway are made once). Three workers on this
+# 2-core machine: the suite is bound by CPU (Chromium's renderers, Python boots), and
+# with the files longest first the machine stays busy with three; a fourth only adds
+# contention (2026-12-07, quiet machine, the same tree: 792 s with three against 830-962 s
+# with four, bench/RESULTS.md).
 # The files go out longest first (`--no-loadscope-reorder` keeps the order
 # tests/conftest.py gives them), so that no long file is left to run alone at the end.
 # The slowest tests are listed at the end of every run (CI's output too), so a test that
 # grows slow is seen.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 test: deps browser redis webkit lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 

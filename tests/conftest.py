@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
     """Test files, the longest expected first; each file's tests in their own order.
 
-    `make test` gives whole files to four workers in this order (`--dist loadfile
+    `make test` gives whole files to its workers in this order (`--dist loadfile
     --no-loadscope-reorder`). xdist's own order is by number of tests, which sent the
     files of a few tests that take minutes (a benchmark's smoke run on a shaped link:
     2.5 min, mostly waiting) out last, where they ran alone at the end while the other

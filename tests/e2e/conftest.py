@@ -13,7 +13,7 @@ from harness.chromium import ARGS, CHROMIUM, DESKTOP, Console, warm_contexts, wa
 from harness.servers import HEADLESS_SHELL, HEADLESS_SHELL_ARGS
 
 # How long an assertion waits for its effect (Playwright's default is 5 s). `make test`
-# runs four test files at once on two cores, where a page's reaction to a click can take
+# runs three test files at once on two cores, where a page's reaction to a click can take
 # longer than that; a bound met at once costs nothing, so it is generous.
 expect.set_options(timeout=15_000)
 
